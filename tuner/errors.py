@@ -1,0 +1,41 @@
+"""One error root, a few meaningful children.
+
+Each user-facing error carries one sentence (``str(err)``) and an optional hint. The command line prints
+both and exits with the class's ``exit_code``; it never prints a traceback for a :class:`TunerError`.
+"""
+
+from __future__ import annotations
+
+
+class TunerError(Exception):
+    """Root of every error tuner raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class ConfigError(TunerError):
+    """The configuration, a policy or a command-line value is wrong (exit 2)."""
+
+    exit_code = 2
+
+
+class RefusedError(TunerError):
+    """The safety interlock refused the target (exit 3). Nothing on the target was changed."""
+
+    exit_code = 3
+
+
+class TargetError(TunerError):
+    """The target could not be reached or did not behave as a PostgreSQL server must (exit 1)."""
+
+
+class SandboxError(TunerError):
+    """The throwaway sandbox cluster could not be created or run (exit 1)."""
+
+
+class ProbeError(TunerError):
+    """A probe failed in a way that is recorded as a failed trial, not as a number."""

@@ -1,0 +1,328 @@
+"""Search over knob values: a Bayesian optimiser (scikit-optimize, ask/tell) and a random-search twin.
+
+This is the only module that imports scikit-optimize. Both optimisers share one interface:
+
+* ``suggest()`` returns the next configuration to probe (the initial design first);
+* ``register(config, value_ms)`` records a probe — ``None`` for a failed probe, which is kept as failed and
+  never told to the model as a number;
+* ``recommendation()`` returns the configuration to confirm and its near-optimal range;
+* ``stop_reason()`` says why the search should end now, or None.
+
+The model works on log(time) (multiplicative noise becomes additive), over each knob's transformed scale
+(``log2p1``: log2(1 + value), so 0 is reachable and 1, 3, 7, 15 … are evenly spaced). The recommendation
+comes from the model's posterior mean, not from the luckiest observation (winner's curse).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import warnings
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+Config = dict[str, int]
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One integer knob and the scale it is searched on."""
+
+    name: str
+    low: int
+    high: int
+    scale: Literal["log2p1", "linear"] = "log2p1"
+
+    def to_z(self, value: float) -> float:
+        return math.log2(1 + value) if self.scale == "log2p1" else float(value)
+
+    def from_z(self, z: float) -> int:
+        raw = 2**z - 1 if self.scale == "log2p1" else z
+        return int(min(self.high, max(self.low, round(raw))))
+
+    @property
+    def z_low(self) -> float:
+        return self.to_z(self.low)
+
+    @property
+    def z_high(self) -> float:
+        return self.to_z(self.high)
+
+    def candidates(self, limit: int = 2048) -> list[int]:
+        """Values the recommendation may take: every integer, or a dense log grid for wide ranges."""
+        if self.high - self.low + 1 <= limit:
+            return list(range(self.low, self.high + 1))
+        zs = np.linspace(self.z_low, self.z_high, limit)
+        return sorted({self.from_z(float(z)) for z in zs})
+
+    def round_values(self) -> list[int]:
+        """Values an operator would write in a config file: 0, 1 and powers of two, plus the bounds."""
+        ladder = {self.low, self.high, 0, 1} | {2**k for k in range(0, 31)}
+        return sorted(v for v in ladder if self.low <= v <= self.high)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    config: Config
+    predicted_ms: float | None  # the model's prediction at config (None without a model)
+    near_optimal: dict[str, tuple[int, int]]  # per knob: smallest and largest near-optimal value
+    source: Literal["model", "observations"]
+
+
+@dataclass
+class _History:
+    configs: list[Config] = field(default_factory=list)
+    values_ms: list[float | None] = field(default_factory=list)
+
+    @property
+    def ok(self) -> list[tuple[Config, float]]:
+        return [(c, v) for c, v in zip(self.configs, self.values_ms, strict=True) if v is not None]
+
+    def consecutive_failures(self) -> int:
+        n = 0
+        for v in reversed(self.values_ms):
+            if v is not None:
+                break
+            n += 1
+        return n
+
+
+def _key(config: Mapping[str, int], dims: Sequence[Dimension]) -> tuple[int, ...]:
+    return tuple(int(config[d.name]) for d in dims)
+
+
+class BaseOptimiser:
+    """Shared bookkeeping: initial design, validation, history, stopping rule."""
+
+    kind = "base"
+
+    def __init__(
+        self,
+        *,
+        dimensions: Sequence[Dimension],
+        initial: Sequence[Mapping[str, int]] = (),
+        seed: int = 0,
+        budget: int = 14,
+        min_probes: int = 7,
+        patience: int = 3,
+        tolerance: float = 0.05,
+    ) -> None:
+        if not dimensions:
+            raise ValueError("at least one dimension")
+        self.dimensions = tuple(dimensions)
+        self.seed = seed
+        self.budget = budget
+        self.min_probes = min(min_probes, budget)
+        self.patience = patience
+        self.tolerance = tolerance
+        seen: set[tuple[int, ...]] = set()
+        self._initial: list[Config] = []
+        for cfg in initial:
+            clean = self._validate(cfg)
+            if _key(clean, self.dimensions) not in seen:
+                seen.add(_key(clean, self.dimensions))
+                self._initial.append(clean)
+        self.history = _History()
+        # After each successful probe: the recommended config, its predicted log(time), its near-optimal box.
+        self._best_trace: list[tuple[tuple[int, ...], float, dict[str, tuple[int, int]]]] = []
+
+    # -- public, validating -------------------------------------------------------------------------
+    def suggest(self) -> Config:
+        """The next configuration to probe."""
+        if self._initial:
+            return dict(self._initial[0])
+        return self._validate(self._suggest())
+
+    def register(self, config: Mapping[str, int], value_ms: float | None) -> None:
+        """Record one probe; ``value_ms=None`` marks it failed."""
+        clean = self._validate(config)
+        if value_ms is not None and not (math.isfinite(value_ms) and value_ms > 0):
+            raise ValueError(f"a probe's value must be a positive number of ms, not {value_ms!r}")
+        if self._initial and _key(self._initial[0], self.dimensions) == _key(clean, self.dimensions):
+            self._initial.pop(0)
+        self.history.configs.append(clean)
+        self.history.values_ms.append(value_ms)
+        if value_ms is not None:
+            self._register(clean, math.log(value_ms))
+            rec = self.recommendation()
+            score = math.log(rec.predicted_ms) if rec.predicted_ms else self._observed_mean(rec.config)
+            self._best_trace.append((_key(rec.config, self.dimensions), score, rec.near_optimal))
+
+    @property
+    def probes(self) -> int:
+        return len(self.history.configs)
+
+    def stop_reason(self) -> str | None:
+        """Why the search should end now, or None to go on."""
+        if self.probes >= self.budget:
+            return f"probe budget of {self.budget} used"
+        n_ok = len(self.history.ok)
+        if n_ok < self.min_probes or self._initial:
+            return None
+        trace = self._best_trace[-(self.patience + 1) :]
+        if len(trace) <= self.patience:
+            return None
+        _, first_score, first_box = trace[0]
+        # Stable: every later pick lies inside the near-optimal box of the pick `patience` probes ago
+        # (in a flat basin the argmin wanders among equally good values; that is not progress).
+        stable = all(
+            first_box[d.name][0] <= k[i] <= first_box[d.name][1]
+            for k, _, _ in trace[1:]
+            for i, d in enumerate(self.dimensions)
+        )
+        no_gain = all(s >= first_score - math.log1p(self.tolerance) / 2 for _, s, _ in trace[1:])
+        if stable and no_gain:
+            return f"the predicted optimum did not move in the last {self.patience} probes"
+        return None
+
+    def recommendation(self) -> Recommendation:
+        ok = self.history.ok
+        if not ok:
+            raise ValueError("no successful probe to recommend from")
+        rec = self._model_recommendation()
+        if rec is not None:
+            return rec
+        means = self._observed_means()
+        best_key = min(means, key=lambda k: means[k])
+        cfg = {d.name: v for d, v in zip(self.dimensions, best_key, strict=True)}
+        tol = math.log1p(self.tolerance)
+        near = [k for k, m in means.items() if m <= means[best_key] + tol]
+        ranges = {
+            d.name: (min(k[i] for k in near), max(k[i] for k in near)) for i, d in enumerate(self.dimensions)
+        }
+        return Recommendation(cfg, None, ranges, "observations")
+
+    # -- helpers ------------------------------------------------------------------------------------
+    def _validate(self, config: Mapping[str, int]) -> Config:
+        names = {d.name for d in self.dimensions}
+        if set(config) != names:
+            raise ValueError(f"a configuration needs exactly {sorted(names)}, got {sorted(config)}")
+        out: Config = {}
+        for d in self.dimensions:
+            v = config[d.name]
+            if isinstance(v, bool) or int(v) != v:
+                raise ValueError(f"{d.name} must be an integer, got {v!r}")
+            if not d.low <= int(v) <= d.high:
+                raise ValueError(f"{d.name}={v} lies outside [{d.low}, {d.high}]")
+            out[d.name] = int(v)
+        return out
+
+    def _observed_means(self) -> dict[tuple[int, ...], float]:
+        acc: dict[tuple[int, ...], list[float]] = defaultdict(list)
+        for cfg, v in self.history.ok:
+            acc[_key(cfg, self.dimensions)].append(math.log(v))
+        return {k: sum(v) / len(v) for k, v in acc.items()}
+
+    def _observed_mean(self, config: Config) -> float:
+        return self._observed_means()[_key(config, self.dimensions)]
+
+    # -- private, overridden ------------------------------------------------------------------------
+    def _suggest(self) -> Config:
+        raise NotImplementedError  # abstract: both concrete optimisers override it
+
+    def _register(self, config: Config, log_value: float) -> None:
+        return None
+
+    def _model_recommendation(self) -> Recommendation | None:
+        return None
+
+
+class RandomOptimiser(BaseOptimiser):
+    """Uniform random search on the transformed scale: the baseline and the fallback."""
+
+    kind = "random"
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._rng = random.Random(self.seed)
+
+    def _suggest(self) -> Config:
+        return {d.name: d.from_z(self._rng.uniform(d.z_low, d.z_high)) for d in self.dimensions}
+
+
+class BayesianOptimiser(BaseOptimiser):
+    """Gaussian-process Bayesian optimisation (scikit-optimize ``Optimizer``) on log(time).
+
+    The GP has a learned white-noise term (skopt's default for ``"GP"``), so repeated probes of one value
+    with different times are modelled as noise, not as structure.
+    """
+
+    kind = "bayesian"
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        from skopt import Optimizer
+        from skopt.space import Real
+
+        space = [Real(d.z_low, d.z_high, name=d.name) for d in self.dimensions]
+        self._opt = Optimizer(
+            space,
+            base_estimator="GP",
+            acq_func="EI",
+            acq_optimizer="sampling",
+            n_initial_points=max(1, len(self._initial)),
+            initial_point_generator="lhs",
+            random_state=self.seed,
+            acq_optimizer_kwargs={"n_points": 2000},
+        )
+        self._candidates: np.ndarray | None = None
+
+    def _z(self, config: Mapping[str, int]) -> list[float]:
+        return [d.to_z(config[d.name]) for d in self.dimensions]
+
+    def _suggest(self) -> Config:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            z = self._opt.ask()
+        return {d.name: d.from_z(float(zi)) for d, zi in zip(self.dimensions, z, strict=True)}
+
+    def _register(self, config: Config, log_value: float) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._opt.tell(self._z(config), log_value)
+
+    def _candidate_grid(self) -> list[tuple[int, ...]]:
+        per_dim = [d.candidates(limit=2048 if len(self.dimensions) == 1 else 64) for d in self.dimensions]
+        return list(itertools.product(*per_dim))
+
+    def predict(self, configs: Sequence[Mapping[str, int]]) -> list[float] | None:
+        """Posterior mean of log(time) at ``configs``, or None before the model has been fitted."""
+        if not self._opt.models:
+            return None
+        model = self._opt.models[-1]
+        xs = self._opt.space.transform([self._z(c) for c in configs])
+        return [float(v) for v in model.predict(xs)]
+
+    def _model_recommendation(self) -> Recommendation | None:
+        if not self._opt.models:
+            return None
+        grid = self._candidate_grid()
+        configs = [{d.name: v for d, v in zip(self.dimensions, k, strict=True)} for k in grid]
+        mu = self.predict(configs)
+        assert mu is not None
+        best = int(np.argmin(mu))
+        tol = math.log1p(self.tolerance)
+        near_idx = [i for i, m in enumerate(mu) if m <= mu[best] + tol]
+        # Operators write round values: prefer the roundest near-optimal value closest to the best.
+        round_sets = [set(d.round_values()) for d in self.dimensions]
+        round_near = [i for i in near_idx if all(g in rs for g, rs in zip(grid[i], round_sets, strict=True))]
+        chosen = best
+        if round_near:
+            bz = self._z(configs[best])
+            chosen = min(round_near, key=lambda i: (sum((a - b) ** 2 for a, b in zip(self._z(configs[i]), bz)), mu[i]))
+        ranges = {
+            d.name: (min(grid[i][j] for i in near_idx), max(grid[i][j] for i in near_idx))
+            for j, d in enumerate(self.dimensions)
+        }
+        return Recommendation(configs[chosen], math.exp(mu[chosen]), ranges, "model")
+
+
+OPTIMISERS: dict[str, type[BaseOptimiser]] = {
+    BayesianOptimiser.kind: BayesianOptimiser,
+    RandomOptimiser.kind: RandomOptimiser,
+}

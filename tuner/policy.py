@@ -1,0 +1,147 @@
+"""Policies: declarative TOML per storage class — search space, objective, budgets, minimum effect,
+cache state and guardrails. Data, no code.
+
+A policy is found by name in ``policies/`` next to the config file, in ``$TUNER_POLICY_DIR``, or in the
+``policies/`` folder that ships with tuner; a value containing ``/`` or ending in ``.toml`` is a path.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from tuner.config import _describe, read_toml
+from tuner.errors import ConfigError
+from tuner.knobs import catalog
+
+SHIPPED_POLICY_DIR = Path(__file__).resolve().parent.parent / "policies"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PolicyInfo(_Section):
+    name: str
+    description: str
+    storage_class: Literal["any", "ssd", "nvme", "network", "hdd"]
+
+
+class Objective(_Section):
+    metric: Literal["execution_time_ms"] = "execution_time_ms"
+    direction: Literal["minimize"] = "minimize"
+
+
+class KnobSearch(_Section):
+    """How one knob is searched. ``scale = "log2p1"`` searches log2(1 + value), so 0 stays reachable."""
+
+    min: int
+    max: int
+    scale: Literal["log2p1", "linear"] = "log2p1"
+    initial: tuple[int, ...] = Field(default=(), description="values probed first, before the model proposes")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> KnobSearch:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
+        if self.scale == "log2p1" and self.min < 0:
+            raise ValueError("log2p1 scale needs min >= 0")
+        outside = [v for v in self.initial if not self.min <= v <= self.max]
+        if outside:
+            raise ValueError(f"initial values {outside} lie outside [{self.min}, {self.max}]")
+        return self
+
+
+class Budget(_Section):
+    probes: int = Field(default=14, ge=3, le=500, description="most optimisation probes per family")
+    min_probes: int = Field(default=7, ge=2, description="probes before the stopping rule may end the search")
+    patience: int = Field(default=3, ge=1, description="probes without a better predicted optimum before stopping")
+    confirm_min_pairs: int = Field(default=4, ge=2, description="paired trials before the first look")
+    confirm_max_pairs: int = Field(default=16, ge=2, description="paired trials at most (in ABBA blocks of 2)")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Budget:
+        if self.min_probes > self.probes:
+            raise ValueError(f"min_probes ({self.min_probes}) exceeds probes ({self.probes})")
+        if self.confirm_min_pairs > self.confirm_max_pairs:
+            raise ValueError("confirm_min_pairs exceeds confirm_max_pairs")
+        if self.confirm_min_pairs % 2 or self.confirm_max_pairs % 2:
+            raise ValueError("confirmation pairs come in ABBA blocks of 2: use even numbers")
+        return self
+
+
+class Decision(_Section):
+    min_effect: float = Field(default=1.05, ge=1.0, description="the CI's lower end must clear this improvement")
+    alpha: float = Field(default=0.05, gt=0, lt=0.5, description="error rate of the whole sequential confirmation")
+    near_optimal_tolerance: float = Field(
+        default=0.05, ge=0, lt=1, description="values predicted within this share of the best are near-optimal"
+    )
+
+
+class Cache(_Section):
+    state: Literal["cold"] = "cold"
+    min_cold_read_fraction: float = Field(
+        default=0.9, gt=0, le=1, description="a probe is rejected if fewer of its heap blocks came from disk"
+    )
+
+
+class Guardrails(_Section):
+    statement_timeout_s: float = Field(default=300, gt=0)
+    allow_restart: bool = Field(default=True, description="may tuner restart the staging server between probes")
+    max_failed_probes: int = Field(default=4, ge=1, description="consecutive failed probes that end a family")
+
+
+class Policy(_Section):
+    policy: PolicyInfo
+    objective: Objective = Objective()
+    search: dict[str, KnobSearch]
+    budget: Budget = Budget()
+    decision: Decision = Decision()
+    cache: Cache = Cache()
+    guardrails: Guardrails = Guardrails()
+
+    @model_validator(mode="after")
+    def _knobs_known(self) -> Policy:
+        if not self.search:
+            raise ValueError("the [search] table is empty")
+        for name in self.search:
+            catalog.require_tunable(name)
+        return self
+
+
+def find_policy(name: str, *, config_dir: Path | None = None) -> Path:
+    """Locate a policy file by name or path."""
+    if "/" in name or name.endswith(".toml"):
+        path = Path(name)
+        if config_dir is not None and not path.is_absolute():
+            path = config_dir / path
+        return path
+    dirs = []
+    if config_dir is not None:
+        dirs.append(config_dir / "policies")
+    if os.environ.get("TUNER_POLICY_DIR"):
+        dirs.append(Path(os.environ["TUNER_POLICY_DIR"]))
+    dirs.append(SHIPPED_POLICY_DIR)
+    for d in dirs:
+        candidate = d / f"{name}.toml"
+        if candidate.is_file():
+            return candidate
+    available = sorted(p.stem for d in dirs if d.is_dir() for p in d.glob("*.toml"))
+    raise ConfigError(
+        f"no policy named '{name}'",
+        hint=f"available: {', '.join(available) or 'none found'}; or give a path to a policy file",
+    )
+
+
+def load_policy(name: str, *, config_dir: Path | None = None) -> Policy:
+    path = find_policy(name, config_dir=config_dir)
+    data = read_toml(path)
+    try:
+        return Policy(**data)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}", hint=exc.hint) from None
+    except ValidationError as exc:
+        raise _describe(exc, str(path)) from None
