@@ -59,7 +59,7 @@ class Budget(_Section):
     probes: int = Field(default=14, ge=3, le=500, description="most optimisation probes per family")
     min_probes: int = Field(default=7, ge=2, description="probes before the stopping rule may end the search")
     patience: int = Field(default=3, ge=1, description="probes without a better predicted optimum before stopping")
-    confirm_min_pairs: int = Field(default=4, ge=2, description="paired trials before the first look")
+    confirm_min_pairs: int = Field(default=6, ge=2, description="paired trials before the first look")
     confirm_max_pairs: int = Field(default=16, ge=2, description="paired trials at most (in ABBA blocks of 2)")
 
     @model_validator(mode="after")

@@ -1,0 +1,206 @@
+"""The ``tuner`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tuner import __version__
+from tuner import log as tlog
+from tuner.config import KNOWN_FAMILIES, Config, load_config
+from tuner.errors import ConfigError, TunerError
+from tuner.policy import load_policy
+
+EXIT_TEXT = """\b
+Exit status:
+  0  done — also when the decision is "keep what you have"
+  1  unexpected failure (the target could not be reached, a probe setup failed, a bug)
+  2  bad input: configuration, policy or command-line value
+  3  refused by the safety interlock (a primary, or a writable server without the staging marker);
+     nothing on the target was changed"""
+
+CONFIG_TEXT = """\b
+Configuration (later wins):
+  tuner.toml (./tuner.toml, or --config PATH)  <  TUNER_SECTION__KEY environment  <  options
+  e.g. TUNER_TARGET__DSN='host=staging-db dbname=app'  TUNER_SANDBOX__SCALE=10
+Connection: libpq conventions — a DSN or postgresql:// URI, PGHOST/PGPORT/PGUSER/PGDATABASE/
+PGPASSWORD, ~/.pgpass. Passwords never appear in logs or reports."""
+
+
+def _fail(err: TunerError) -> None:
+    click.echo(f"tuner: error: {err}", err=True)
+    if err.hint:
+        click.echo(f"hint: {err.hint}", err=True)
+    sys.exit(err.exit_code)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TunerError as err:
+            _fail(err)
+        except KeyboardInterrupt:
+            click.echo("tuner: interrupted; everything tuner started was stopped and removed", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="tuner")
+def main() -> None:
+    """tuner — measured I/O settings for PostgreSQL.
+
+    tuner probes PostgreSQL's I/O settings on a staging replica (a hot standby, or a writable clone
+    marked tuner.role = 'staging'), searches them with Bayesian optimisation, confirms the winner
+    against today's settings with paired, interleaved trials and a 95 % confidence interval, and
+    emits ALTER SYSTEM statements with their evidence and a rollback — or says "keep what you have"
+    when the evidence is not there. It never probes a primary.
+
+    \b
+    Start here:
+      tuner recommend --sandbox           try it on a throwaway PostgreSQL that tuner starts itself
+      tuner recommend --dsn 'host=standby1 dbname=app' --format sql
+      tuner config validate --print       show the effective configuration
+    """
+
+
+@main.command()
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help="Configuration file (default: ./tuner.toml if present).")
+@click.option("--dsn", help="Target connection string or URI (overrides [target] dsn). Must be a hot standby or a marked staging clone.")
+@click.option("--sandbox", is_flag=True, help="Create a throwaway primary + hot standby, tune the standby, then remove everything.")
+@click.option("--scale", type=click.IntRange(1, 10000), help="Sandbox dataset size, pgbench-style (100,000 accounts per unit; default 50 ≈ 640 MB).")
+@click.option("--family", "families", multiple=True, type=click.Choice(KNOWN_FAMILIES), help="Knob family to tune (repeatable; default: all the target allows).")
+@click.option("--policy", help="Policy name (default, ssd, network, hdd) or path to a policy TOML file.")
+@click.option("--budget", type=click.IntRange(3, 500), help="Most optimisation probes per family (overrides the policy).")
+@click.option("--seed", type=int, help="Seed for the optimiser (results are reproducible for a given seed and target).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "sql"]), help="What to print on stdout (default: table).")
+@click.option("--output", type=click.Path(path_type=Path, file_okay=False), help="Also write report.json, recommendation.sql, rollback.sql and report.txt into DIR (atomically).")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Log detail on stderr (default: info).")
+def recommend(**opts: Any) -> None:
+    """Probe, optimise, confirm and recommend — once.
+
+    For each knob family (today: concurrency = effective_io_concurrency), tuner plans a cold-cache
+    workload from the target's own statistics (bitmap heap scans over its largest relations), empties
+    the caches before every probe, lets a Gaussian-process optimiser choose the values to probe, and
+    confirms the best one against today's value in ABBA-ordered pairs until the 95 % interval decides.
+    Probe settings are applied with SET in the probe session: nothing persistent changes on the target.
+
+    Results go to stdout; logs (one line per probe) go to stderr — JSON when stderr is not a terminal.
+
+    \b
+    Examples:
+      tuner recommend --sandbox
+      tuner recommend --sandbox --scale 10 --format json
+      tuner recommend --dsn postgresql://tuner@standby1/app --policy ssd --output /var/lib/tuner/out
+    """
+    overrides: dict[str, dict[str, Any]] = {}
+    if opts["dsn"]:
+        overrides.setdefault("target", {})["dsn"] = opts["dsn"]
+    if opts["scale"]:
+        overrides.setdefault("sandbox", {})["scale"] = opts["scale"]
+    if opts["policy"]:
+        overrides.setdefault("tuner", {})["policy"] = opts["policy"]
+    if opts["families"]:
+        overrides.setdefault("tuner", {})["families"] = list(opts["families"])
+    if opts["seed"] is not None:
+        overrides.setdefault("tuner", {})["seed"] = opts["seed"]
+    if opts["log_level"]:
+        overrides.setdefault("tuner", {})["log_level"] = opts["log_level"]
+    if opts["fmt"]:
+        overrides.setdefault("output", {})["format"] = opts["fmt"]
+    if opts["output"]:
+        overrides.setdefault("output", {})["directory"] = str(opts["output"])
+    cfg = load_config(opts["config_path"], overrides=overrides)
+    tlog.configure(cfg.tuner.log_level)
+    policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
+    if not opts["sandbox"] and not cfg.target.dsn:
+        import os
+
+        if not any(k in os.environ for k in ("PGHOST", "PGSERVICE", "PGDATABASE", "PGPORT")):
+            raise ConfigError(
+                "no target: give --dsn, set [target] dsn in tuner.toml, set PGHOST, or use --sandbox",
+                hint="tuner recommend --sandbox tries it on a throwaway PostgreSQL",
+            )
+    report = _run(cfg, policy, sandbox=opts["sandbox"], budget=opts["budget"])
+
+    from tuner.recommend.render import RENDERERS, write_outputs
+
+    if cfg.output.directory is not None:
+        written = write_outputs(report, cfg.output.directory)
+        click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
+    click.echo(RENDERERS[cfg.output.format](report), nl=False)
+
+
+def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None) -> Any:
+    from tuner.workflow import recommend as run_recommend
+
+    async def guarded() -> Any:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        # SIGTERM (systemd stop, kill) cancels the work like Ctrl-C does, so every cleanup path runs.
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        progress_cm: Any = contextlib.nullcontext(None)
+        if sys.stderr.isatty():
+            from tuner.progress import TerminalProgress
+
+            progress_cm = TerminalProgress()
+        with progress_cm as progress:
+            return await run_recommend(
+                cfg, policy, use_sandbox=sandbox, families=cfg.tuner.families, budget=budget, progress=progress
+            )
+
+    try:
+        return asyncio.run(guarded())
+    except asyncio.CancelledError:
+        click.echo("tuner: stopped by a signal; everything tuner started was stopped and removed", err=True)
+        sys.exit(143)
+
+
+@main.group()
+def config() -> None:
+    """Inspect and check the configuration."""
+
+
+@config.command("validate")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help="Configuration file (default: ./tuner.toml if present).")
+@click.option("--print", "show", is_flag=True, help="Print the effective configuration (file < environment < defaults) as TOML.")
+def validate(config_path: Path | None, show: bool) -> None:
+    """Check tuner.toml and the policy it names; exit 2 with one sentence if anything is wrong."""
+    cfg = load_config(config_path)
+    policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
+    if show:
+        click.echo(_to_toml(cfg.model_dump(mode="json", exclude={"source"})), nl=False)
+    where = str(cfg.source) if cfg.source else "defaults (no tuner.toml found)"
+    click.echo(f"tuner: configuration OK ({where}; policy {policy.policy.name})", err=True)
+
+
+def _to_toml(data: dict[str, Any]) -> str:
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    lines: list[str] = []
+    for section, body in data.items():
+        lines.append(f"[{section}]")
+        for k, v in body.items():
+            lines.append(f"# {k} is unset" if v is None else f"{k} = {value(v)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+main.help = inspect.cleandoc(main.help or "") + "\n\n" + CONFIG_TEXT + "\n\n" + EXIT_TEXT
+recommend.help = inspect.cleandoc(recommend.help or "") + "\n\n" + EXIT_TEXT

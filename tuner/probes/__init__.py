@@ -1,0 +1,1 @@
+"""Probes: workloads, cache control and measurement."""

@@ -1,0 +1,206 @@
+"""Probe workloads for the concurrency family: bitmap heap scans over the target's largest relations.
+
+Queries are generated from catalog statistics (``pg_class`` sizes, ``pg_stats`` correlation and
+histograms), so nothing is assumed about the schema:
+
+* **range** — on an index column uncorrelated with the physical row order, a ``BETWEEN`` range sized so
+  that the scan visits about ``pages_fraction`` of the heap, scattered: a sparse bitmap heap scan, the
+  access pattern where prefetching (``effective_io_concurrency``) matters;
+* **sample** — when every indexed column follows the physical order (a serial key), a deterministic
+  pseudo-random sample of key values (``= ANY(…)``) with the same sparse footprint.
+
+Your own queries can replace them (``[workload] queries`` in tuner.toml); they should plan as bitmap
+heap scans, since before PostgreSQL 18 ``effective_io_concurrency`` affects nothing else.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import asyncpg
+
+from tuner import sqlfiles
+from tuner.errors import ProbeError
+
+_SQL = str(Path(__file__).parent)
+UNCORRELATED = 0.3  # |correlation| below this counts as scattered
+MIN_PAGES = 64
+
+
+@dataclass(frozen=True)
+class ProbeQuery:
+    name: str
+    sql: str
+    relation: str | None
+    kind: Literal["range", "sample", "custom"]
+    expected_pages: int | None = None
+    force_bitmap: bool = True  # generated queries switch off seq/index scans so they plan as bitmap scans
+
+
+@dataclass(frozen=True)
+class Candidate:
+    relation: str
+    relpages: int
+    reltuples: float
+    index: str
+    column_sql: str
+    column_type: str
+    correlation: float | None
+    histogram_bounds: tuple[float, ...]
+    null_frac: float
+    mcv_frac: float
+
+
+def parse_bounds(text: str | None) -> tuple[float, ...]:
+    if not text:
+        return ()
+    try:
+        return tuple(float(x) for x in text.strip("{}").split(",") if x)
+    except ValueError:
+        return ()
+
+
+def row_fraction_for_pages(pages_fraction: float, rows_per_page: float) -> float:
+    """Share of rows to select at random so that about ``pages_fraction`` of the pages hold one or more."""
+    rows_per_page = max(1.0, rows_per_page)
+    return 1 - (1 - pages_fraction) ** (1 / rows_per_page)
+
+
+def _literal(value: float, column_type: str) -> str:
+    if column_type in ("smallint", "integer", "bigint"):
+        return str(int(round(value)))
+    return repr(float(value))
+
+
+def range_query(c: Candidate, pages_fraction: float) -> ProbeQuery | None:
+    """A BETWEEN range over the middle of the histogram that touches ~pages_fraction of the heap."""
+    b = c.histogram_bounds
+    if len(b) < 3 or c.relpages <= 0:
+        return None
+    rows_per_page = c.reltuples / c.relpages if c.reltuples > 0 else 1.0
+    f = row_fraction_for_pages(pages_fraction, rows_per_page)
+    buckets = len(b) - 1
+    per_bucket = max(1e-9, (1 - c.null_frac - c.mcv_frac) / buckets)
+    need = f / per_bucket  # buckets to span
+    start = buckets // 2
+    if start + need > buckets:
+        start = max(0, int(buckets - math.ceil(need)))
+    whole, frac = int(need), need - int(need)
+    lo = b[start]
+    end = min(buckets, start + whole)
+    hi = b[end] if frac == 0 or end >= buckets else b[end] + (b[end + 1] - b[end]) * frac
+    if hi <= lo:
+        return None
+    sql = (
+        f"SELECT count(ctid) FROM {c.relation} "
+        f"WHERE {c.column_sql} BETWEEN {_literal(lo, c.column_type)} AND {_literal(hi, c.column_type)}"
+    )
+    return ProbeQuery(
+        name=f"{c.relation}.{c.column_sql} range",
+        sql=sql,
+        relation=c.relation,
+        kind="range",
+        expected_pages=int(round(pages_fraction * c.relpages)),
+    )
+
+
+def sample_query(c: Candidate, pages_fraction: float) -> ProbeQuery | None:
+    """A deterministic, sparse sample of key values on an ordered key (e.g. a serial primary key)."""
+    b = c.histogram_bounds
+    if len(b) < 2 or c.column_type not in ("smallint", "integer", "bigint"):
+        return None
+    lo, hi = int(b[0]), int(b[-1])
+    span = hi - lo + 1
+    if span <= 1:
+        return None
+    n = max(1, int(round(-c.relpages * math.log(1 - min(pages_fraction, 0.95)))))
+    sql = (
+        f"SELECT count(ctid) FROM {c.relation} WHERE {c.column_sql} = ANY (ARRAY("
+        f"SELECT {lo} + (hashint8(g) & 9223372036854775807) % {span} FROM generate_series(1, {n}) AS g))"
+    )
+    return ProbeQuery(
+        name=f"{c.relation}.{c.column_sql} sample",
+        sql=sql,
+        relation=c.relation,
+        kind="sample",
+        expected_pages=int(round(pages_fraction * c.relpages)),
+    )
+
+
+async def candidates(conn: asyncpg.Connection, min_pages: int = MIN_PAGES) -> list[Candidate]:
+    rows = await conn.fetch(sqlfiles.load(_SQL, "bitmap_candidates"), min_pages)
+    return [
+        Candidate(
+            relation=r["relation"],
+            relpages=r["relpages"],
+            reltuples=r["reltuples"],
+            index=r["index"],
+            column_sql=r["column_sql"],
+            column_type=r["column_type"],
+            correlation=r["correlation"],
+            histogram_bounds=parse_bounds(r["histogram_bounds"]),
+            null_frac=r["null_frac"],
+            mcv_frac=r["mcv_frac"],
+        )
+        for r in rows
+    ]
+
+
+def choose(cands: list[Candidate], *, relations: int, pages_fraction: float) -> list[ProbeQuery]:
+    """One query for each of the ``relations`` largest relations: a range scan if an uncorrelated
+    indexed column exists, else a sample on an ordered key. Pure, so it is tested without a server."""
+    by_rel: dict[str, list[Candidate]] = {}
+    for c in cands:
+        by_rel.setdefault(c.relation, []).append(c)
+    out: list[ProbeQuery] = []
+    for rel in sorted(by_rel, key=lambda r: -by_rel[r][0].relpages):
+        options = by_rel[rel]
+        scattered = [c for c in options if c.correlation is not None and abs(c.correlation) < UNCORRELATED]
+        query = None
+        for c in scattered:
+            query = range_query(c, pages_fraction)
+            if query:
+                break
+        if query is None:
+            for c in options:
+                query = sample_query(c, pages_fraction)
+                if query:
+                    break
+        if query is not None:
+            out.append(query)
+        if len(out) >= relations:
+            break
+    return out
+
+
+async def plan(
+    conn: asyncpg.Connection, *, custom: tuple[str, ...], relations: int, pages_fraction: float
+) -> list[ProbeQuery]:
+    """The probe queries for this target, or a :class:`ProbeError` that says why there are none."""
+    if custom:
+        return [
+            ProbeQuery(name=f"custom query {i + 1}", sql=q.strip().rstrip(";"), relation=None, kind="custom", force_bitmap=False)
+            for i, q in enumerate(custom)
+        ]
+    queries = choose(await candidates(conn), relations=relations, pages_fraction=pages_fraction)
+    if not queries:
+        raise ProbeError(
+            f"found no table of at least {MIN_PAGES} pages with an analysed btree index on a numeric column "
+            "to drive bitmap heap scans",
+            hint="run ANALYZE on the primary, or give your own queries in [workload] queries",
+        )
+    return queries
+
+
+async def relation_files(conn: asyncpg.Connection, data_dir: Path, relation: str) -> list[Path]:
+    """Every segment file of a relation and its indexes (for posix_fadvise eviction)."""
+    out: list[Path] = []
+    for r in await conn.fetch(sqlfiles.load(_SQL, "relation_files"), relation):
+        first = data_dir / r["path"]
+        segments = [p for p in first.parent.glob(first.name + ".*") if p.name[len(first.name) + 1 :].isdigit()]
+        out.append(first)
+        out.extend(sorted(segments, key=lambda p: int(p.name.rsplit(".", 1)[1])))
+    return out

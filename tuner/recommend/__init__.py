@@ -1,0 +1,1 @@
+"""Rendering a report for people (terminal table) and for config management (SQL, JSON)."""

@@ -1,0 +1,149 @@
+"""One tuning session: search, confirm, decide. The loops here are pure — they get the probe runner as a
+parameter — so they are tested with a synthetic probe, and run unchanged against a real server.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from tuner.log import get_logger
+from tuner.model import EffectOut, Trial
+from tuner.optimiser import BaseOptimiser, Recommendation
+from tuner.stats import Look, SequentialTest, abba_blocks, log_ratio
+
+log = get_logger("tuner.session")
+
+
+class Probe(Protocol):
+    def __call__(
+        self,
+        config: dict[str, int],
+        *,
+        phase: Literal["search", "confirm"] = ...,
+        arm: Literal["baseline", "candidate"] | None = ...,
+    ) -> Awaitable[Trial]: ...
+
+
+class Progress(Protocol):
+    def phase(self, name: str, total: int | None) -> None: ...
+    def advance(self, text: str) -> None: ...
+
+
+class NullProgress:
+    def phase(self, name: str, total: int | None) -> None:
+        return None
+
+    def advance(self, text: str) -> None:
+        return None
+
+
+@dataclass
+class SearchResult:
+    trials: list[Trial] = field(default_factory=list)
+    recommendation: Recommendation | None = None
+    stop_reason: str = ""
+
+
+async def search(
+    optimiser: BaseOptimiser,
+    probe: Probe,
+    *,
+    max_consecutive_failures: int,
+    progress: Progress | None = None,
+) -> SearchResult:
+    """The ask/tell loop: probe what the optimiser suggests until its stopping rule or the budget ends it."""
+    progress = progress or NullProgress()
+    progress.phase("search", optimiser.budget)
+    result = SearchResult()
+    while True:
+        reason = optimiser.stop_reason()
+        if reason:
+            result.stop_reason = reason
+            break
+        if optimiser.history.consecutive_failures() >= max_consecutive_failures:
+            last = result.trials[-1].reason if result.trials else "unknown"
+            result.stop_reason = f"{max_consecutive_failures} probes in a row failed (last: {last})"
+            break
+        config = optimiser.suggest()
+        trial = await probe(config, phase="search")
+        result.trials.append(trial)
+        optimiser.register(config, trial.value if trial.status == "ok" else None)
+        shown = ", ".join(f"{k}={v}" for k, v in config.items())
+        progress.advance(f"{shown}: {trial.value:.0f} ms" if trial.value is not None else f"{shown}: {trial.status}")
+    if optimiser.history.ok:
+        result.recommendation = optimiser.recommendation()
+    return result
+
+
+@dataclass
+class ConfirmResult:
+    trials: list[Trial] = field(default_factory=list)
+    look: Look | None = None
+    failure: str | None = None
+
+
+async def confirm(
+    baseline: dict[str, int],
+    candidate: dict[str, int],
+    probe: Probe,
+    test: SequentialTest,
+    *,
+    progress: Progress | None = None,
+    retries: int = 1,
+) -> ConfirmResult:
+    """Paired, interleaved trials in ABBA / BAAB blocks until the sequential test decides."""
+    progress = progress or NullProgress()
+    progress.phase("confirm", test.max_pairs * 2)
+    out = ConfirmResult()
+    d: list[float] = []
+    for block in abba_blocks():
+        values: list[float] = []
+        for arm in block:
+            cfg = baseline if arm == "A" else candidate
+            arm_name: Literal["baseline", "candidate"] = "baseline" if arm == "A" else "candidate"
+            for _attempt in range(retries + 1):
+                trial = await probe(cfg, phase="confirm", arm=arm_name)
+                out.trials.append(trial)
+                if trial.status == "ok" and trial.value is not None:
+                    values.append(trial.value)
+                    progress.advance(f"{arm_name}: {trial.value:.0f} ms")
+                    break
+            else:
+                out.failure = f"a {arm_name} probe failed {retries + 1} times during confirmation: {trial.reason}"
+                return out
+        # Adjacent pairs within the block: (1st, 2nd) and (3rd, 4th); orient each as baseline/candidate.
+        for i in (0, 2):
+            a, b = (values[i], values[i + 1]) if block[i] == "A" else (values[i + 1], values[i])
+            d.append(log_ratio(a, b))
+        look = test.evaluate(d)
+        if look is not None:
+            out.look = look
+            if look.verdict != "continue":
+                return out
+    raise AssertionError("unreachable: the sequential test always ends at max_pairs")
+
+
+def effect_out(look: Look, test: SequentialTest, metric: str = "execution_time_ms") -> EffectOut:
+    e = look.effect
+    return EffectOut(
+        metric=metric,
+        improvement=round(e.improvement, 4),
+        ci95=(round(e.ci_low, 4), round(e.ci_high, 4)),
+        n_pairs=e.n_pairs,
+        p_value=float(f"{e.p_value:.3g}"),
+        looks=e.looks,
+        method=(
+            f"t-interval on paired log-ratios (ABBA blocks), alpha {test.alpha:g} spread over "
+            f"{len(test.looks)} planned looks"
+        ),
+    )
+
+
+def geometric_mean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+ProbeFactory = Callable[[], Probe]

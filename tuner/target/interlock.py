@@ -1,0 +1,55 @@
+"""The safety interlock: a pure decision on gathered facts. It never changes anything.
+
+Probing is allowed on a hot standby (``pg_is_in_recovery()``), or on a writable instance whose
+configuration carries ``tuner.role = 'staging'`` — a custom setting an operator adds on purpose.
+Everything else, above all a primary, is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from tuner.errors import RefusedError
+from tuner.target.facts import TargetFacts
+
+MARKER = "tuner.role"
+MARKER_VALUE = "staging"
+
+HOW_TO_MARK = (
+    f"to tune a writable staging clone, add  {MARKER} = '{MARKER_VALUE}'  to its postgresql.conf "
+    "(or run ALTER SYSTEM SET \"tuner.role\" = 'staging' there) and reload it; "
+    "or point tuner at a hot standby"
+)
+
+
+@dataclass(frozen=True)
+class Clearance:
+    mode: Literal["hot_standby", "staging_clone"]
+    reason: str
+
+
+def check(facts: TargetFacts, *, client_sets_marker: bool = False) -> Clearance:
+    """Return the clearance to probe, or raise :class:`RefusedError` with one sentence and how to fix it."""
+    if facts.in_recovery:
+        return Clearance("hot_standby", "the server is a hot standby (pg_is_in_recovery() is true)")
+    marker = (facts.staging_marker or "").strip()
+    if not marker:
+        raise RefusedError(
+            f"refusing to probe: the server (PostgreSQL {facts.server_version}, database {facts.database}) "
+            f"is writable — a primary — and its configuration does not carry {MARKER} = '{MARKER_VALUE}'",
+            hint=HOW_TO_MARK,
+        )
+    if marker != MARKER_VALUE:
+        raise RefusedError(
+            f"refusing to probe: the server is writable and {MARKER} is '{marker}', not '{MARKER_VALUE}'",
+            hint=HOW_TO_MARK,
+        )
+    if client_sets_marker and facts.marker_source is None:
+        raise RefusedError(
+            f"refusing to probe: {MARKER} is set by this connection's own options (DSN or PGOPTIONS), "
+            "not by the server's configuration",
+            hint=HOW_TO_MARK,
+        )
+    where = f" ({facts.marker_source})" if facts.marker_source else ""
+    return Clearance("staging_clone", f"the server is writable and marked {MARKER} = '{MARKER_VALUE}'{where}")

@@ -1,0 +1,12 @@
+-- Identity and role of the server. data_directory is read through pg_settings, which hides it (no error)
+-- from roles that may not see it.
+SELECT current_setting('server_version_num')::int AS server_version_num,
+       current_setting('server_version') AS server_version,
+       pg_is_in_recovery() AS in_recovery,
+       current_database() AS database,
+       current_user AS "user",
+       (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS is_superuser,
+       pg_has_role(current_user, 'pg_read_all_settings', 'member') AS can_read_all_settings,
+       (SELECT setting FROM pg_settings WHERE name = 'data_directory') AS data_directory,
+       current_setting('tuner.role', true) AS staging_marker,
+       inet_server_addr()::text AS server_addr

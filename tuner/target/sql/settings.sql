@@ -1,0 +1,3 @@
+SELECT name, setting, unit, context, vartype, min_val, max_val, boot_val, reset_val, source, pending_restart
+FROM pg_settings
+WHERE name = ANY($1::text[])
