@@ -43,4 +43,7 @@ def configure(level: str = "info", *, stream: TextIO | None = None, json: bool |
 
 
 def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
+    if not structlog.is_configured():
+        # Never let library use print logs to stdout: stdout carries results (JSON, SQL).
+        configure()
     return structlog.get_logger(name)  # type: ignore[no-any-return]

@@ -270,7 +270,6 @@ class BayesianOptimiser(BaseOptimiser):
             random_state=self.seed,
             acq_optimizer_kwargs={"n_points": 2000},
         )
-        self._candidates: np.ndarray | None = None
 
     def _z(self, config: Mapping[str, int]) -> list[float]:
         return [d.to_z(config[d.name]) for d in self.dimensions]
@@ -306,20 +305,42 @@ class BayesianOptimiser(BaseOptimiser):
         mu = self.predict(configs)
         assert mu is not None
         best = int(np.argmin(mu))
-        tol = math.log1p(self.tolerance)
-        near_idx = [i for i, m in enumerate(mu) if m <= mu[best] + tol]
-        # Operators write round values: prefer the roundest near-optimal value closest to the best.
+        limit = mu[best] + math.log1p(self.tolerance)
+        ranges = self._contiguous_ranges(configs[best], limit)
+        # Operators write round values: prefer a round value inside the near-optimal range, closest to the best.
         round_sets = [set(d.round_values()) for d in self.dimensions]
-        round_near = [i for i in near_idx if all(g in rs for g, rs in zip(grid[i], round_sets, strict=True))]
+        round_near = [
+            i
+            for i, m in enumerate(mu)
+            if m <= limit
+            and all(
+                g in rs and ranges[d.name][0] <= g <= ranges[d.name][1]
+                for g, rs, d in zip(grid[i], round_sets, self.dimensions, strict=True)
+            )
+        ]
         chosen = best
         if round_near:
             bz = self._z(configs[best])
             chosen = min(round_near, key=lambda i: (sum((a - b) ** 2 for a, b in zip(self._z(configs[i]), bz)), mu[i]))
-        ranges = {
-            d.name: (min(grid[i][j] for i in near_idx), max(grid[i][j] for i in near_idx))
-            for j, d in enumerate(self.dimensions)
-        }
         return Recommendation(configs[chosen], math.exp(mu[chosen]), ranges, "model")
+
+
+    def _contiguous_ranges(self, at: Config, limit: float) -> dict[str, tuple[int, int]]:
+        """Per knob, the unbroken run of candidate values around ``at`` (other knobs held at ``at``) whose
+        predicted log(time) stays within ``limit``. A range, not a set: "anything from 32 to 512"."""
+        ranges: dict[str, tuple[int, int]] = {}
+        for d in self.dimensions:
+            values = d.candidates(limit=2048 if len(self.dimensions) == 1 else 256)
+            mu = self.predict([{**at, d.name: v} for v in values])
+            assert mu is not None
+            i = min(range(len(values)), key=lambda k: abs(values[k] - at[d.name]))
+            lo = hi = i
+            while lo > 0 and mu[lo - 1] <= limit:
+                lo -= 1
+            while hi < len(values) - 1 and mu[hi + 1] <= limit:
+                hi += 1
+            ranges[d.name] = (values[lo], values[hi])
+        return ranges
 
 
 OPTIMISERS: dict[str, type[BaseOptimiser]] = {

@@ -17,9 +17,8 @@ MARKER = "tuner.role"
 MARKER_VALUE = "staging"
 
 HOW_TO_MARK = (
-    f"to tune a writable staging clone, add  {MARKER} = '{MARKER_VALUE}'  to its postgresql.conf "
-    "(or run ALTER SYSTEM SET \"tuner.role\" = 'staging' there) and reload it; "
-    "or point tuner at a hot standby"
+    f"to tune a writable staging clone, add the line  {MARKER} = '{MARKER_VALUE}'  to its postgresql.conf "
+    "(or a file it includes) and reload it (SELECT pg_reload_conf()); or point tuner at a hot standby"
 )
 
 

@@ -13,6 +13,7 @@ to run as root, so as root the servers run as the ``postgres`` OS user.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import grp
 import json
 import os
@@ -23,6 +24,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -219,6 +221,9 @@ class Sandbox:
         self._started: list[Path] = []
         self.primary_port = 0
         self.standby_port = 0
+        # pg_ctl calls run in worker threads. A cancelled await does not stop its thread, so every call
+        # holds this lock: close() then waits for an in-flight restart instead of racing it.
+        self._ops = threading.Lock()
 
     # -- paths and DSNs ------------------------------------------------------------------------------
     @property
@@ -250,16 +255,17 @@ class Sandbox:
         if user is not None:
             env["HOME"] = user.pw_dir
         try:
-            proc = subprocess.run(
-                args,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                env=env,
-                cwd=str(self.root),
-                start_new_session=True,  # a terminal's Ctrl-C must not hit the servers before we stop them
-                **kwargs,  # type: ignore[arg-type]
-            )
+            with self._ops:
+                proc = subprocess.run(
+                    args,
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout,
+                    env=env,
+                    cwd=str(self.root),
+                    start_new_session=True,  # a terminal's Ctrl-C must not hit the servers before we stop them
+                    **kwargs,  # type: ignore[arg-type]
+                )
         except subprocess.TimeoutExpired:
             raise SandboxError(f"{Path(args[0]).name} did not finish within {timeout:.0f} s") from None
         if proc.returncode != 0:
@@ -428,6 +434,10 @@ class Sandbox:
                 log.warning("sandbox.stop_failed", dir=str(data_dir), error=str(exc))
                 _kill_postmaster(data_dir)
         self._started.clear()
+        for pid in server_pids(self.root):  # anything of ours that survived (e.g. a racing restart)
+            log.warning("sandbox.kill_leftover", pid=pid)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
         if self.keep:
             log.info("sandbox.kept", dir=str(self.root))
         else:
@@ -451,6 +461,23 @@ def _kill_postmaster(data_dir: Path) -> None:
             pass
 
 
+def server_pids(root: Path) -> list[int]:
+    """PIDs of processes whose working directory lies under ``root`` (postgres chdirs to its data directory;
+    its command line does not name it)."""
+    out = []
+    prefix = str(root.resolve())
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(p / "cwd").removesuffix(" (deleted)")
+        except OSError:
+            continue
+        if cwd == prefix or cwd.startswith(prefix + "/"):
+            out.append(int(p.name))
+    return out
+
+
 def cleanup_stale(base_dir: Path) -> list[Path]:
     """Remove sandboxes whose owning tuner process is gone (e.g. after SIGKILL). Returns what was removed."""
     removed: list[Path] = []
@@ -467,6 +494,9 @@ def cleanup_stale(base_dir: Path) -> list[Path]:
         for data_dir in (root / "standby", root / "primary"):
             if (data_dir / "postmaster.pid").exists():
                 _kill_postmaster(data_dir)
+        for pid in server_pids(root):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
         shutil.rmtree(root, ignore_errors=True)
         log.info("sandbox.stale_removed", dir=str(root), owner_pid=pid)
         removed.append(root)

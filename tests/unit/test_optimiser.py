@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tuner.optimiser import BayesianOptimiser, Dimension, RandomOptimiser
+from tuner.session import search
+from tuner.testing import SyntheticProbe, seed_like_surface
+
+EIC = "effective_io_concurrency"
+DIM = Dimension(EIC, 0, 1000)
+
+
+@given(st.floats(min_value=0, max_value=math.log2(1001)))
+def test_dimension_maps_back_into_bounds(z: float) -> None:
+    assert 0 <= DIM.from_z(z) <= 1000
+
+
+@given(st.integers(min_value=0, max_value=1000))
+def test_log2p1_round_trips_integers(v: int) -> None:
+    assert DIM.from_z(DIM.to_z(v)) == v
+
+
+@pytest.mark.parametrize("cls", [BayesianOptimiser, RandomOptimiser])
+def test_initial_design_comes_first_in_order(cls: type) -> None:
+    opt = cls(dimensions=[DIM], initial=[{EIC: 1}, {EIC: 0}, {EIC: 16}], seed=1)
+    seen = []
+    for _ in range(3):
+        cfg = opt.suggest()
+        seen.append(cfg[EIC])
+        opt.register(cfg, 100.0)
+    assert seen == [1, 0, 16]
+
+
+@settings(deadline=None, max_examples=15)
+@given(st.integers(min_value=0, max_value=10_000))
+def test_suggestions_stay_inside_bounds(seed: int) -> None:
+    dim = Dimension(EIC, 4, 300)
+    opt = BayesianOptimiser(dimensions=[dim], initial=[{EIC: 4}, {EIC: 300}], seed=seed, budget=6, min_probes=6)
+    for _ in range(5):
+        cfg = opt.suggest()
+        assert 4 <= cfg[EIC] <= 300
+        opt.register(cfg, seed_like_surface(cfg))
+
+
+def test_register_rejects_out_of_range_and_non_positive_values() -> None:
+    opt = RandomOptimiser(dimensions=[DIM], seed=1)
+    with pytest.raises(ValueError):
+        opt.register({EIC: 2000}, 10.0)
+    with pytest.raises(ValueError):
+        opt.register({EIC: 10}, 0.0)
+    with pytest.raises(ValueError):
+        opt.register({"other": 1}, 10.0)
+
+
+def test_failed_probes_are_kept_as_failed_and_not_told_to_the_model() -> None:
+    opt = BayesianOptimiser(dimensions=[DIM], initial=[{EIC: 1}, {EIC: 64}], seed=1)
+    opt.register({EIC: 1}, None)
+    opt.register({EIC: 64}, 100.0)
+    assert opt.history.values_ms == [None, 100.0]
+    assert len(opt._opt.yi) == 1  # only the successful probe reached skopt
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_bayesian_search_finds_the_fast_region_of_a_seed_like_curve(seed: int) -> None:
+    opt = BayesianOptimiser(dimensions=[DIM], initial=[{EIC: 1}, {EIC: 0}, {EIC: 16}, {EIC: 256}], seed=seed)
+    probe = SyntheticProbe(seed_like_surface, noise_cv=0.08, seed=seed)
+    result = asyncio.run(search(opt, probe, max_consecutive_failures=3))
+    best = result.recommendation.config[EIC]
+    # Within 10 % of the true optimum's time (the curve is flat at the top).
+    assert seed_like_surface({EIC: best}) <= 1.10 * seed_like_surface({EIC: 1000})
+    assert result.recommendation.near_optimal[EIC][0] <= best <= result.recommendation.near_optimal[EIC][1]
+    assert opt.probes <= opt.budget
+
+
+def test_search_stops_after_consecutive_failures() -> None:
+    opt = BayesianOptimiser(dimensions=[DIM], initial=[{EIC: 1}], seed=1)
+    probe = SyntheticProbe(seed_like_surface, fail_when=lambda c: True)
+    result = asyncio.run(search(opt, probe, max_consecutive_failures=3))
+    assert result.recommendation is None
+    assert "3 probes in a row failed" in result.stop_reason
+    assert len(probe.calls) == 3
+
+
+def test_recommendation_prefers_a_round_value_within_tolerance() -> None:
+    opt = BayesianOptimiser(dimensions=[DIM], initial=[{EIC: v} for v in (1, 0, 16, 256)], seed=4)
+    probe = SyntheticProbe(seed_like_surface, noise_cv=0.05, seed=4)
+    result = asyncio.run(search(opt, probe, max_consecutive_failures=3))
+    v = result.recommendation.config[EIC]
+    assert v in DIM.round_values()

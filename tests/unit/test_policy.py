@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tuner.errors import ConfigError
+from tuner.policy import SHIPPED_POLICY_DIR, find_policy, load_policy
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "policies"
+
+
+@pytest.mark.parametrize("name", ["default", "ssd", "network", "hdd"])
+def test_shipped_policies_load(name: str) -> None:
+    assert load_policy(name).policy.name == name
+
+
+def test_every_shipped_policy_file_is_valid() -> None:
+    files = sorted(SHIPPED_POLICY_DIR.glob("*.toml"))
+    assert len(files) >= 4
+    for f in files:
+        load_policy(str(f))
+
+
+@pytest.mark.parametrize("path", sorted((FIXTURES / "good").glob("*.toml")), ids=lambda p: p.name)
+def test_good_policies_validate(path: Path) -> None:
+    load_policy(str(path))
+
+
+@pytest.mark.parametrize("path", sorted((FIXTURES / "bad").glob("*.toml")), ids=lambda p: p.name)
+def test_bad_policies_fail_with_one_sentence(path: Path) -> None:
+    expected = path.read_text().splitlines()[0].removeprefix("# expect: ").strip()
+    with pytest.raises(ConfigError) as err:
+        load_policy(str(path))
+    assert expected in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_unknown_policy_name_lists_the_available_ones() -> None:
+    with pytest.raises(ConfigError) as err:
+        find_policy("nvme-turbo")
+    assert "default" in (err.value.hint or "")
+
+
+def test_policy_next_to_the_config_wins(tmp_path: Path) -> None:
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "default.toml").write_text((FIXTURES / "good" / "narrow_linear.toml").read_text())
+    assert load_policy("default", config_dir=tmp_path).policy.name == "narrow"
