@@ -43,6 +43,7 @@ class EffectOut(_Frozen):
     metric: str
     improvement: float
     ci95: tuple[float, float]
+    decision_ci: tuple[float, float] = Field(description="the wider interval the sequential rule decided on")
     n_pairs: int
     p_value: float
     looks: int

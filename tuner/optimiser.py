@@ -38,11 +38,28 @@ class Dimension:
     high: int
     scale: Literal["log2p1", "linear"] = "log2p1"
 
+    # On the log2p1 scale, 0 ("off": no prefetching, no readahead) is a different mechanism, not a small
+    # value: it sits at z = -1, two units from 1, so the model has room for the cliff between them.
+    ZERO_Z = -1.0
+
+    @property
+    def _zero_apart(self) -> bool:
+        return self.scale == "log2p1" and self.low == 0
+
     def to_z(self, value: float) -> float:
-        return math.log2(1 + value) if self.scale == "log2p1" else float(value)
+        if self.scale != "log2p1":
+            return float(value)
+        if value == 0 and self._zero_apart:
+            return self.ZERO_Z
+        return math.log2(1 + value)
 
     def from_z(self, z: float) -> int:
-        raw = 2**z - 1 if self.scale == "log2p1" else z
+        if self.scale != "log2p1":
+            raw = z
+        elif self._zero_apart:
+            raw = 0 if z < 0 else max(1, 2**z - 1)
+        else:
+            raw = 2**z - 1
         return int(min(self.high, max(self.low, round(raw))))
 
     @property
@@ -58,7 +75,7 @@ class Dimension:
         if self.high - self.low + 1 <= limit:
             return list(range(self.low, self.high + 1))
         zs = np.linspace(self.z_low, self.z_high, limit)
-        return sorted({self.from_z(float(z)) for z in zs})
+        return sorted({self.from_z(float(z)) for z in zs} | set(self.round_values()))
 
     def round_values(self) -> list[int]:
         """Values an operator would write in a config file: 0, 1 and powers of two, plus the bounds."""
@@ -120,6 +137,10 @@ class BaseOptimiser:
         self.min_probes = min(min_probes, budget)
         self.patience = patience
         self.tolerance = tolerance
+        # Probes at the end of the budget spent re-measuring the leading candidates (joint searches).
+        self.remeasure = 4 if len(dimensions) > 1 else 0
+        # Stop when the best expected improvement (in log-time) is below a quarter of the tolerance.
+        self.ei_stop = math.log1p(tolerance) / 4
         seen: set[tuple[int, ...]] = set()
         self._initial: list[Config] = []
         for cfg in initial:
@@ -136,6 +157,13 @@ class BaseOptimiser:
         """The next configuration to probe."""
         if self._initial:
             return dict(self._initial[0])
+        remaining = self.budget - self.probes
+        if remaining <= self.remeasure:
+            # The last probes re-measure the leading candidates: one noisy probe each cannot rank values
+            # a few per cent apart, and the answer is chosen among them.
+            leaders = self._leaders(self.remeasure)
+            if leaders:
+                return dict(leaders[(self.remeasure - remaining) % len(leaders)])
         return self._validate(self._suggest())
 
     def register(self, config: Mapping[str, int], value_ms: float | None) -> None:
@@ -164,6 +192,9 @@ class BaseOptimiser:
         n_ok = len(self.history.ok)
         if n_ok < self.min_probes or self._initial:
             return None
+        ei = self._max_expected_improvement()
+        if ei is not None and ei < self.ei_stop:
+            return f"no value is expected to improve the optimum by more than {math.expm1(self.ei_stop):.1%}"
         trace = self._best_trace[-(self.patience + 1) :]
         if len(trace) <= self.patience:
             return None
@@ -231,6 +262,42 @@ class BaseOptimiser:
     def _model_recommendation(self) -> Recommendation | None:
         return None
 
+    def _max_expected_improvement(self) -> float | None:
+        return None
+
+    def _leaders(self, n: int) -> list[Config]:
+        """The ``n`` best probed configurations (by observed mean on the base class)."""
+        means = self._observed_means()
+        keys = sorted(means, key=lambda k: means[k])[:n]
+        return [{d.name: v for d, v in zip(self.dimensions, k)} for k in keys]
+
+
+def initial_design(
+    dimensions: Sequence[Dimension], current: Mapping[str, int], starts: Mapping[str, Sequence[int]]
+) -> list[Config]:
+    """Today's values first (they are the baseline anyway), then the policy's starting values: for one knob
+    the values themselves; for several, every combination of them (3 × 3 = 9 points for two knobs), which
+    puts the special values the seeds point at — concurrency 0, the kernel's readahead — on the grid."""
+    def clamp(d: Dimension, v: int) -> int:
+        return min(max(int(v), d.low), d.high)
+
+    design = [{d.name: clamp(d, current[d.name]) for d in dimensions}]
+    per_dim = [[clamp(d, v) for v in starts.get(d.name, ())] or [clamp(d, current[d.name])] for d in dimensions]
+    for combo in itertools.product(*per_dim):
+        design.append({d.name: v for d, v in zip(dimensions, combo)})
+    return design
+
+
+def space_filling(dimensions: Sequence[Dimension], n: int) -> list[Config]:
+    """``n`` deterministic, evenly spread points (a Fibonacci lattice in the transformed space), avoiding the
+    edges where single bad values sit (readahead 0, concurrency 1)."""
+    golden = (math.sqrt(5) - 1) / 2
+    points: list[Config] = []
+    for i in range(n):
+        fracs = [(i + 0.5) / n] + [((i + 0.5) * golden * (k + 1)) % 1.0 for k in range(len(dimensions) - 1)]
+        points.append({d.name: d.from_z(d.z_low + (0.1 + 0.8 * f) * (d.z_high - d.z_low)) for d, f in zip(dimensions, fracs)})
+    return points
+
 
 class RandomOptimiser(BaseOptimiser):
     """Uniform random search on the transformed scale: the baseline and the fallback."""
@@ -297,6 +364,35 @@ class BayesianOptimiser(BaseOptimiser):
         xs = self._opt.space.transform([self._z(c) for c in configs])
         return [float(v) for v in model.predict(xs)]
 
+    def _leaders(self, n: int) -> list[Config]:
+        """The ``n`` best probed configurations by the model's prediction (denoised)."""
+        probed = {_key(c, self.dimensions): c for c, _ in self.history.ok}
+        mu = self.predict(list(probed.values()))
+        if mu is None:
+            return super()._leaders(n)
+        order = np.argsort(mu)[: max(1, n // 2)]
+        return [list(probed.values())[int(i)] for i in order]
+
+    def _max_expected_improvement(self) -> float | None:
+        """Largest expected improvement of log(time) over the candidate grid, against the best predicted
+        value at a probed configuration (noise-aware, so a lucky probe does not set the bar)."""
+        if not self._opt.models:
+            return None
+        model = self._opt.models[-1]
+        grid = self._candidate_grid()
+        configs = [{d.name: v for d, v in zip(self.dimensions, k, strict=True)} for k in grid]
+        xs = self._opt.space.transform([self._z(c) for c in configs])
+        mu, sd = model.predict(xs, return_std=True)
+        observed = self.predict([c for c, _ in self.history.ok])
+        assert observed is not None
+        best = min(observed)
+        from scipy.stats import norm
+
+        sd = np.maximum(sd, 1e-9)
+        z = (best - mu) / sd
+        ei = (best - mu) * norm.cdf(z) + sd * norm.pdf(z)
+        return float(np.max(ei))
+
     def _model_recommendation(self) -> Recommendation | None:
         if not self._opt.models:
             return None
@@ -304,7 +400,18 @@ class BayesianOptimiser(BaseOptimiser):
         configs = [{d.name: v for d, v in zip(self.dimensions, k, strict=True)} for k in grid]
         mu = self.predict(configs)
         assert mu is not None
-        best = int(np.argmin(mu))
+        # The incumbent is the best *probed* configuration by the model's (denoised) prediction: the model
+        # smooths noise away, but is not trusted to extrapolate to a value nobody measured.
+        probed = {_key(c, self.dimensions): c for c, _ in self.history.ok}
+        probed_mu = self.predict(list(probed.values()))
+        assert probed_mu is not None
+        incumbent = list(probed.values())[int(np.argmin(probed_mu))]
+        best = grid.index(_key(incumbent, self.dimensions)) if _key(incumbent, self.dimensions) in grid else None
+        if best is None:
+            grid.append(_key(incumbent, self.dimensions))
+            configs.append(incumbent)
+            mu.append(min(probed_mu))
+            best = len(grid) - 1
         limit = mu[best] + math.log1p(self.tolerance)
         ranges = self._contiguous_ranges(configs[best], limit)
         # Operators write round values: prefer a round value inside the near-optimal range, closest to the best.

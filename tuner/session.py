@@ -132,12 +132,14 @@ def effect_out(look: Look, test: SequentialTest, metric: str = "execution_time_m
         metric=metric,
         improvement=round(e.improvement, 4),
         ci95=(round(e.ci_low, 4), round(e.ci_high, 4)),
+        decision_ci=(round(e.decision_low, 4), round(e.decision_high, 4)),
         n_pairs=e.n_pairs,
         p_value=float(f"{e.p_value:.3g}"),
         looks=e.looks,
         method=(
-            f"t-interval on paired log-ratios (ABBA blocks), alpha {test.alpha:g} spread over "
-            f"{len(test.looks)} planned looks"
+            f"paired log-ratios in ABBA blocks; decided with Pocock-level t-intervals over {len(test.looks)} "
+            f"planned looks (alpha {test.alpha:g}); ci95 is a t-interval at {test.report_confidence:.3f}, "
+            "calibrated for optional stopping"
         ),
     )
 

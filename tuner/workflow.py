@@ -16,7 +16,7 @@ from tuner.errors import ProbeError, TunerError
 from tuner.knobs import catalog
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, RecommendationOut, Report, SessionOut, TargetOut, Trial
-from tuner.optimiser import BayesianOptimiser, Dimension
+from tuner.optimiser import BayesianOptimiser, Dimension, initial_design
 from tuner.policy import Policy
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
@@ -212,7 +212,7 @@ async def _concurrency(
     high = min(search_spec.max, spec.max if spec.max is not None else search_spec.max)
     dim = Dimension(CONCURRENCY_KNOB, low, high, search_spec.scale)
     current = int(setting.setting) if setting is not None else int(spec.default)
-    initial = [{CONCURRENCY_KNOB: dim.from_z(dim.to_z(v))} for v in (current, *search_spec.initial) if low <= v <= high]
+    initial = initial_design([dim], {CONCURRENCY_KNOB: current}, {CONCURRENCY_KNOB: search_spec.initial})
     probes_budget = budget if budget is not None else policy.budget.probes
     optimiser = BayesianOptimiser(
         dimensions=[dim],

@@ -23,6 +23,7 @@ def report(decision: str = "change") -> Report:
         near_optimal=(64, 1000), decision=decision,  # type: ignore[arg-type]
         reason="the whole CI lies above the minimum effect 1.05x" if change else "the whole CI lies below the minimum effect 1.05x",
         effect=EffectOut(metric="execution_time_ms", improvement=3.1 if change else 1.01, ci95=(2.8, 3.4) if change else (0.97, 1.04),
+                         decision_ci=(2.6, 3.6) if change else (0.95, 1.06),
                          n_pairs=6, p_value=0.001 if change else 0.6, looks=1, method="t"),
         apply_sql=sql.alter_system("effective_io_concurrency", 256) if change else None,
         rollback_sql=sql.rollback_system("effective_io_concurrency", 1, "default") if change else None,

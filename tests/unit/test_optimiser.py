@@ -92,3 +92,48 @@ def test_recommendation_prefers_a_round_value_within_tolerance() -> None:
     result = asyncio.run(search(opt, probe, max_consecutive_failures=3))
     v = result.recommendation.config[EIC]
     assert v in DIM.round_values()
+
+
+RA = "read_ahead_kb"
+RA_DIM = Dimension(RA, 0, 8192)
+
+
+def test_initial_design_starts_with_today_then_every_combination() -> None:
+    from tuner.optimiser import initial_design
+
+    design = initial_design([DIM, RA_DIM], {EIC: 1, RA: 128}, {EIC: (0, 16), RA: (128, 512)})
+    assert design[0] == {EIC: 1, RA: 128}
+    assert sorted((c[EIC], c[RA]) for c in design[1:]) == [(0, 128), (0, 512), (16, 128), (16, 512)]
+
+
+def test_zero_is_kept_apart_from_one_on_the_log_scale() -> None:
+    assert DIM.to_z(1) - DIM.to_z(0) == pytest.approx(2.0)
+    assert DIM.from_z(-0.5) == 0 and DIM.from_z(0.0) == 1
+
+
+def _bowl(c: dict[str, int]) -> float:
+    # Optimum at (0, 512): prefetching off with a moderate readahead, like the surface measured here.
+    e, r = c[EIC], c[RA]
+    return 500.0 * (1.5 if e else 1.0) * (1 + abs(math.log2(1 + r) - 9) / 3)
+
+
+def test_joint_search_spends_its_last_probes_re_measuring_the_leaders() -> None:
+    from tuner.optimiser import initial_design
+
+    opt = BayesianOptimiser(dimensions=[DIM, RA_DIM], seed=3, budget=16, min_probes=16,
+                            initial=initial_design([DIM, RA_DIM], {EIC: 1, RA: 128}, {EIC: (0, 16, 256), RA: (128, 512, 2048)}))
+    asyncio.run(search(opt, SyntheticProbe(_bowl, noise_cv=0.05, seed=3), max_consecutive_failures=3))
+    last = [(c[EIC], c[RA]) for c in opt.history.configs[-4:]]
+    earlier = {(c[EIC], c[RA]) for c in opt.history.configs[:-4]}
+    assert set(last) <= earlier  # nothing new at the end: only re-measurements
+    assert opt.recommendation().config == {EIC: 0, RA: 512}
+
+
+def test_the_answer_is_a_probed_configuration_or_a_round_value_near_one() -> None:
+    opt = BayesianOptimiser(dimensions=[DIM], initial=[{EIC: v} for v in (1, 0, 16, 256)], seed=5)
+    asyncio.run(search(opt, SyntheticProbe(seed_like_surface, noise_cv=0.08, seed=5), max_consecutive_failures=3))
+    rec = opt.recommendation()
+    lo, hi = rec.near_optimal[EIC]
+    probed = {c[EIC] for c in opt.history.configs}
+    assert rec.config[EIC] in probed or rec.config[EIC] in DIM.round_values()
+    assert any(lo <= p <= hi for p in probed)

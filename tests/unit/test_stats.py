@@ -58,8 +58,9 @@ def test_sequential_test_keeps_when_there_is_no_effect() -> None:
 
 def test_sequential_test_only_looks_at_planned_points() -> None:
     test = SequentialTest(min_pairs=6, max_pairs=16, alpha=0.05, min_effect=1.05)
-    assert test.looks == [6, 8, 10, 12, 14, 16]
+    assert test.looks == [6, 16]
     assert test.evaluate([0.1] * 7) is None
+    assert test.evaluate([0.1] * 8) is None
 
 
 def test_sequential_test_ends_at_max_pairs_even_when_unclear() -> None:

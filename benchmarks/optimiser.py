@@ -1,0 +1,347 @@
+"""How many probes does tuner's optimiser need, against what users would do instead?
+
+    python benchmarks/optimiser.py [--surface PATH …] [--seeds 30] [--noise-cv 0.05] [--json OUT]
+                                   [--markdown OUT] [--plot OUT.png] [--jobs 2]
+
+A *surface* is a CSV grid: one column per knob (named as the setting), then ``value`` and ``direction``
+(``minimize``/``maximize``). The simulator interpolates linearly in log2(1 + setting) between grid points,
+clamps outside the grid, and multiplies by lognormal noise with the given coefficient of variation.
+
+Per surface and seed, every method sees the same noise draws (the i-th probe of every method gets the i-th
+draw) and runs until it gives its answer:
+
+* ``sweep`` — what the seed threads did: one probe per grid level, ascending; the best observation wins;
+* ``tuner`` — exactly what ``tuner recommend`` runs: ``BayesianOptimiser`` with the default policy's budget,
+  initial design (today's value — the PostgreSQL default — plus the policy's starting points, or a
+  space-filling design for joint searches) and stopping rule, through ``tuner.session.search``;
+* ``random`` and ``optuna_tpe`` — given the same number of probes tuner used on that seed.
+
+Reported per method (over seeds): median probes, success rate (the answer's true value within 5 % of the
+true optimum) and median regret (relative distance of the answer's true value from the optimum), plus an
+anytime curve (median regret of the current answer after k probes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import itertools
+import json
+import math
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tuner.optimiser import BayesianOptimiser, Dimension, RandomOptimiser, initial_design  # noqa: E402
+from tuner.policy import load_policy  # noqa: E402
+from tuner.session import search  # noqa: E402
+from tuner.testing import SyntheticProbe  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_SURFACES = sorted((HERE / "surfaces").glob("*.csv"))
+SUCCESS = 0.05
+# Today's values when nobody tuned: PostgreSQL 15's default and the kernel's usual readahead.
+CURRENT = {"effective_io_concurrency": 1, "read_ahead_kb": 128}
+JOINT_BUDGET = 20  # probes for a joint (2-knob) search
+# Starting values for read_ahead_kb until the readahead family has its policy entry: the kernel's default,
+# a commonly tuned value, and the ">= 4096 sectors" rule.
+READ_AHEAD_STARTS = (128, 512, 2048)
+
+
+def _z(v: float) -> float:
+    return math.log2(1 + v)
+
+
+@dataclass
+class Surface:
+    name: str
+    knobs: list[str]
+    levels: list[list[int]]
+    values: dict[tuple[int, ...], float]
+    direction: str
+
+    @classmethod
+    def load(cls, path: Path) -> Surface:
+        with path.open() as fh:
+            rows = list(csv.DictReader(fh))
+        if not rows:
+            raise SystemExit(f"{path}: empty surface")
+        knobs = [k for k in rows[0] if k not in ("value", "direction")]
+        directions = {r["direction"] for r in rows}
+        if len(directions) != 1 or not directions <= {"minimize", "maximize"}:
+            raise SystemExit(f"{path}: direction must be one of minimize/maximize, the same on every row")
+        levels = [sorted({int(float(r[k])) for r in rows}) for k in knobs]
+        values = {tuple(int(float(r[k])) for k in knobs): float(r["value"]) for r in rows}
+        if len(values) != math.prod(len(lv) for lv in levels):
+            raise SystemExit(f"{path}: the rows do not form a full grid")
+        return cls(path.stem, knobs, levels, values, directions.pop())
+
+    def true(self, config: dict[str, int]) -> float:
+        """Multilinear interpolation in log2(1 + setting), clamped to the grid."""
+        corners: list[list[tuple[int, float]]] = []
+        for k, lv in zip(self.knobs, self.levels):
+            x = min(max(config[k], lv[0]), lv[-1])
+            i = max(0, min(len(lv) - 2, next((j for j in range(len(lv) - 1) if lv[j + 1] >= x), len(lv) - 2))) if len(lv) > 1 else 0
+            if len(lv) == 1:
+                corners.append([(lv[0], 1.0)])
+                continue
+            a, b = lv[i], lv[i + 1]
+            t = (_z(x) - _z(a)) / (_z(b) - _z(a))
+            corners.append([(a, 1 - t), (b, t)])
+        total = 0.0
+        for combo in itertools.product(*corners):
+            w = math.prod(c[1] for c in combo)
+            if w:
+                total += w * self.values[tuple(c[0] for c in combo)]
+        return total
+
+    @property
+    def optimum(self) -> tuple[dict[str, int], float]:
+        pick = min if self.direction == "minimize" else max
+        key = pick(self.values, key=lambda k: self.values[k])
+        return dict(zip(self.knobs, key)), self.values[key]
+
+    def regret(self, config: dict[str, int]) -> float:
+        _, best = self.optimum
+        v = self.true(config)
+        return (v - best) / best if self.direction == "minimize" else (best - v) / best
+
+    def dims(self) -> list[Dimension]:
+        return [Dimension(k, lv[0], lv[-1]) for k, lv in zip(self.knobs, self.levels)]
+
+    def as_time(self, value: float) -> float:
+        """tuner minimises a time; a throughput becomes its reciprocal (scaled to stay readable)."""
+        return value if self.direction == "minimize" else 1e6 / value
+
+
+class NoiseStream:
+    def __init__(self, cv: float, seed: int, n: int = 4096) -> None:
+        sigma = math.sqrt(math.log1p(cv**2))
+        self.draws = np.exp(np.random.default_rng(seed).normal(-(sigma**2) / 2, sigma, n)) if cv else np.ones(n)
+
+    def __getitem__(self, i: int) -> float:
+        return float(self.draws[i])
+
+
+def _best_observed(history: list[tuple[dict[str, int], float]], surface: Surface) -> dict[str, int]:
+    means: dict[tuple[int, ...], list[float]] = {}
+    for cfg, v in history:
+        means.setdefault(tuple(cfg[k] for k in surface.knobs), []).append(math.log(v))
+    key = min(means, key=lambda k: sum(means[k]) / len(means[k]))
+    return dict(zip(surface.knobs, key))
+
+
+def run_sweep(surface: Surface, noise: NoiseStream) -> tuple[dict[str, int], int, list[float]]:
+    history = []
+    anytime = []
+    for i, combo in enumerate(itertools.product(*surface.levels)):
+        cfg = dict(zip(surface.knobs, combo))
+        history.append((cfg, surface.as_time(surface.true(cfg)) * noise[i]))
+        anytime.append(surface.regret(_best_observed(history, surface)))
+    return _best_observed(history, surface), len(history), anytime
+
+
+def tuner_optimiser(surface: Surface, seed: int) -> BayesianOptimiser:
+    policy = load_policy("default")
+    dims = surface.dims()
+    starts = {"effective_io_concurrency": policy.search["effective_io_concurrency"].initial, "read_ahead_kb": READ_AHEAD_STARTS}
+    current = {d.name: CURRENT.get(d.name, d.low) for d in dims}
+    initial = initial_design(dims, current, starts)
+    joint = len(dims) > 1
+    budget = JOINT_BUDGET if joint else policy.budget.probes
+    return BayesianOptimiser(
+        dimensions=dims, initial=initial, seed=seed, budget=budget,
+        min_probes=budget if joint else min(policy.budget.min_probes, budget),
+        patience=policy.budget.patience, tolerance=policy.decision.near_optimal_tolerance,
+    )
+
+
+def run_tuner(surface: Surface, noise: NoiseStream, seed: int) -> tuple[dict[str, int], int, list[float]]:
+    opt = tuner_optimiser(surface, seed)
+    counter = {"i": 0}
+    anytime: list[float] = []
+
+    def value(cfg: dict[str, int]) -> float:
+        v = surface.as_time(surface.true(cfg)) * noise[counter["i"]]
+        counter["i"] += 1
+        return v
+
+    probe = SyntheticProbe(value)  # noise comes from the shared stream, not from the probe
+    original_register = opt.register
+
+    def register(config, value_ms):  # type: ignore[no-untyped-def]
+        original_register(config, value_ms)
+        anytime.append(surface.regret(opt.recommendation().config))
+
+    opt.register = register  # type: ignore[method-assign]
+    result = asyncio.run(search(opt, probe, max_consecutive_failures=4))
+    assert result.recommendation is not None
+    return result.recommendation.config, opt.probes, anytime
+
+
+def run_random(surface: Surface, noise: NoiseStream, seed: int, probes: int) -> tuple[dict[str, int], list[float]]:
+    opt = RandomOptimiser(dimensions=surface.dims(), seed=seed, budget=probes, min_probes=probes)
+    history, anytime = [], []
+    for i in range(probes):
+        cfg = opt.suggest()
+        v = surface.as_time(surface.true(cfg)) * noise[i]
+        opt.register(cfg, v)
+        history.append((cfg, v))
+        anytime.append(surface.regret(_best_observed(history, surface)))
+    return _best_observed(history, surface), anytime
+
+
+def run_tpe(surface: Surface, noise: NoiseStream, seed: int, probes: int) -> tuple[dict[str, int], list[float]]:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    dims = surface.dims()
+    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed), direction="minimize")
+    history, anytime = [], []
+    for i in range(probes):
+        trial = study.ask()
+        cfg = {d.name: d.from_z(trial.suggest_float(d.name, d.z_low, d.z_high)) for d in dims}
+        v = surface.as_time(surface.true(cfg)) * noise[i]
+        study.tell(trial, math.log(v))
+        history.append((cfg, v))
+        anytime.append(surface.regret(_best_observed(history, surface)))
+    return _best_observed(history, surface), anytime
+
+
+def one_seed(args: tuple[str, int, float]) -> dict[str, dict[str, object]]:
+    path, seed, cv = args
+    surface = Surface.load(Path(path))
+    noise = NoiseStream(cv, seed)
+    out: dict[str, dict[str, object]] = {}
+    cfg, n, any_t = run_tuner(surface, noise, seed)
+    out["tuner"] = {"answer": cfg, "probes": n, "anytime": any_t}
+    cfg, n_s, any_s = run_sweep(surface, noise)
+    out["sweep"] = {"answer": cfg, "probes": n_s, "anytime": any_s}
+    cfg, any_r = run_random(surface, noise, seed, n)
+    out["random"] = {"answer": cfg, "probes": n, "anytime": any_r}
+    cfg, any_o = run_tpe(surface, noise, seed, n)
+    out["optuna_tpe"] = {"answer": cfg, "probes": n, "anytime": any_o}
+    for m in out.values():
+        m["regret"] = surface.regret(m["answer"])  # type: ignore[arg-type]
+    return out
+
+
+def summarise(surface: Surface, runs: list[dict[str, dict[str, object]]]) -> dict[str, object]:
+    opt_cfg, opt_val = surface.optimum
+    methods: dict[str, object] = {}
+    for m in ("tuner", "sweep", "random", "optuna_tpe"):
+        regrets = [float(r[m]["regret"]) for r in runs]  # type: ignore[arg-type]
+        probes = [int(r[m]["probes"]) for r in runs]  # type: ignore[arg-type]
+        longest = max(len(r[m]["anytime"]) for r in runs)  # type: ignore[arg-type]
+        curve = []
+        for k in range(longest):
+            vals = [r[m]["anytime"][min(k, len(r[m]["anytime"]) - 1)] for r in runs]  # type: ignore[index]
+            curve.append(round(statistics.median(vals), 4))
+        methods[m] = {
+            "probes_median": statistics.median(probes),
+            "probes_mean": round(statistics.mean(probes), 2),
+            "success_rate": round(sum(r <= SUCCESS for r in regrets) / len(regrets), 3),
+            "regret_median": round(statistics.median(regrets), 4),
+            "regret_mean": round(statistics.mean(regrets), 4),
+            "anytime_regret_median": curve,
+        }
+    return {"name": surface.name, "dims": len(surface.knobs), "optimum": {**opt_cfg, "value": opt_val},
+            "direction": surface.direction, "methods": methods}
+
+
+def verdict(result: dict[str, object]) -> dict[str, object]:
+    surfaces = result["surfaces"]  # type: ignore[assignment]
+    out: dict[str, object] = {}
+    for dims in (1, 2):
+        group = [s for s in surfaces if s["dims"] == dims]  # type: ignore[index]
+        if not group:
+            continue
+        t = sum(s["methods"]["tuner"]["probes_mean"] for s in group)  # type: ignore[index]
+        w = sum(s["methods"]["sweep"]["probes_mean"] for s in group)  # type: ignore[index]
+        out[f"probes_ratio_{dims}d"] = round(t / w, 3)
+    out["success_vs_sweep_min_points"] = round(min(
+        100 * (s["methods"]["tuner"]["success_rate"] - s["methods"]["sweep"]["success_rate"]) for s in surfaces  # type: ignore[index]
+    ), 1)
+    for m in ("random", "optuna_tpe", "sweep"):
+        out[f"regret_sum_tuner_vs_{m}"] = [
+            round(sum(s["methods"]["tuner"]["regret_median"] for s in surfaces), 4),  # type: ignore[index]
+            round(sum(s["methods"][m]["regret_median"] for s in surfaces), 4),  # type: ignore[index]
+        ]
+    return out
+
+
+def markdown(result: dict[str, object]) -> str:
+    lines = [f"Noise CV {result['noise_cv']}, {result['seeds']} seeds, {result['duration_s']} s.", "",
+             "| surface | dims | method | probes (median) | success | regret (median) |", "|---|---|---|---|---|---|"]
+    for s in result["surfaces"]:  # type: ignore[union-attr]
+        for m, v in s["methods"].items():
+            lines.append(f"| {s['name']} | {s['dims']} | {m} | {v['probes_median']} | {v['success_rate']:.2f} | {v['regret_median']:.3f} |")
+    lines.append("")
+    lines.append("Verdict: " + json.dumps(result["verdict"]))
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict[str, object], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    surfaces = result["surfaces"]  # type: ignore[assignment]
+    fig, axes = plt.subplots(1, len(surfaces), figsize=(4.2 * len(surfaces), 3.4), squeeze=False)
+    for ax, s in zip(axes[0], surfaces):
+        for m, v in s["methods"].items():
+            ax.plot(range(1, len(v["anytime_regret_median"]) + 1), v["anytime_regret_median"], label=m)
+        ax.set_title(f"{s['name']} ({s['dims']}-D)", fontsize=9)
+        ax.set_xlabel("probes")
+        ax.set_ylabel("median regret")
+        ax.set_yscale("symlog", linthresh=0.01)
+        ax.axhline(SUCCESS, color="grey", lw=0.5, ls=":")
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--surface", action="append", type=Path, help="surface CSV (repeatable; default: benchmarks/surfaces/*.csv)")
+    ap.add_argument("--seeds", type=int, default=30)
+    ap.add_argument("--noise-cv", type=float, default=0.05)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--markdown", type=Path)
+    ap.add_argument("--plot", type=Path, help="anytime-regret plot (PNG; needs matplotlib)")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    args = ap.parse_args()
+    paths = args.surface or DEFAULT_SURFACES
+    t0 = time.monotonic()
+    result: dict[str, object] = {"noise_cv": args.noise_cv, "seeds": args.seeds, "surfaces": []}
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for path in paths:
+            surface = Surface.load(path)
+            runs = list(pool.map(one_seed, [(str(path), seed, args.noise_cv) for seed in range(args.seeds)]))
+            summary = summarise(surface, runs)
+            result["surfaces"].append(summary)  # type: ignore[union-attr]
+            t = summary["methods"]
+            print(f"  {surface.name}: tuner {t['tuner']['probes_median']} probes, success {t['tuner']['success_rate']:.2f}; "
+                  f"sweep {t['sweep']['probes_median']}, success {t['sweep']['success_rate']:.2f}", file=sys.stderr, flush=True)
+    result["duration_s"] = round(time.monotonic() - t0, 1)
+    result["verdict"] = verdict(result)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    if args.markdown:
+        args.markdown.write_text(markdown(result))
+    if args.plot:
+        plot(result, args.plot)
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()
