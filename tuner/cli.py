@@ -50,6 +50,14 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("tuner: interrupted; everything tuner started was stopped and removed", err=True)
             sys.exit(130)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # a bug: one line for the user, the traceback only when asked for
+            if "--log-level" in sys.argv and "debug" in sys.argv:
+                raise
+            click.echo(f"tuner: unexpected error: {type(exc).__name__}: {exc}", err=True)
+            click.echo("hint: this is a bug in tuner; rerun with --log-level debug for the traceback", err=True)
+            sys.exit(1)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -75,3 +75,11 @@ def test_help_documents_exit_codes_and_examples(tmp_path: Path) -> None:
     assert proc.returncode == 0
     for text in ("Exit status:", "refused by the safety interlock", "tuner recommend --sandbox", "--output"):
         assert text in proc.stdout
+
+
+def test_a_policy_path_that_is_a_directory_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "tuner.toml").write_text("[tuner]\npolicy = 'dir.toml'\n")
+    (tmp_path / "dir.toml").mkdir()
+    proc = run("config", "validate", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "is a directory" in proc.stderr
