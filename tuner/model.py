@@ -72,6 +72,7 @@ class FamilyOutcome(_Frozen):
     workload: list[str] = Field(default_factory=list)
     stop_reason: str | None = None
     optimiser: str | None = None
+    cache: str | None = Field(default=None, description="how the cache was made cold for this family's probes")
 
 
 class TargetOut(_Frozen):

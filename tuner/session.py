@@ -4,8 +4,7 @@ parameter — so they are tested with a synthetic probe, and run unchanged again
 
 from __future__ import annotations
 
-import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -143,9 +142,3 @@ def effect_out(look: Look, test: SequentialTest, metric: str = "execution_time_m
         ),
     )
 
-
-def geometric_mean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
-
-
-ProbeFactory = Callable[[], Probe]

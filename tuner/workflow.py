@@ -109,7 +109,7 @@ async def recommend(
                 recs.extend(fam_recs)
         finally:
             await conn.close()
-        cache_desc = _cache_description(restart, facts)
+    cache_desc = "; ".join(f"{o.family}: {o.cache}" for o in outcomes if o.cache) or "no probes ran"
 
     return Report(
         target=TargetOut(
@@ -136,12 +136,6 @@ async def recommend(
         recommendations=recs,
         trials=trials,
     )
-
-
-def _cache_description(restart: object, facts: TargetFacts) -> str:
-    os_method = choose_os_method(facts.local_data_directory(), [])
-    buffers = "restart before each probe" if restart else "not emptied"
-    return f"cold: shared buffers {buffers}; OS page cache {os_method}"
 
 
 async def _concurrency(
@@ -226,12 +220,13 @@ async def _concurrency(
     log.info("plan", family=family, knob=CONCURRENCY_KNOB, range=[low, high], current=current,
              queries=[q.name for q in queries], cache=cache.describe(), budget=probes_budget)
 
+    cache_desc = cache.describe()
     found = await search(optimiser, probe, max_consecutive_failures=policy.guardrails.max_failed_probes, progress=progress)
     trials = list(found.trials)
     workload_sql = [q.sql for q in queries]
     if found.recommendation is None:
         return FamilyOutcome(family=family, status="failed", reason=found.stop_reason, workload=workload_sql,
-                             stop_reason=found.stop_reason, optimiser=optimiser.kind), trials, []
+                             stop_reason=found.stop_reason, optimiser=optimiser.kind, cache=cache_desc), trials, []
     best = found.recommendation
     recommended = best.config[CONCURRENCY_KNOB]
     near = best.near_optimal.get(CONCURRENCY_KNOB)
@@ -246,7 +241,7 @@ async def _concurrency(
             reason="today's value is the model's predicted optimum; nothing to confirm",
         )
         return FamilyOutcome(family=family, status="done", reason="search finished", workload=workload_sql,
-                             stop_reason=found.stop_reason, optimiser=optimiser.kind), trials, [rec]
+                             stop_reason=found.stop_reason, optimiser=optimiser.kind, cache=cache_desc), trials, [rec]
 
     test = SequentialTest(
         min_pairs=policy.budget.confirm_min_pairs,
@@ -272,5 +267,5 @@ async def _concurrency(
             reason=checked.look.reason,
         )
     return FamilyOutcome(family=family, status="done", reason="search and confirmation finished", workload=workload_sql,
-                         stop_reason=found.stop_reason, optimiser=optimiser.kind), trials, [rec]
+                         stop_reason=found.stop_reason, optimiser=optimiser.kind, cache=cache_desc), trials, [rec]
 

@@ -102,3 +102,8 @@ def test_atomic_write_leaves_the_old_file_when_writing_fails(tmp_path: Path) -> 
         atomic_write(target, 12345)  # type: ignore[arg-type]
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_family_outcome_carries_how_the_cache_was_made_cold() -> None:
+    out = FamilyOutcome(family="concurrency", status="done", reason="ok", cache="shared buffers: restart; OS page cache: fadvise")
+    assert json.loads(out.model_dump_json())["cache"].endswith("fadvise")

@@ -137,3 +137,11 @@ def test_the_answer_is_a_probed_configuration_or_a_round_value_near_one() -> Non
     probed = {c[EIC] for c in opt.history.configs}
     assert rec.config[EIC] in probed or rec.config[EIC] in DIM.round_values()
     assert any(lo <= p <= hi for p in probed)
+
+
+def test_every_optimiser_is_registered_under_its_kind() -> None:
+    from tuner.optimiser import OPTIMISERS, BaseOptimiser
+
+    subclasses = set(BaseOptimiser.__subclasses__())
+    assert subclasses == set(OPTIMISERS.values())
+    assert all(OPTIMISERS[cls.kind] is cls for cls in subclasses)

@@ -82,9 +82,6 @@ class Catalog:
     def names(self, family: str | None = None) -> list[str]:
         return sorted(n for n, k in self._knobs.items() if family is None or k["family"] == family)
 
-    def families(self) -> list[str]:
-        return sorted({str(k["family"]) for k in self._knobs.values()})
-
     def knows(self, name: str) -> bool:
         return name in self._knobs
 
