@@ -24,9 +24,7 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -38,59 +36,10 @@ from tuner.probes.cache import _drop_caches  # noqa: E402
 from tuner.probes.explain import parse  # noqa: E402
 from tuner.target.connection import connect  # noqa: E402
 from tuner.target.sandbox import Sandbox  # noqa: E402
+from tuner.testing import LoopDisk  # noqa: E402
 
 EIC = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)
 READ_AHEAD_KB = (0, 16, 128, 512, 2048, 8192)
-
-
-def sh(*args: str) -> str:
-    return subprocess.run(args, check=True, capture_output=True, text=True).stdout.strip()
-
-
-class LoopDisk:
-    def __init__(self, size_mb: int) -> None:
-        self.size_mb = size_mb
-        self.dir = Path(tempfile.mkdtemp(prefix="tuner-grid-", dir="/var/tmp"))
-        self.image = self.dir / "disk.img"
-        self.mnt = self.dir / "mnt"
-        self.dev: str | None = None
-        self.mounted = False
-        self.ra_path: Path | None = None
-        self.ra_original: str | None = None
-
-    def __enter__(self) -> "LoopDisk":
-        try:
-            os.truncate(self.image, 0) if self.image.exists() else self.image.touch()
-            os.truncate(self.image, self.size_mb * 1024 * 1024)
-            self.dev = sh("losetup", "--direct-io=on", "--find", "--show", str(self.image))
-            self.ra_path = Path("/sys/block") / Path(self.dev).name / "queue" / "read_ahead_kb"
-            self.ra_original = self.ra_path.read_text().strip()
-            sh("mkfs.ext4", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", self.dev)
-            self.mnt.mkdir()
-            sh("mount", self.dev, str(self.mnt))
-            self.mounted = True
-            os.chmod(self.dir, 0o755)
-            os.chmod(self.mnt, 0o755)
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def set_read_ahead_kb(self, kb: int) -> None:
-        assert self.ra_path is not None
-        self.ra_path.write_text(f"{kb}\n")
-
-    def __exit__(self, *exc: object) -> None:
-        if self.ra_path is not None and self.ra_original is not None:
-            try:
-                self.ra_path.write_text(self.ra_original + "\n")
-            except OSError:
-                pass
-        if self.mounted:
-            subprocess.run(["umount", str(self.mnt)], check=False)
-        if self.dev:
-            subprocess.run(["losetup", "-d", self.dev], check=False)
-        subprocess.run(["rm", "-rf", str(self.dir)], check=False)
 
 
 async def measure(scale: int, reps: int, seed: int) -> tuple[list[dict], dict]:

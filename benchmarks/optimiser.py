@@ -40,9 +40,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.optimiser import BayesianOptimiser, Dimension, RandomOptimiser, initial_design  # noqa: E402
+from tuner.optimiser import BayesianOptimiser, Dimension, RandomOptimiser  # noqa: E402
 from tuner.policy import load_policy  # noqa: E402
-from tuner.session import search  # noqa: E402
+from tuner.session import build_optimiser, search  # noqa: E402
 from tuner.testing import SyntheticProbe  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -50,10 +50,6 @@ DEFAULT_SURFACES = sorted((HERE / "surfaces").glob("*.csv"))
 SUCCESS = 0.05
 # Today's values when nobody tuned: PostgreSQL 15's default and the kernel's usual readahead.
 CURRENT = {"effective_io_concurrency": 1, "read_ahead_kb": 128}
-JOINT_BUDGET = 20  # probes for a joint (2-knob) search
-# Starting values for read_ahead_kb until the readahead family has its policy entry: the kernel's default,
-# a commonly tuned value, and the ">= 4096 sectors" rule.
-READ_AHEAD_STARTS = (128, 512, 2048)
 
 
 def _z(v: float) -> float:
@@ -150,18 +146,9 @@ def run_sweep(surface: Surface, noise: NoiseStream) -> tuple[dict[str, int], int
 
 
 def tuner_optimiser(surface: Surface, seed: int) -> BayesianOptimiser:
-    policy = load_policy("default")
     dims = surface.dims()
-    starts = {"effective_io_concurrency": policy.search["effective_io_concurrency"].initial, "read_ahead_kb": READ_AHEAD_STARTS}
     current = {d.name: CURRENT.get(d.name, d.low) for d in dims}
-    initial = initial_design(dims, current, starts)
-    joint = len(dims) > 1
-    budget = JOINT_BUDGET if joint else policy.budget.probes
-    return BayesianOptimiser(
-        dimensions=dims, initial=initial, seed=seed, budget=budget,
-        min_probes=budget if joint else min(policy.budget.min_probes, budget),
-        patience=policy.budget.patience, tolerance=policy.decision.near_optimal_tolerance,
-    )
+    return build_optimiser(load_policy("default"), dims, current, seed=seed)
 
 
 def run_tuner(surface: Surface, noise: NoiseStream, seed: int) -> tuple[dict[str, int], int, list[float]]:

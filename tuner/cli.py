@@ -76,6 +76,7 @@ def main() -> None:
       tuner recommend --sandbox           try it on a throwaway PostgreSQL that tuner starts itself
       tuner recommend --dsn 'host=standby1 dbname=app' --format sql
       tuner config validate --print       show the effective configuration
+      tuner restore                       put back what a killed session changed (readahead)
     """
 
 
@@ -89,16 +90,27 @@ def main() -> None:
 @click.option("--budget", type=click.IntRange(3, 500), help="Most optimisation probes per family (overrides the policy).")
 @click.option("--seed", type=int, help="Seed for the optimiser (results are reproducible for a given seed and target).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "sql"]), help="What to print on stdout (default: table).")
-@click.option("--output", type=click.Path(path_type=Path, file_okay=False), help="Also write report.json, recommendation.sql, rollback.sql and report.txt into DIR (atomically).")
+@click.option("--output", type=click.Path(path_type=Path, file_okay=False), help="Also write report.json, recommendation.sql, rollback.sql and report.txt (and readahead.sh, readahead-rollback.sh, 99-tuner-readahead.rules when readahead changes) into DIR, atomically.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Log detail on stderr (default: info).")
 def recommend(**opts: Any) -> None:
     """Probe, optimise, confirm and recommend — once.
 
-    For each knob family (today: concurrency = effective_io_concurrency), tuner plans a cold-cache
-    workload from the target's own statistics (bitmap heap scans over its largest relations), empties
+    For each knob family, tuner plans a cold-cache workload from the target's own statistics, empties
     the caches before every probe, lets a Gaussian-process optimiser choose the values to probe, and
     confirms the best one against today's value in ABBA-ordered pairs until the 95 % interval decides.
-    Probe settings are applied with SET in the probe session: nothing persistent changes on the target.
+
+    \b
+    Families (--family; default: every family the target allows):
+      concurrency  effective_io_concurrency, by SET in the probe session: nothing persistent changes.
+                   Sparse bitmap heap scans over the largest relations. Fine on a hot standby.
+      readahead    read_ahead_kb of each block device under the data directory, pg_wal and the
+                   tablespaces, jointly with effective_io_concurrency where a bitmap scan exists
+                   (cold sequential + bitmap scans, fresh connections). Needs tuner on the staging
+                   host as root (or [readahead] helper_command); skipped with a reason otherwise.
+                   Every change is journaled first and restored at the end, on Ctrl-C and SIGTERM,
+                   and after a crash by the next start or `tuner restore`. Recommends blockdev/sysfs
+                   commands with a udev rule, and per-tablespace ALTER TABLESPACE where tablespaces
+                   live on their own devices.
 
     Results go to stdout; logs (one line per probe) go to stderr — JSON when stderr is not a terminal.
 
@@ -171,6 +183,54 @@ def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None) -> Any:
     except asyncio.CancelledError:
         click.echo("tuner: stopped by a signal; everything tuner started was stopped and removed", err=True)
         sys.exit(143)
+
+
+@main.command()
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help="Configuration file (default: ./tuner.toml if present).")
+@click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False), help="Where the journal lives (overrides [tuner] state_dir).")
+@click.option("--force", is_flag=True, help="Restore even if the journal's owner looks alive (only when you know it is not).")
+def restore(config_path: Path | None, state_dir: Path | None, force: bool) -> None:
+    """Put back everything a tuner session changed and did not restore (after a crash or SIGKILL).
+
+    tuner writes every persistent change it makes (today: a block device's read_ahead_kb) into a
+    journal before making it, and restores it at the end of the session, on Ctrl-C and on SIGTERM.
+    A session killed with SIGKILL (or a crash, or power loss) leaves the journal behind; the next
+    `tuner recommend` restores it before it does anything else, and so does this command. After a
+    reboot, kernel settings are back at their boot values already: such entries are dropped, not written.
+
+    Prints one line per restored setting (object, old value -> restored value) on stdout.
+
+    \b
+    Examples:
+      tuner restore                           the default state directory (/var/lib/tuner as root)
+      tuner restore --state-dir /srv/tuner
+    """
+    from tuner.config import state_dir as configured_state_dir
+    from tuner.journal import Journal
+
+    overrides = {"tuner": {"state_dir": str(state_dir)}} if state_dir else None
+    cfg = load_config(config_path, overrides=overrides)
+    tlog.configure(cfg.tuner.log_level)
+    directory = configured_state_dir(cfg)
+    journal = Journal(directory, writer=_writer(cfg))
+    owner = journal.owner()
+    if owner is None:
+        click.echo(f"tuner: nothing to restore (no journal in {directory})", err=True)
+        return
+    done = journal.recover(force=force)
+    for r in done:
+        click.echo(r.sentence())
+    click.echo(
+        f"tuner: {len(done)} journal entr{'y' if len(done) == 1 else 'ies'} of session {owner.get('session')} "
+        f"(pid {owner.get('pid')}) handled; {journal.path} removed",
+        err=True,
+    )
+
+
+def _writer(cfg: Config) -> Any:
+    from tuner.journal import SysfsWriter
+
+    return SysfsWriter(cfg.readahead.helper_command)
 
 
 @main.group()

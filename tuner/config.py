@@ -23,8 +23,8 @@ from tuner.errors import ConfigError
 ENV_PREFIX = "TUNER_"
 DEFAULT_CONFIG_NAME = "tuner.toml"
 
-Family = Literal["concurrency"]
-KNOWN_FAMILIES: tuple[str, ...] = ("concurrency",)
+Family = Literal["concurrency", "readahead"]
+KNOWN_FAMILIES: tuple[str, ...] = ("concurrency", "readahead")
 OutputFormat = Literal["table", "json", "sql"]
 
 
@@ -48,7 +48,10 @@ class TunerSection(_Section):
     policy: str = Field(default="default", description="policy name (policies/NAME.toml) or path to a policy file")
     families: tuple[Family, ...] = Field(default=KNOWN_FAMILIES)
     seed: int = Field(default=20261202, description="seed for the optimiser and the probe order")
-    state_dir: Path = Field(default=Path("/var/lib/tuner"))
+    state_dir: Path | None = Field(
+        default=None,
+        description="the change journal's directory; unset: /var/lib/tuner as root, else ~/.local/state/tuner",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
 
@@ -60,6 +63,18 @@ class WorkloadConfig(_Section):
     relations: int = Field(default=1, ge=1, le=16, description="how many of the largest relations to probe")
     pages_fraction: float = Field(
         default=0.12, gt=0, le=1, description="share of a relation's pages a generated bitmap scan should visit"
+    )
+
+
+class ReadaheadConfig(_Section):
+    helper_command: str | None = Field(
+        default=None,
+        description="privileged command that writes a sysfs attribute when tuner is not root; "
+        "{path}, {device} and {value} are replaced (shell-quoted)",
+    )
+    devices: tuple[str, ...] = Field(
+        default=(),
+        description="only tune these devices (/dev/NAME); empty: every device under the target's directories",
     )
 
 
@@ -79,6 +94,7 @@ class Config(_Section):
     target: TargetConfig = TargetConfig()
     tuner: TunerSection = TunerSection()
     workload: WorkloadConfig = WorkloadConfig()
+    readahead: ReadaheadConfig = ReadaheadConfig()
     sandbox: SandboxConfig = SandboxConfig()
     output: OutputConfig = OutputConfig()
 
@@ -180,6 +196,15 @@ def load_config(
     except TypeError as exc:  # e.g. a section given as a scalar
         raise ConfigError(f"{origin}: {exc}") from None
     return cfg.model_copy(update={"source": path})
+
+
+def state_dir(cfg: Config) -> Path:
+    """Where the journal lives: ``[tuner] state_dir``, else the default for this user."""
+    from tuner.journal import default_state_dir
+
+    if cfg.tuner.state_dir is None:
+        return default_state_dir()
+    return resolve_path(cfg, cfg.tuner.state_dir)
 
 
 def resolve_path(cfg: Config, value: Path) -> Path:

@@ -37,6 +37,10 @@ class Trial(_Frozen):
     reason: str | None = None
     started_at: datetime
     duration_s: float
+    metrics: dict[str, float] = Field(
+        default_factory=dict,
+        description="per-scan figures: seq_scan_ms, bitmap_scan_ms, seq_scan_mb_s (MB/s read from disk)",
+    )
 
 
 class EffectOut(_Frozen):
@@ -48,6 +52,17 @@ class EffectOut(_Frozen):
     p_value: float
     looks: int
     method: str
+
+
+class HostCommands(_Frozen):
+    """How to apply a device-scope recommendation on the host, persist it, and take it back."""
+
+    apply_blockdev: str = Field(description="blockdev --setra counts 512-byte sectors: 2 x read_ahead_kb")
+    apply_sysfs: str
+    rollback_blockdev: str
+    rollback_sysfs: str
+    udev_rule: str = Field(description="a rule that persists the value across reboots and re-plugs")
+    udev_rule_file: str
 
 
 class RecommendationOut(_Frozen):
@@ -62,7 +77,18 @@ class RecommendationOut(_Frozen):
     effect: EffectOut | None
     apply_sql: str | None
     rollback_sql: str | None
-    requires: Literal["reload", "restart"]
+    requires: Literal["reload", "restart", "reopen"] = Field(
+        description="reload: pg_reload_conf(); restart: a server restart; reopen (readahead): files opened "
+        "afterwards use it, so restart PostgreSQL (or recycle its connections) to reach every backend"
+    )
+    host: HostCommands | None = None
+    run_on: Literal["target", "primary", "host"] = Field(
+        default="target",
+        description="target: ALTER SYSTEM on each server; primary: ALTER TABLESPACE (replicates); host: as root",
+    )
+    together_with: list[str] = Field(
+        default_factory=list, description="other knobs confirmed in the same paired trials: apply them together"
+    )
 
 
 class FamilyOutcome(_Frozen):
@@ -73,6 +99,22 @@ class FamilyOutcome(_Frozen):
     stop_reason: str | None = None
     optimiser: str | None = None
     cache: str | None = Field(default=None, description="how the cache was made cold for this family's probes")
+
+
+class DeviceOut(_Frozen):
+    """A block device under the target's directories, what it holds, and what the readahead family measured."""
+
+    device: str | None  # /dev/NAME, None when the directory has no tunable device
+    description: str
+    roles: list[str]
+    read_ahead_kb: int | None  # before tuner touched it
+    status: Literal["probed", "skipped", "not tunable"]
+    reason: str
+    raw_read_mb_s: float | None = Field(default=None, description="O_DIRECT reads of a relation file (like dd)")
+    seq_scan_mb_s_current: float | None = Field(default=None, description="median over confirmation trials")
+    seq_scan_mb_s_recommended: float | None = None
+    efficiency_current: float | None = Field(default=None, description="seq scan MB/s / raw MB/s")
+    efficiency_recommended: float | None = None
 
 
 class TargetOut(_Frozen):
@@ -103,4 +145,6 @@ class Report(_Frozen):
     session: SessionOut
     families: list[FamilyOutcome]
     recommendations: list[RecommendationOut]
+    devices: list[DeviceOut] = Field(default_factory=list)
+    restored: list[str] = Field(default_factory=list, description="what tuner changed on the host and put back")
     trials: list[Trial]

@@ -37,6 +37,9 @@ class Dimension:
     low: int
     high: int
     scale: Literal["log2p1", "linear"] = "log2p1"
+    # Values the knob can hold are multiples of this (read_ahead_kb: the page size in KiB; the kernel keeps
+    # whole pages, so 931 would read back as 928). 0 stays reachable.
+    quantum: int = 1
 
     # On the log2p1 scale, 0 ("off": no prefetching, no readahead) is a different mechanism, not a small
     # value: it sits at z = -1, two units from 1, so the model has room for the cliff between them.
@@ -60,7 +63,15 @@ class Dimension:
             raw = 0 if z < 0 else max(1, 2**z - 1)
         else:
             raw = 2**z - 1
-        return int(min(self.high, max(self.low, round(raw))))
+        return self.snap(raw)
+
+    def snap(self, raw: float) -> int:
+        """The nearest value the knob can hold, inside the bounds (a non-zero value never snaps to 0)."""
+        q = self.quantum
+        v = round(raw) if q == 1 else (0 if raw <= 0 else max(q, q * round(raw / q)))
+        lo = self.low if q == 1 or self.low % q == 0 else q * -(-self.low // q)
+        hi = self.high if q == 1 else q * (self.high // q)
+        return int(min(hi, max(lo, v)))
 
     @property
     def z_low(self) -> float:
@@ -71,16 +82,16 @@ class Dimension:
         return self.to_z(self.high)
 
     def candidates(self, limit: int = 2048) -> list[int]:
-        """Values the recommendation may take: every integer, or a dense log grid for wide ranges."""
-        if self.high - self.low + 1 <= limit:
-            return list(range(self.low, self.high + 1))
+        """Values the recommendation may take: every holdable value, or a dense log grid for wide ranges."""
+        if (self.high - self.low) // self.quantum + 1 <= limit:
+            return sorted({self.snap(v) for v in range(self.low, self.high + 1, self.quantum)})
         zs = np.linspace(self.z_low, self.z_high, limit)
         return sorted({self.from_z(float(z)) for z in zs} | set(self.round_values()))
 
     def round_values(self) -> list[int]:
         """Values an operator would write in a config file: 0, 1 and powers of two, plus the bounds."""
         ladder = {self.low, self.high, 0, 1} | {2**k for k in range(0, 31)}
-        return sorted(v for v in ladder if self.low <= v <= self.high)
+        return sorted(v for v in ladder if self.low <= v <= self.high and v % self.quantum == 0)
 
 
 @dataclass(frozen=True)
@@ -240,6 +251,8 @@ class BaseOptimiser:
                 raise ValueError(f"{d.name} must be an integer, got {v!r}")
             if not d.low <= int(v) <= d.high:
                 raise ValueError(f"{d.name}={v} lies outside [{d.low}, {d.high}]")
+            if int(v) % d.quantum:
+                raise ValueError(f"{d.name}={v} is not a multiple of {d.quantum}")
             out[d.name] = int(v)
         return out
 
@@ -279,7 +292,7 @@ def initial_design(
     the values themselves; for several, every combination of them (3 × 3 = 9 points for two knobs), which
     puts the special values the seeds point at — concurrency 0, the kernel's readahead — on the grid."""
     def clamp(d: Dimension, v: int) -> int:
-        return min(max(int(v), d.low), d.high)
+        return d.snap(v)
 
     design = [{d.name: clamp(d, current[d.name]) for d in dimensions}]
     per_dim = [[clamp(d, v) for v in starts.get(d.name, ())] or [clamp(d, current[d.name])] for d in dimensions]

@@ -57,6 +57,9 @@ class KnobSearch(_Section):
 
 class Budget(_Section):
     probes: int = Field(default=14, ge=3, le=500, description="most optimisation probes per family")
+    joint_probes: int = Field(
+        default=20, ge=3, le=500, description="probes of a joint search (read_ahead_kb x effective_io_concurrency)"
+    )
     min_probes: int = Field(default=7, ge=2, description="probes before the stopping rule may end the search")
     patience: int = Field(default=3, ge=1, description="probes without a better predicted optimum before stopping")
     confirm_min_pairs: int = Field(default=6, ge=2, description="paired trials before the first look")
@@ -88,6 +91,20 @@ class Cache(_Section):
     )
 
 
+class Mix(_Section):
+    """The readahead family's workload: cold sequential scans and sparse bitmap heap scans of the relations on
+    one device. The objective is ``seq_scan_weight * seq_ms + bitmap_scan_weight * bitmap_ms``."""
+
+    seq_scan_weight: float = Field(default=1.0, ge=0, description="weight of the sequential scan's time")
+    bitmap_scan_weight: float = Field(default=1.0, ge=0, description="weight of the bitmap heap scan's time")
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> Mix:
+        if self.seq_scan_weight == 0 and self.bitmap_scan_weight == 0:
+            raise ValueError("seq_scan_weight and bitmap_scan_weight cannot both be 0")
+        return self
+
+
 class Guardrails(_Section):
     statement_timeout_s: float = Field(default=300, gt=0)
     allow_restart: bool = Field(default=True, description="may tuner restart the staging server between probes")
@@ -101,6 +118,7 @@ class Policy(_Section):
     budget: Budget = Budget()
     decision: Decision = Decision()
     cache: Cache = Cache()
+    readahead: Mix = Mix()
     guardrails: Guardrails = Guardrails()
 
     @model_validator(mode="after")

@@ -10,7 +10,8 @@ from typing import Literal, Protocol
 
 from tuner.log import get_logger
 from tuner.model import EffectOut, Trial
-from tuner.optimiser import BaseOptimiser, Recommendation
+from tuner.optimiser import BaseOptimiser, BayesianOptimiser, Dimension, Recommendation, initial_design
+from tuner.policy import Policy
 from tuner.stats import Look, SequentialTest, abba_blocks, log_ratio
 
 log = get_logger("tuner.session")
@@ -37,6 +38,34 @@ class NullProgress:
 
     def advance(self, text: str) -> None:
         return None
+
+
+def build_optimiser(
+    policy: Policy,
+    dimensions: list[Dimension],
+    current: dict[str, int],
+    *,
+    seed: int,
+    budget: int | None = None,
+) -> BayesianOptimiser:
+    """The optimiser ``tuner recommend`` runs for these knobs (the benchmarks call this too).
+
+    Initial design: today's values, then the policy's starting values (every combination for a joint search).
+    A joint search spends its whole budget (its last probes re-measure the leaders); a 1-D search may stop
+    early by its own rule.
+    """
+    starts = {d.name: policy.search[d.name].initial for d in dimensions if d.name in policy.search}
+    joint = len(dimensions) > 1
+    probes = budget if budget is not None else (policy.budget.joint_probes if joint else policy.budget.probes)
+    return BayesianOptimiser(
+        dimensions=dimensions,
+        initial=initial_design(dimensions, current, starts),
+        seed=seed,
+        budget=probes,
+        min_probes=probes if joint else min(policy.budget.min_probes, probes),
+        patience=policy.budget.patience,
+        tolerance=policy.decision.near_optimal_tolerance,
+    )
 
 
 @dataclass

@@ -11,11 +11,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
-from tuner.config import Config
+from tuner.config import Config, state_dir
 from tuner.errors import ProbeError, TunerError
+from tuner.families import readahead
+from tuner.journal import Journal, SysfsWriter
 from tuner.knobs import catalog
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome, RecommendationOut, Report, SessionOut, TargetOut, Trial
+from tuner.model import DeviceOut, FamilyOutcome, RecommendationOut, Report, SessionOut, TargetOut, Trial
 from tuner.optimiser import BayesianOptimiser, Dimension, initial_design
 from tuner.policy import Policy
 from tuner.probes import workload
@@ -84,31 +86,53 @@ async def recommend(
     trials: list[Trial] = []
     outcomes: list[FamilyOutcome] = []
     recs: list[RecommendationOut] = []
+    devices: list[DeviceOut] = []
 
-    async with _target(cfg, use_sandbox=use_sandbox, progress=progress) as (dsn, restart):
-        if restart is not None and not policy.guardrails.allow_restart:
-            restart = None
-        conn = await connect(dsn, timeout_s=cfg.target.connect_timeout_s)
-        try:
-            facts = await gather(conn)
-            clearance = interlock.check(facts, client_sets_marker=sets_marker_from_client(dsn))
-            log.info(
-                "target", dsn=redact(dsn), server_version=facts.server_version, mode=clearance.mode,
-                reason=clearance.reason,
-            )
-            for family in families:
-                if family == "concurrency":
-                    outcome, fam_trials, fam_recs = await _concurrency(
-                        cfg, policy, facts, conn, dsn, restart, budget=budget, progress=progress
-                    )
-                else:  # pragma: no cover - config validation only admits known families
-                    outcome, fam_trials, fam_recs = FamilyOutcome(family=family, status="skipped", reason="unknown family"), [], []
-                log.info("family", family=family, status=outcome.status, reason=outcome.reason)
-                outcomes.append(outcome)
-                trials.extend(fam_trials)
-                recs.extend(fam_recs)
-        finally:
-            await conn.close()
+    # The journal first: whatever a crashed session left is put back before anything else happens.
+    journal = Journal(state_dir(cfg), writer=SysfsWriter(cfg.readahead.helper_command))
+    restored = [f"left by an earlier session: {r.sentence()}" for r in journal.open(session_id)]
+    try:
+        async with _target(cfg, use_sandbox=use_sandbox, progress=progress) as (dsn, restart):
+            if restart is not None and not policy.guardrails.allow_restart:
+                restart = None
+            conn = await connect(dsn, timeout_s=cfg.target.connect_timeout_s)
+            try:
+                facts = await gather(conn)
+                clearance = interlock.check(facts, client_sets_marker=sets_marker_from_client(dsn))
+                log.info(
+                    "target", dsn=redact(dsn), server_version=facts.server_version, mode=clearance.mode,
+                    reason=clearance.reason,
+                )
+                # readahead first: where it searches effective_io_concurrency jointly on the data directory's
+                # device, that answer (measured with the device's best readahead) replaces the 1-D search.
+                for family in sorted(families, key=lambda f: f != "readahead"):
+                    if family == "readahead":
+                        res = await readahead.run(cfg, policy, facts, conn, dsn, restart, journal,
+                                                  budget=budget, progress=progress, sandbox=use_sandbox)
+                        outcome, fam_trials, fam_recs = res.outcome, res.trials, res.recommendations
+                        devices.extend(res.devices)
+                    elif family == "concurrency" and any(r.knob == CONCURRENCY_KNOB and r.scope == "system" for r in recs):
+                        outcome, fam_trials, fam_recs = FamilyOutcome(
+                            family=family, status="skipped",
+                            reason="effective_io_concurrency was searched jointly with the readahead of the data "
+                            "directory's device (see the readahead family)"), [], []
+                    elif family == "concurrency":
+                        outcome, fam_trials, fam_recs = await _concurrency(
+                            cfg, policy, facts, conn, dsn, restart, budget=budget, progress=progress
+                        )
+                    else:  # pragma: no cover - config validation only admits known families
+                        outcome, fam_trials, fam_recs = FamilyOutcome(family=family, status="skipped", reason="unknown family"), [], []
+                    log.info("family", family=family, status=outcome.status, reason=outcome.reason)
+                    outcomes.append(outcome)
+                    trials.extend(fam_trials)
+                    recs.extend(fam_recs)
+            finally:
+                await conn.close()
+    finally:
+        # Synchronous, so it runs while a cancellation (SIGTERM) or Ctrl-C unwinds, too.
+        for r in journal.restore():
+            log.info("restored", detail=r.sentence())
+            restored.append(r.sentence())
     cache_desc = "; ".join(f"{o.family}: {o.cache}" for o in outcomes if o.cache) or "no probes ran"
 
     return Report(
@@ -134,6 +158,8 @@ async def recommend(
         ),
         families=outcomes,
         recommendations=recs,
+        devices=devices,
+        restored=restored,
         trials=trials,
     )
 
@@ -158,7 +184,10 @@ async def _concurrency(
     setting = facts.settings.get(CONCURRENCY_KNOB)
     if setting is not None and setting.max_val == "0":
         return FamilyOutcome(family=family, status="skipped", reason="this server build has no prefetch support (range 0..0)"), [], []
-    ignored = sorted(k for k in policy.search if k != CONCURRENCY_KNOB and catalog.load().spec(k, facts.server_version_num))
+    ignored = sorted(
+        k for k in policy.search
+        if k != CONCURRENCY_KNOB and (spec_k := catalog.load().spec(k, facts.server_version_num)) and spec_k.family == "concurrency"
+    )
     if ignored:
         log.warning("plan.knobs_not_probed", knobs=ignored, reason="no workload for them in the concurrency family yet")
 
@@ -199,7 +228,7 @@ async def _concurrency(
         cache=cache,
         statement_timeout_s=policy.guardrails.statement_timeout_s,
         min_cold_read_fraction=policy.cache.min_cold_read_fraction,
-        require_bitmap=facts.server_version_num < 180000 or any(q.force_bitmap for q in queries),
+        require_bitmap=facts.server_version_num < 180000 or any(q.plan == "bitmap" for q in queries),
         connect_timeout_s=cfg.target.connect_timeout_s,
     )
     low = max(search_spec.min, spec.min or 0)

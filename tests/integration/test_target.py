@@ -143,7 +143,7 @@ def test_a_warm_probe_is_rejected_not_counted(sandbox15: Running) -> None:
 def test_custom_query_that_is_not_a_bitmap_scan_is_rejected(sandbox15: Running) -> None:
     cache = CacheControl(restart=sandbox15.sandbox.restart_standby, os_method="drop_caches")
     probe = ColdProbe(dsn=sandbox15.sandbox.dsn("standby"),
-                      queries=[workload.ProbeQuery("seq", "SELECT count(*) FROM pgbench_accounts", None, "custom", force_bitmap=False)],
+                      queries=[workload.ProbeQuery("seq", "SELECT count(*) FROM pgbench_accounts", None, "custom", plan=None)],
                       cache=cache, statement_timeout_s=60, min_cold_read_fraction=0.9, require_bitmap=True)
     trial = sandbox15.run(probe({"effective_io_concurrency": 16}))
     assert trial.status == "rejected" and "bitmap heap scan" in (trial.reason or "")
@@ -152,7 +152,7 @@ def test_custom_query_that_is_not_a_bitmap_scan_is_rejected(sandbox15: Running) 
 def test_statement_timeout_fails_the_probe(sandbox15: Running) -> None:
     cache = CacheControl(restart=None, os_method="none")
     probe = ColdProbe(dsn=sandbox15.sandbox.dsn("standby"),
-                      queries=[workload.ProbeQuery("sleep", "SELECT pg_sleep(5)", None, "custom", force_bitmap=False)],
+                      queries=[workload.ProbeQuery("sleep", "SELECT pg_sleep(5)", None, "custom", plan=None)],
                       cache=cache, statement_timeout_s=0.2, min_cold_read_fraction=0.9, require_bitmap=False)
     trial = sandbox15.run(probe({"effective_io_concurrency": 16}))
     assert trial.status == "failed" and "statement timeout" in (trial.reason or "")

@@ -18,7 +18,8 @@ from tuner.errors import ConfigError
 
 _CATALOG_PATH = Path(__file__).with_name("catalog.toml")
 
-Context = Literal["internal", "postmaster", "sighup", "superuser-backend", "backend", "superuser", "user"]
+# pg_settings.context, plus "device": a kernel setting of a block device (sysfs), not a PostgreSQL setting.
+Context = Literal["internal", "postmaster", "sighup", "superuser-backend", "backend", "superuser", "user", "device"]
 
 
 class VersionSpec(BaseModel):
@@ -56,10 +57,12 @@ class KnobSpec(BaseModel):
     meaning: str | None
 
     @property
-    def requires(self) -> Literal["none", "reload", "restart"]:
-        """What a system-wide change needs to take effect (``none`` is never returned for ALTER SYSTEM)."""
+    def requires(self) -> Literal["reload", "restart", "reopen"]:
+        """What a change needs to take effect: a reload, a restart, or (readahead) files opened anew."""
         if self.context == "postmaster":
             return "restart"
+        if self.context == "device":
+            return "reopen"
         return "reload"
 
     def clamp(self, value: int) -> int:

@@ -1,7 +1,8 @@
-"""Run one probe: make the cache cold, open a fresh connection, apply the knob values with SET, run the
-workload under EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON), and judge the cache evidence.
+"""Run one probe: apply knobs that live outside the session (readahead, through its journaled actuator), make
+the cache cold, open a fresh connection, apply the other knob values with SET, run the workload under
+EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON), and judge the plan and the cache evidence.
 
-SET only: nothing persistent changes on the target.
+Session knobs use SET only: nothing persistent changes on the target through them.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -27,11 +28,21 @@ log = get_logger("tuner.probe")
 
 # For clean numbers: no parallel workers (their I/O times are summed), no JIT compile time in the result.
 _BASE_SETTINGS = {"max_parallel_workers_per_gather": "0", "jit": "off"}
-_FORCE_BITMAP = {"enable_seqscan": "off", "enable_indexscan": "off", "enable_indexonlyscan": "off"}
+# Planner switches per required plan: everything but the wanted scan is off. Queries without a plan RESET them.
+_PLAN_SETTINGS = {
+    "bitmap": {"enable_seqscan": "off", "enable_indexscan": "off", "enable_indexonlyscan": "off", "enable_bitmapscan": "on"},
+    "seq": {"enable_seqscan": "on", "enable_indexscan": "off", "enable_indexonlyscan": "off", "enable_bitmapscan": "off"},
+}
+_PLAN_NODE = {"bitmap": "Bitmap Heap Scan", "seq": "Seq Scan"}
+Actuator = Callable[[int], None]
 
 
 class ColdProbe:
-    """A callable ``await probe(config, phase=…, arm=…) -> Trial`` for the concurrency family."""
+    """A callable ``await probe(config, phase=…, arm=…) -> Trial``.
+
+    ``actuators`` apply the knobs that are not session settings (``read_ahead_kb``) before the cache is emptied
+    and the connection opened — a file's readahead is fixed when it is opened, so the order matters.
+    """
 
     def __init__(
         self,
@@ -43,6 +54,8 @@ class ColdProbe:
         min_cold_read_fraction: float,
         require_bitmap: bool,
         connect_timeout_s: float = 10.0,
+        actuators: Mapping[str, Actuator] | None = None,
+        block_size: int = 8192,
     ) -> None:
         self.dsn = dsn
         self.queries = list(queries)
@@ -51,6 +64,8 @@ class ColdProbe:
         self.min_cold_read_fraction = min_cold_read_fraction
         self.require_bitmap = require_bitmap
         self.connect_timeout_s = connect_timeout_s
+        self.actuators = dict(actuators or {})
+        self.block_size = block_size
 
     async def _connect(self) -> asyncpg.Connection:
         # After a restart by an external command the server may take a moment to accept connections.
@@ -73,21 +88,26 @@ class ColdProbe:
         started = datetime.now(UTC)
         t0 = time.monotonic()
 
+        metrics: dict[str, float] = {}
+
         def trial(status: Literal["ok", "failed", "rejected"], value: float | None, ev: CacheEvidence | None, reason: str | None) -> Trial:
             t = Trial(
                 config=dict(config), value=value, status=status, phase=phase, arm=arm, cache=ev, reason=reason,
-                started_at=started, duration_s=round(time.monotonic() - t0, 3),
+                started_at=started, duration_s=round(time.monotonic() - t0, 3), metrics=dict(metrics),
             )
             log.info(
                 "probe", phase=phase, arm=arm, config=config, status=status,
                 execution_time_ms=None if value is None else round(value, 1),
                 heap_read=ev.heap_read if ev else None, heap_hit=ev.heap_hit if ev else None,
                 io_read_time_ms=None if ev is None or ev.io_read_time_ms is None else round(ev.io_read_time_ms, 1),
-                reason=reason, duration_s=t.duration_s,
+                reason=reason, duration_s=t.duration_s, **{k: round(v, 1) for k, v in metrics.items()},
             )
             return t
 
         try:
+            for name, actuator in self.actuators.items():
+                if name in config:
+                    actuator(int(config[name]))  # synchronous: a cancelled probe cannot write after a restore
             await self.cache.make_cold()
             conn = await self._connect()
         except Exception as exc:  # noqa: BLE001 - every failure becomes a failed trial, not a crash
@@ -99,7 +119,8 @@ class ColdProbe:
             settings = dict(_BASE_SETTINGS)
             settings["statement_timeout"] = f"{int(self.statement_timeout_s * 1000)}"
             for name, value in config.items():
-                settings[name] = str(int(value))
+                if name not in self.actuators:
+                    settings[name] = str(int(value))
             for name, value in settings.items():
                 await conn.execute(f"SET {name} = '{value}'")
             try:
@@ -107,18 +128,23 @@ class ColdProbe:
             except asyncpg.InsufficientPrivilegeError:
                 pass  # times are still measured; only the I/O share is missing
             for q in self.queries:
-                if q.force_bitmap:
-                    for name, value in _FORCE_BITMAP.items():
+                if q.plan is not None:
+                    for name, value in _PLAN_SETTINGS[q.plan].items():
                         await conn.execute(f"SET {name} = '{value}'")
                 else:
-                    for name in _FORCE_BITMAP:
+                    for name in _PLAN_SETTINGS["bitmap"]:
                         await conn.execute(f"RESET {name}")
                 raw = await conn.fetchval(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {q.sql}")
                 res = explain.parse(json.loads(raw) if isinstance(raw, str) else raw)
-                if self.require_bitmap and not res.has_bitmap_heap_scan:
+                need = q.plan or ("bitmap" if self.require_bitmap else None)
+                if need is not None and _PLAN_NODE[need] not in res.node_types:
                     ev = _evidence(sums, io_ms, self.cache.os_method)
-                    return trial("rejected", None, ev, f"{q.name} did not run as a bitmap heap scan")
-                total_ms += res.execution_time_ms
+                    return trial("rejected", None, ev, f"{q.name} did not run as a {_PLAN_NODE[need].lower()}")
+                total_ms += q.weight * res.execution_time_ms
+                if q.plan is not None:
+                    metrics[f"{q.plan}_scan_ms"] = metrics.get(f"{q.plan}_scan_ms", 0.0) + res.execution_time_ms
+                if q.plan == "seq" and res.execution_time_ms > 0:
+                    metrics["seq_scan_mb_s"] = res.shared_read * self.block_size / 1e6 / (res.execution_time_ms / 1000)
                 sums["shared_read"] += res.shared_read
                 sums["shared_hit"] += res.shared_hit
                 heap_read, heap_hit = (res.heap_read, res.heap_hit) if res.has_bitmap_heap_scan else (res.shared_read, res.shared_hit)

@@ -35,9 +35,12 @@ class ProbeQuery:
     name: str
     sql: str
     relation: str | None
-    kind: Literal["range", "sample", "custom"]
+    kind: Literal["range", "sample", "custom", "seq"]
     expected_pages: int | None = None
-    force_bitmap: bool = True  # generated queries switch off seq/index scans so they plan as bitmap scans
+    # The plan the query must run as: generated queries switch the other scan types off, and a probe whose
+    # plan has no such node is rejected. None: the planner decides (custom queries).
+    plan: Literal["bitmap", "seq"] | None = "bitmap"
+    weight: float = 1.0  # its share of the probe's value: sum of weight x execution time
 
 
 @dataclass(frozen=True)
@@ -182,7 +185,7 @@ async def plan(
     """The probe queries for this target, or a :class:`ProbeError` that says why there are none."""
     if custom:
         return [
-            ProbeQuery(name=f"custom query {i + 1}", sql=q.strip().rstrip(";"), relation=None, kind="custom", force_bitmap=False)
+            ProbeQuery(name=f"custom query {i + 1}", sql=q.strip().rstrip(";"), relation=None, kind="custom", plan=None)
             for i, q in enumerate(custom)
         ]
     queries = choose(await candidates(conn), relations=relations, pages_fraction=pages_fraction)
@@ -193,6 +196,14 @@ async def plan(
             hint="run ANALYZE on the primary, or give your own queries in [workload] queries",
         )
     return queries
+
+
+def seq_query(relation: str, relpages: int) -> ProbeQuery:
+    """A full sequential scan of ``relation``: the access pattern kernel readahead serves."""
+    return ProbeQuery(
+        name=f"{relation} seq scan", sql=f"SELECT count(*) FROM {relation}", relation=relation, kind="seq",
+        expected_pages=relpages, plan="seq",
+    )
 
 
 async def relation_files(conn: asyncpg.Connection, data_dir: Path, relation: str) -> list[Path]:

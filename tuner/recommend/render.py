@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tuner.model import Report
-from tuner.recommend import sql
+from tuner.recommend import host, sql
 
 
 def to_json(report: Report) -> str:
@@ -33,7 +33,7 @@ def to_table(report: Report, *, width: int = 120) -> str:
     for r in report.recommendations:
         e = r.effect
         table.add_row(
-            r.knob,
+            f"{r.knob} ({r.object})" if r.object else r.knob,
             str(r.current),
             str(r.recommended),
             f"{r.near_optimal[0]}..{r.near_optimal[1]}" if r.near_optimal else "-",
@@ -44,10 +44,36 @@ def to_table(report: Report, *, width: int = 120) -> str:
         )
     console.print(table)
     for r in report.recommendations:
-        console.print(f"{r.knob}: {r.reason}")
-        if r.apply_sql:
-            console.print(f"  apply:    {r.apply_sql} SELECT pg_reload_conf();")
-            console.print(f"  rollback: {r.rollback_sql} SELECT pg_reload_conf();")
+        console.print(f"{r.knob}{f' ({r.object})' if r.object else ''}: {r.reason}")
+        reload = " SELECT pg_reload_conf();" if r.scope == "system" else ""
+        where = "  (on the primary)" if r.run_on == "primary" else ""
+        if r.host is not None:
+            console.print(f"  apply:    {r.host.apply_blockdev}   (as root on {report.session.host})")
+            console.print(f"  persist:  {r.host.udev_rule}")
+            console.print(f"  rollback: {r.host.rollback_blockdev}")
+        elif r.apply_sql:
+            console.print(f"  apply:    {r.apply_sql}{reload}{where}")
+            console.print(f"  rollback: {r.rollback_sql}{reload}")
+        if r.together_with and r.decision == "change":
+            console.print(f"  confirmed together with {', '.join(r.together_with)}: apply both")
+    for d in report.devices:
+        line = f"device {d.device or '-'} ({', '.join(d.roles)}): {d.status}"
+        if d.status == "probed":
+            figures = []
+            if d.raw_read_mb_s is not None:
+                figures.append(f"raw O_DIRECT read {d.raw_read_mb_s:.0f} MB/s")
+            if d.seq_scan_mb_s_current is not None:
+                rec_txt = f" -> {d.seq_scan_mb_s_recommended:.0f}" if d.seq_scan_mb_s_recommended is not None else ""
+                figures.append(f"seq scan {d.seq_scan_mb_s_current:.0f}{rec_txt} MB/s")
+            if d.efficiency_current is not None:
+                rec_eff = f" -> {d.efficiency_recommended:.0%}" if d.efficiency_recommended is not None else ""
+                figures.append(f"efficiency {d.efficiency_current:.0%}{rec_eff}")
+            line += (": " + ", ".join(figures)) if figures else ""
+        else:
+            line += f" — {d.reason}"
+        console.print(line)
+    for text in report.restored:
+        console.print(f"restored: {text}")
     for f in report.families:
         if f.status != "done":
             console.print(f"family {f.family}: {f.status} — {f.reason}")
@@ -90,6 +116,10 @@ def write_outputs(report: Report, directory: Path) -> list[Path]:
         "rollback.sql": sql.render_rollback(report),
         "report.txt": to_table(report),
     }
+    if any(r.host is not None and r.decision == "change" for r in report.recommendations):
+        files["readahead.sh"] = host.render_script(report)
+        files["readahead-rollback.sh"] = host.render_script(report, rollback=True)
+        files["99-tuner-readahead.rules"] = host.render_rules(report)
     written = []
     for name, text in files.items():
         atomic_write(directory / name, text)

@@ -23,8 +23,29 @@ def rollback_system(knob: str, old_value: int, source: str) -> str:
     return f"ALTER SYSTEM SET {_ident(knob)} = {int(old_value)};"
 
 
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"' if not (name.isidentifier() and name.islower()) else name
+
+
+def alter_tablespace(tablespace: str, knob: str, value: int) -> str:
+    return f"ALTER TABLESPACE {_quote_ident(tablespace)} SET ({_ident(knob)} = {int(value)});"
+
+
+def rollback_tablespace(tablespace: str, knob: str) -> str:
+    """Undo :func:`alter_tablespace` for a tablespace that had no value of its own (it used the server's)."""
+    return f"ALTER TABLESPACE {_quote_ident(tablespace)} RESET ({_ident(knob)});"
+
+
+def _label(rec: RecommendationOut) -> str:
+    if rec.scope == "tablespace":
+        return f"{rec.knob} of tablespace {rec.object}"
+    if rec.scope == "device":
+        return f"{rec.knob} of {rec.object}"
+    return rec.knob
+
+
 def _evidence(rec: RecommendationOut, report: Report) -> list[str]:
-    lines = [f"-- {rec.knob}: {rec.current} -> {rec.recommended} ({rec.decision})"]
+    lines = [f"-- {_label(rec)}: {rec.current} -> {rec.recommended} ({rec.decision})"]
     if rec.effect is not None:
         e = rec.effect
         lines.append(
@@ -33,6 +54,8 @@ def _evidence(rec: RecommendationOut, report: Report) -> list[str]:
         )
     if rec.near_optimal is not None:
         lines.append(f"-- near-optimal range: {rec.near_optimal[0]} .. {rec.near_optimal[1]}")
+    if rec.together_with:
+        lines.append(f"-- confirmed together with {', '.join(rec.together_with)}: apply both")
     lines.append(f"-- reason: {rec.reason}")
     return lines
 
@@ -46,28 +69,43 @@ def render(report: Report) -> str:
         "-- ALTER SYSTEM is not replicated: run this on every server that uses the same storage.",
         "",
     ]
-    changes = [r for r in report.recommendations if r.decision == "change" and r.apply_sql]
+    changes = [r for r in report.recommendations if r.decision == "change" and (r.apply_sql or r.host)]
     for rec in report.recommendations:
         out.extend(_evidence(rec, report))
-        if rec.decision == "change" and rec.apply_sql:
+        if rec.decision == "change" and rec.host is not None:
+            out.append(f"-- on host {s.host}, as root (not SQL): {rec.host.apply_blockdev}")
+            out.append(f"--   persist with the udev rule in 99-tuner-readahead.rules: {rec.host.udev_rule}")
+            out.append(f"--   rollback: {rec.host.rollback_blockdev}")
+        elif rec.decision == "change" and rec.apply_sql:
+            if rec.run_on == "primary":
+                out.append("-- run on the primary: ALTER TABLESPACE cannot run on a standby, and it replicates from there")
             out.append(rec.apply_sql)
             out.append(f"-- rollback: {rec.rollback_sql}")
         else:
             out.append("-- keep what you have: no statement.")
         out.append("")
-    if changes:
+    if any(r.scope == "system" for r in changes):
         out.append("SELECT pg_reload_conf();")
         restart = [r.knob for r in changes if r.requires == "restart"]
         if restart:
             out.append(f"-- {', '.join(restart)} take effect only after a restart.")
-    else:
+    if any(r.requires == "reopen" for r in changes):
+        out.append("-- readahead reaches files opened after the change: restart PostgreSQL to reach every backend.")
+    if not changes:
         out.append("-- nothing to change.")
     return "\n".join(out) + "\n"
 
 
 def render_rollback(report: Report) -> str:
-    changes = [r for r in report.recommendations if r.decision == "change" and r.rollback_sql]
+    changes = [r for r in report.recommendations if r.decision == "change" and (r.rollback_sql or r.host)]
     out = [f"-- rollback for tuner session {report.session.id}"]
-    out.extend(r.rollback_sql for r in changes if r.rollback_sql)
-    out.append("SELECT pg_reload_conf();" if changes else "-- nothing to roll back.")
+    for r in changes:
+        if r.host is not None:
+            out.append(f"-- on host {report.session.host}, as root: {r.host.rollback_blockdev} (see readahead-rollback.sh)")
+        elif r.rollback_sql:
+            out.append(("-- on the primary:\n" if r.run_on == "primary" else "") + r.rollback_sql)
+    if any(r.scope == "system" for r in changes):
+        out.append("SELECT pg_reload_conf();")
+    if not changes:
+        out.append("-- nothing to roll back.")
     return "\n".join(out) + "\n"

@@ -1,0 +1,1 @@
+"""Knob families: each plans, probes, confirms and recommends one group of knobs."""
