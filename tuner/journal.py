@@ -115,7 +115,7 @@ def _atomic_write_json(path: Path, doc: dict[str, Any]) -> None:
 
 
 class SysfsWriter:
-    """Writes a sysfs attribute: directly when this process may, else through a helper command.
+    """Writes a sysfs attribute: through the helper command when one is configured, else directly.
 
     The helper is a command line with ``{path}``, ``{device}`` and ``{value}`` placeholders, for example
     ``sudo -n /usr/local/sbin/tuner-sysfs {path} {value}``; each placeholder is shell-quoted.
@@ -128,7 +128,7 @@ class SysfsWriter:
         return self.helper_command is not None or os.access(path, os.W_OK)
 
     def write(self, path: Path, value: str, *, device: str = "") -> None:
-        if self.helper_command is None or os.access(path, os.W_OK):
+        if self.helper_command is None:
             try:
                 path.write_text(f"{value}\n")
             except OSError as exc:

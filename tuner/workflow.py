@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import platform
 import socket
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -38,12 +39,17 @@ CONCURRENCY_KNOB = "effective_io_concurrency"
 
 def _restart_command(command: str) -> Callable[[], Awaitable[None]]:
     async def restart() -> None:
-        proc = await asyncio.create_subprocess_shell(
-            command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-        )
-        out, err = await proc.communicate()
+        # Output goes to a file, not a pipe, and the command runs in a session of its own: if tuner dies
+        # mid-restart (SIGKILL), pg_ctl must not die of SIGPIPE between stopping and starting the server.
+        with tempfile.TemporaryFile() as out:
+            proc = await asyncio.create_subprocess_shell(
+                command, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+            )
+            await asyncio.shield(proc.wait())
+            out.seek(0)
+            text = out.read().decode(errors="replace")
         if proc.returncode != 0:
-            detail = (err or out).decode(errors="replace").strip().splitlines()
+            detail = text.strip().splitlines()
             raise TunerError(f"restart_command failed: {detail[-1] if detail else 'exit ' + str(proc.returncode)}")
 
     return restart

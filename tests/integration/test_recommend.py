@@ -45,7 +45,11 @@ def test_recommend_on_a_pg15_sandbox_end_to_end(base_dir: Path, tmp_path: Path) 
         assert rec["rollback_sql"] == "ALTER SYSTEM RESET effective_io_concurrency;"
     ok = [t for t in doc["trials"] if t["status"] == "ok"]
     assert len(ok) >= 8 and doc["session"]["probes"] == len(doc["trials"])
-    assert doc["families"][0]["cache"] == "shared buffers: restart; OS page cache: drop_caches"
+    fams = {f["family"]: f for f in doc["families"]}
+    assert fams["concurrency"]["cache"] == "shared buffers: restart; OS page cache: drop_caches"
+    # The sandbox sits on this host's own disk: its readahead is left alone, with the reason said.
+    assert fams["readahead"]["status"] == "skipped" and "own disk" in fams["readahead"]["reason"]
+    assert all(d["status"] == "skipped" for d in doc["devices"])
     assert "drop_caches" in doc["session"]["cache"]
     assert all(t["cache"]["heap_read"] > 0 and t["value"] > 0 for t in ok)
     # The physical effect behind the recommendation: on this machine, 1 is always the slowest setting.

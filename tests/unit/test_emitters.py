@@ -107,3 +107,64 @@ def test_atomic_write_leaves_the_old_file_when_writing_fails(tmp_path: Path) -> 
 def test_family_outcome_carries_how_the_cache_was_made_cold() -> None:
     out = FamilyOutcome(family="concurrency", status="done", reason="ok", cache="shared buffers: restart; OS page cache: fadvise")
     assert json.loads(out.model_dump_json())["cache"].endswith("fadvise")
+
+
+def readahead_report(tmp_path: Path) -> Report:
+    """A device change on a loop device plus an eic change for its tablespace (to run on the primary)."""
+    from tuner.knobs.devices import BlockDevice
+    from tuner.recommend import host
+
+    dev = BlockDevice(name="loop3", kind="loop", majmin="7:3", description="loop device loop3",
+                      sys_dir=tmp_path / "block" / "loop3",
+                      match={"KERNEL": "loop*", "ATTR{loop/backing_file}": "/srv/disk.img"})
+    effect = EffectOut(metric="weighted_execution_time_ms", improvement=16.95, ci95=(14.75, 19.47),
+                       decision_ci=(14.0, 20.0), n_pairs=6, p_value=1e-6, looks=1, method="t")
+    ra = RecommendationOut(
+        knob="read_ahead_kb", scope="device", object="/dev/loop3", current=0, recommended=512, near_optimal=(276, 1888),
+        decision="change", reason="the whole CI lies above the minimum effect 1.05x", effect=effect, apply_sql=None,
+        rollback_sql=None, requires="reopen", run_on="host", host=host.commands(dev, 512, 0), together_with=["effective_io_concurrency"],
+    )
+    eic = RecommendationOut(
+        knob="effective_io_concurrency", scope="tablespace", object="fast", current=1, recommended=64, near_optimal=(32, 128),
+        decision="change", reason="on its own, at read_ahead_kb = 512: above the minimum effect", effect=effect,
+        apply_sql=sql.alter_tablespace("fast", "effective_io_concurrency", 64),
+        rollback_sql=sql.rollback_tablespace("fast", "effective_io_concurrency"), requires="reload", run_on="primary",
+        together_with=["read_ahead_kb"],
+    )
+    return report().model_copy(update={"recommendations": [ra, eic]})
+
+
+def test_readahead_commands_count_sectors_and_match_the_device_stably(tmp_path: Path) -> None:
+    r = readahead_report(tmp_path).recommendations[0]
+    assert r.host is not None
+    assert r.host.apply_blockdev == "blockdev --setra 1024 /dev/loop3"
+    assert r.host.apply_sysfs == "echo 512 > /sys/block/loop3/queue/read_ahead_kb"
+    assert r.host.rollback_blockdev == "blockdev --setra 0 /dev/loop3"
+    assert r.host.udev_rule == ('ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="loop*", '
+                                'ATTR{loop/backing_file}=="/srv/disk.img", ATTR{queue/read_ahead_kb}="512"')
+
+
+def test_tablespace_sql_runs_on_the_primary_and_has_a_rollback(tmp_path: Path) -> None:
+    rep = readahead_report(tmp_path)
+    text = sql.render(rep)
+    assert "-- run on the primary: ALTER TABLESPACE cannot run on a standby" in text
+    assert "ALTER TABLESPACE fast SET (effective_io_concurrency = 64);" in text
+    assert "-- on host staging1, as root (not SQL): blockdev --setra 1024 /dev/loop3" in text
+    assert "pg_reload_conf" not in text  # no ALTER SYSTEM: nothing to reload
+    back = sql.render_rollback(rep)
+    assert "ALTER TABLESPACE fast RESET (effective_io_concurrency);" in back and "blockdev --setra 0 /dev/loop3" in back
+    assert sql.alter_tablespace("Fast Disk", "effective_io_concurrency", 8) == 'ALTER TABLESPACE "Fast Disk" SET (effective_io_concurrency = 8);'
+
+
+def test_readahead_files_are_written_only_when_a_device_changes(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    names = {p.name for p in write_outputs(readahead_report(tmp_path), out)}
+    assert {"readahead.sh", "readahead-rollback.sh", "99-tuner-readahead.rules"} <= names
+    rules = (out / "99-tuner-readahead.rules").read_text()
+    assert rules.count('ATTR{queue/read_ahead_kb}="512"') == 1 and "16.95x" in rules
+    assert "blockdev --setra 1024 /dev/loop3" in (out / "readahead.sh").read_text()
+    assert "rm -f /etc/udev/rules.d/99-tuner-readahead.rules" in (out / "readahead-rollback.sh").read_text()
+    table = to_table(readahead_report(tmp_path))
+    assert "read_ahead_kb (/dev/loop3)" in table and "persist:" in table and "(on the primary)" in table
+    plain = {p.name for p in write_outputs(report(), tmp_path / "plain")}
+    assert "readahead.sh" not in plain

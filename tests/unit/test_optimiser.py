@@ -145,3 +145,19 @@ def test_every_optimiser_is_registered_under_its_kind() -> None:
     subclasses = set(BaseOptimiser.__subclasses__())
     assert subclasses == set(OPTIMISERS.values())
     assert all(OPTIMISERS[cls.kind] is cls for cls in subclasses)
+
+
+def test_a_quantum_keeps_every_suggestion_holdable() -> None:
+    """read_ahead_kb lives in whole 4 KiB pages: the optimiser must never propose 931 (the kernel keeps 928)."""
+    from tuner.optimiser import BayesianOptimiser, Dimension
+
+    d = Dimension("read_ahead_kb", 0, 16384, quantum=4)
+    assert d.snap(931) == 932 and d.snap(1) == 4 and d.snap(0) == 0 and d.snap(99999) == 16384
+    assert all(v % 4 == 0 for v in d.candidates(64)) and all(v % 4 == 0 for v in d.round_values())
+    opt = BayesianOptimiser(dimensions=[d], initial=[{"read_ahead_kb": 128}], seed=3, budget=8, min_probes=8)
+    for _ in range(8):
+        cfg = opt.suggest()
+        assert cfg["read_ahead_kb"] % 4 == 0
+        opt.register(cfg, 100.0 + abs(cfg["read_ahead_kb"] - 512) / 10)
+    with pytest.raises(ValueError, match="multiple of 4"):
+        opt.register({"read_ahead_kb": 931}, 100.0)

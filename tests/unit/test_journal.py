@@ -1,0 +1,133 @@
+"""The change journal on plain files standing in for sysfs attributes (the journal writes any file it is given;
+real sysfs and SIGKILL are in the integration tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tuner.journal import Journal, JournalError, SysfsWriter, owner_alive, process_start
+
+
+def _attr(tmp_path: Path, value: str = "128") -> Path:
+    f = tmp_path / "read_ahead_kb"
+    f.write_text(value + "\n")
+    return f
+
+
+def test_the_original_value_is_journaled_before_the_change(tmp_path: Path) -> None:
+    attr = _attr(tmp_path)
+    j = Journal(tmp_path / "state")
+    j.open("s1")
+    assert not j.path.exists()  # nothing changed yet, nothing written
+    j.set_sysfs(attr, 512, device="/dev/x", name="read_ahead_kb")
+    doc = json.loads(j.path.read_text())
+    assert doc["owner"]["pid"] == os.getpid() and doc["owner"]["session"] == "s1"
+    assert [(c["device"], c["original"]) for c in doc["changes"]] == [("/dev/x", "128")]
+    assert attr.read_text().strip() == "512"
+
+
+def test_a_second_change_keeps_the_first_original(tmp_path: Path) -> None:
+    attr = _attr(tmp_path)
+    j = Journal(tmp_path / "state")
+    j.open("s1")
+    j.set_sysfs(attr, 512, device="/dev/x", name="read_ahead_kb")
+    j.set_sysfs(attr, 0, device="/dev/x", name="read_ahead_kb")
+    [entry] = json.loads(j.path.read_text())["changes"]
+    assert entry["original"] == "128"
+    [r] = j.restore()
+    assert r.sentence() == "/dev/x: read_ahead_kb 0 -> 128 (restored)"
+    assert attr.read_text().strip() == "128" and not j.path.exists()
+
+
+def test_a_journal_of_a_dead_session_is_restored_at_the_next_open(tmp_path: Path) -> None:
+    attr = _attr(tmp_path)
+    state = tmp_path / "state"
+    script = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from tuner.journal import Journal\n"
+        f"j = Journal(Path({str(state)!r})); j.open('dead')\n"
+        f"j.set_sysfs(Path({str(attr)!r}), 4096, device='/dev/x', name='read_ahead_kb')\n"
+        "os._exit(0)  # no restore: like SIGKILL\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
+    assert attr.read_text().strip() == "4096"
+    j = Journal(state)
+    [r] = j.open("next")
+    assert r.action == "restored" and attr.read_text().strip() == "128" and not j.path.exists()
+
+
+def test_a_live_owner_is_refused(tmp_path: Path) -> None:
+    attr = _attr(tmp_path)
+    holder = Journal(tmp_path / "state")
+    holder.open("live")
+    holder.set_sysfs(attr, 512, device="/dev/x", name="read_ahead_kb")
+    doc = json.loads(holder.path.read_text())
+    doc["owner"]["pid"] = os.getppid()  # a live process that is not us
+    doc["owner"]["start"] = process_start(os.getppid())
+    holder.path.write_text(json.dumps(doc))
+    with pytest.raises(JournalError, match="another tuner"):
+        Journal(tmp_path / "state").recover()
+    assert attr.read_text().strip() == "512"  # untouched
+    assert Journal(tmp_path / "state").recover(force=True)[0].action == "restored"
+
+
+def test_a_recycled_pid_is_not_a_live_owner() -> None:
+    me = {"pid": os.getpid(), "start": process_start(os.getpid())}
+    import socket
+
+    from tuner.journal import boot_id
+
+    alive = {**me, "host": socket.gethostname(), "boot_id": boot_id()}
+    assert owner_alive(alive)
+    assert not owner_alive({**alive, "start": "1"})  # same pid, another process
+    assert not owner_alive({**alive, "boot_id": "another-boot"})
+
+
+def test_after_a_reboot_kernel_settings_are_dropped_not_written(tmp_path: Path) -> None:
+    attr = _attr(tmp_path)
+    j = Journal(tmp_path / "state")
+    j.open("before-reboot")
+    j.set_sysfs(attr, 512, device="/dev/x", name="read_ahead_kb")
+    doc = json.loads(j.path.read_text())
+    doc["owner"]["boot_id"] = "an-earlier-boot"
+    j.path.write_text(json.dumps(doc))
+    [r] = Journal(tmp_path / "state").recover()
+    assert r.action.startswith("dropped") and attr.read_text().strip() == "512"
+    assert not j.path.exists()
+
+
+def test_a_damaged_journal_is_one_sentence(tmp_path: Path) -> None:
+    (tmp_path / "journal.json").write_text("{not json")
+    with pytest.raises(JournalError, match="damaged") as err:
+        Journal(tmp_path).recover()
+    assert err.value.hint and "restore by hand" in err.value.hint
+
+
+def test_a_failed_restore_keeps_the_entry_for_later(tmp_path: Path) -> None:
+    attr = _attr(tmp_path)
+    j = Journal(tmp_path / "state")
+    j.open("s")
+    j.set_sysfs(attr, 512, device="/dev/x", name="read_ahead_kb")
+    j.writer = SysfsWriter(helper_command="echo 'permission denied' >&2; exit 1")
+    with pytest.raises(JournalError, match="permission denied"):
+        j.restore()
+    assert json.loads(j.path.read_text())["changes"][0]["original"] == "128"
+    assert attr.read_text().strip() == "512"
+    [r] = Journal(tmp_path / "state").recover(force=True)  # fixed: 'tuner restore' finishes the job
+    assert r.action == "restored" and attr.read_text().strip() == "128"
+
+
+def test_the_helper_command_gets_quoted_placeholders(tmp_path: Path) -> None:
+    target = tmp_path / "with space"
+    target.write_text("1\n")
+    log = tmp_path / "log"
+    w = SysfsWriter(helper_command=f"echo {{device}} {{value}} >> {log}; printf '%s\\n' {{value}} > {{path}}")
+    w.write(target, "64", device="/dev/a b")
+    assert log.read_text().strip() == "/dev/a b 64" and target.read_text().strip() == "64"
