@@ -83,6 +83,10 @@ class SandboxConfig(_Section):
     bin_dir: Path | None = Field(default=None, description="PostgreSQL server binaries; found automatically when unset")
     base_dir: Path = Field(default=Path("/var/tmp"), description="where sandbox clusters are created (not tmpfs)")
     keep: bool = Field(default=False, description="leave the sandbox on disk after the run (for debugging)")
+    disk: Literal["auto", "loop", "host"] = Field(
+        default="auto",
+        description="auto: a loop device of the sandbox's own when root (its readahead can be tuned), else base_dir's disk",
+    )
 
 
 class OutputConfig(_Section):

@@ -453,10 +453,14 @@ class BayesianOptimiser(BaseOptimiser):
 
     def _contiguous_ranges(self, at: Config, limit: float) -> dict[str, tuple[int, int]]:
         """Per knob, the unbroken run of candidate values around ``at`` (other knobs held at ``at``) whose
-        predicted log(time) stays within ``limit``. A range, not a set: "anything from 32 to 512"."""
+        predicted log(time) stays within ``limit``. A range, not a set: "anything from 32 to 512". It never
+        reaches past the smallest and largest values probed: beyond them the model only extrapolates."""
         ranges: dict[str, tuple[int, int]] = {}
         for d in self.dimensions:
-            values = d.candidates(limit=2048 if len(self.dimensions) == 1 else 256)
+            probed = [c[d.name] for c, _ in self.history.ok]
+            lo_p, hi_p = min(probed + [at[d.name]]), max(probed + [at[d.name]])
+            values = [v for v in d.candidates(limit=2048 if len(self.dimensions) == 1 else 256) if lo_p <= v <= hi_p]
+            values = sorted(set(values) | {at[d.name]})
             mu = self.predict([{**at, d.name: v} for v in values])
             assert mu is not None
             i = min(range(len(values)), key=lambda k: abs(values[k] - at[d.name]))

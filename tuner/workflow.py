@@ -58,11 +58,12 @@ def _restart_command(command: str) -> Callable[[], Awaitable[None]]:
 @asynccontextmanager
 async def _target(
     cfg: Config, *, use_sandbox: bool, progress: Progress
-) -> AsyncIterator[tuple[str | None, Callable[[], Awaitable[None]] | None]]:
-    """Yield the DSN to probe and how to restart it (None when it cannot be restarted)."""
+) -> AsyncIterator[tuple[str | None, Callable[[], Awaitable[None]] | None, frozenset[str]]]:
+    """Yield the DSN to probe, how to restart it (None when it cannot be restarted), and the block devices that
+    belong to tuner (a sandbox's own loop device) rather than to the host."""
     if not use_sandbox:
         restart = _restart_command(cfg.target.restart_command) if cfg.target.restart_command else None
-        yield cfg.target.dsn, restart
+        yield cfg.target.dsn, restart, frozenset()
         return
     progress.phase("sandbox", None)
     sandbox = Sandbox(
@@ -71,9 +72,10 @@ async def _target(
         bin_dir=cfg.sandbox.bin_dir,
         keep=cfg.sandbox.keep,
         on_step=progress.advance,
+        disk=cfg.sandbox.disk,
     )
     async with sandbox:
-        yield sandbox.dsn("standby"), sandbox.restart_standby
+        yield sandbox.dsn("standby"), sandbox.restart_standby, frozenset([sandbox.device] if sandbox.device else [])
 
 
 async def recommend(
@@ -98,7 +100,7 @@ async def recommend(
     journal = Journal(state_dir(cfg), writer=SysfsWriter(cfg.readahead.helper_command))
     restored = [f"left by an earlier session: {r.sentence()}" for r in journal.open(session_id)]
     try:
-        async with _target(cfg, use_sandbox=use_sandbox, progress=progress) as (dsn, restart):
+        async with _target(cfg, use_sandbox=use_sandbox, progress=progress) as (dsn, restart, own_devices):
             if restart is not None and not policy.guardrails.allow_restart:
                 restart = None
             conn = await connect(dsn, timeout_s=cfg.target.connect_timeout_s)
@@ -109,19 +111,17 @@ async def recommend(
                     "target", dsn=redact(dsn), server_version=facts.server_version, mode=clearance.mode,
                     reason=clearance.reason,
                 )
-                # readahead first: where it searches effective_io_concurrency jointly on the data directory's
-                # device, that answer (measured with the device's best readahead) replaces the 1-D search.
+                # readahead first: each device is put back when its probing ends, so the concurrency family then
+                # measures at today's readahead — the one its recommendation will run with.
                 for family in sorted(families, key=lambda f: f != "readahead"):
+                    if conn.is_closed():  # a family's probes restarted the server
+                        conn = await connect(dsn, timeout_s=cfg.target.connect_timeout_s)
                     if family == "readahead":
                         res = await readahead.run(cfg, policy, facts, conn, dsn, restart, journal,
-                                                  budget=budget, progress=progress, sandbox=use_sandbox)
+                                                  budget=budget, progress=progress,
+                                                  sandbox_devices=own_devices if use_sandbox else None)
                         outcome, fam_trials, fam_recs = res.outcome, res.trials, res.recommendations
                         devices.extend(res.devices)
-                    elif family == "concurrency" and any(r.knob == CONCURRENCY_KNOB and r.scope == "system" for r in recs):
-                        outcome, fam_trials, fam_recs = FamilyOutcome(
-                            family=family, status="skipped",
-                            reason="effective_io_concurrency was searched jointly with the readahead of the data "
-                            "directory's device (see the readahead family)"), [], []
                     elif family == "concurrency":
                         outcome, fam_trials, fam_recs = await _concurrency(
                             cfg, policy, facts, conn, dsn, restart, budget=budget, progress=progress

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tuner.target import loopdisk
 from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, embedded_binaries, find_binaries, server_pids
 
 PG15_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -37,9 +39,13 @@ def base_dir() -> Iterator[Path]:
     survivors = processes_under(path)
     for pid in survivors:  # only servers started under this test session's own directory
         os.kill(pid, 9)
+    loops = loop_devices_under(path)
+    for d in leftovers:
+        loopdisk.release(d)  # unmount and detach what a failed test left, before deleting its image
     shutil.rmtree(path, ignore_errors=True)
     assert not leftovers, f"sandboxes left behind: {leftovers}"
     assert not survivors, f"server processes left running: {survivors}"
+    assert not loops, f"loop devices left attached: {loops}"
 
 
 @pytest.fixture(scope="session")
@@ -77,6 +83,13 @@ def sandbox15(pg15: Binaries, base_dir: Path) -> Iterator[Running]:
     finally:
         r.run(r.sandbox.__aexit__(None, None, None))
         r.loop.close()
+
+
+def loop_devices_under(path: Path) -> list[str]:
+    """Loop devices whose backing file lies under ``path``."""
+    out = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
+                         capture_output=True, text=True, check=False).stdout
+    return [line.split()[0] for line in out.splitlines() if str(path) in line]
 
 
 def processes_under(path: Path) -> list[int]:

@@ -35,21 +35,25 @@ def test_recommend_on_a_pg15_sandbox_end_to_end(base_dir: Path, tmp_path: Path) 
     assert doc == json.loads((out_dir / "report.json").read_text())
     assert doc["schema_version"] == 1
     assert doc["target"]["in_recovery"] is True and doc["target"]["server_version_num"] // 10000 == 15
-    rec = doc["recommendations"][0]
-    assert rec["knob"] == "effective_io_concurrency" and rec["current"] == 1
+    [rec] = [r for r in doc["recommendations"] if r["knob"] == "effective_io_concurrency"]
+    assert rec["scope"] == "system" and rec["current"] == 1
     assert rec["decision"] in ("change", "keep")
     if rec["decision"] == "change":
         lo, hi = rec["effect"]["ci95"]
         assert hi >= rec["effect"]["improvement"] >= lo > 1.05
         assert rec["apply_sql"] == f"ALTER SYSTEM SET effective_io_concurrency = {rec['recommended']};"
         assert rec["rollback_sql"] == "ALTER SYSTEM RESET effective_io_concurrency;"
-    ok = [t for t in doc["trials"] if t["status"] == "ok"]
+    ok = [t for t in doc["trials"] if t["status"] == "ok" and "read_ahead_kb" not in t["config"]]
     assert len(ok) >= 8 and doc["session"]["probes"] == len(doc["trials"])
     fams = {f["family"]: f for f in doc["families"]}
     assert fams["concurrency"]["cache"] == "shared buffers: restart; OS page cache: drop_caches"
-    # The sandbox sits on this host's own disk: its readahead is left alone, with the reason said.
-    assert fams["readahead"]["status"] == "skipped" and "own disk" in fams["readahead"]["reason"]
-    assert all(d["status"] == "skipped" for d in doc["devices"])
+    # As root the sandbox lives on a loop device of its own: the readahead family tunes that one, and only it.
+    assert fams["readahead"]["status"] == "done", fams["readahead"]
+    [dev] = doc["devices"]
+    assert dev["device"].startswith("/dev/loop") and dev["status"] == "probed" and "data directory" in dev["roles"]
+    [ra] = [r for r in doc["recommendations"] if r["knob"] == "read_ahead_kb"]
+    assert ra["object"] == dev["device"] and ra["current"] == dev["read_ahead_kb"]
+    assert any(line.startswith(dev["device"]) for line in doc["restored"])
     assert "drop_caches" in doc["session"]["cache"]
     assert all(t["cache"]["heap_read"] > 0 and t["value"] > 0 for t in ok)
     # The physical effect behind the recommendation: on this machine, 1 is always the slowest setting.

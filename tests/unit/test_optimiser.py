@@ -161,3 +161,16 @@ def test_a_quantum_keeps_every_suggestion_holdable() -> None:
         opt.register(cfg, 100.0 + abs(cfg["read_ahead_kb"] - 512) / 10)
     with pytest.raises(ValueError, match="multiple of 4"):
         opt.register({"read_ahead_kb": 931}, 100.0)
+
+
+def test_the_near_optimal_range_stays_within_the_probed_values() -> None:
+    """A flat fit must not call unprobed values near-optimal (readahead 0 was never measured, and is 10x slower)."""
+    from tuner.optimiser import BayesianOptimiser, Dimension
+
+    d = Dimension("read_ahead_kb", 0, 16384, quantum=4)
+    opt = BayesianOptimiser(dimensions=[d], initial=[{"read_ahead_kb": v} for v in (128, 512, 2048)], seed=1,
+                            budget=3, min_probes=3)
+    for v in (128, 512, 2048):
+        opt.register({"read_ahead_kb": v}, 100.0)
+    lo, hi = opt.recommendation().near_optimal["read_ahead_kb"]
+    assert 128 <= lo <= hi <= 2048

@@ -163,7 +163,7 @@ async def run(
     *,
     budget: int | None,
     progress: Progress,
-    sandbox: bool = False,
+    sandbox_devices: frozenset[str] | None = None,
 ) -> FamilyResult:
     def skipped(reason: str, devices: list[DeviceOut] | None = None) -> FamilyResult:
         return FamilyResult(FamilyOutcome(family=FAMILY, status="skipped", reason=reason), devices=devices or [])
@@ -180,15 +180,20 @@ async def run(
         )
     tablespaces = {ts.name: ts.location for ts in facts.tablespaces}
     groups, untunable = discover(postgres_paths(local, tablespaces))
-    if sandbox and not cfg.readahead.devices:
-        where = ", ".join(g.device.node for g in groups) or "the host's disk"
-        return skipped(
-            f"the sandbox lives on this host's own disk ({where}); tuner changes a device's readahead in a sandbox "
-            "run only when [readahead] devices names it",
-            [_device_out(g, None, "skipped", "sandbox on the host's own disk", read_ahead_kb=g.device.read_ahead_kb())
-             for g in groups],
-        )
     devices = [_device_out(None, p, "not tunable", p.reason or "no block device") for p in untunable]
+    if sandbox_devices is not None and not cfg.readahead.devices:
+        # A sandbox run tunes the sandbox's own loop device, never a disk of the host's.
+        host_disks = [g for g in groups if g.device.node not in sandbox_devices]
+        devices += [_device_out(g, None, "skipped", "a disk of this host's, not the sandbox's own",
+                                read_ahead_kb=g.device.read_ahead_kb()) for g in host_disks]
+        groups = [g for g in groups if g.device.node in sandbox_devices]
+        if not groups:
+            return skipped(
+                f"the sandbox lives on this host's own disk ({', '.join(g.device.node for g in host_disks)}); tuner "
+                "changes a host disk's readahead in a sandbox run only when [readahead] devices names it "
+                "(as root the sandbox gets a loop device of its own)",
+                devices,
+            )
     if cfg.readahead.devices:
         wanted = {d if d.startswith("/dev/") else f"/dev/{d}" for d in cfg.readahead.devices}
         for g in groups:
@@ -204,7 +209,8 @@ async def run(
     result = FamilyResult(FamilyOutcome(family=FAMILY, status="done", reason=""), devices=devices)
     workload_sql: list[str] = []
     cache_desc = None
-    probed = 0
+    # Plan every device before probing any: probes restart the server, which closes ``conn``.
+    plans: list[tuple[DevicePlan, CacheControl, int]] = []
     for group in groups:
         dev = group.device
         before = dev.read_ahead_kb()
@@ -223,9 +229,10 @@ async def run(
                 "cannot empty the OS page cache: run tuner as root, or as a user who can read the relation files",
                 read_ahead_kb=before))
             continue
-        probed += 1
+        plans.append((plan, CacheControl(restart=restart, os_method=os_method, files=plan.files), before))
+    probed = len(plans)
+    for plan, cache, before in plans:
         workload_sql.extend(q.sql for q in plan.queries)
-        cache = CacheControl(restart=restart, os_method=os_method, files=plan.files)
         cache_desc = cache.describe()
         recs, trials, out = await _probe_device(cfg, policy, facts, dsn, journal, plan, cache, before,
                                                 budget=budget, progress=progress)
@@ -292,6 +299,10 @@ async def _probe_device(
         best = found.recommendation.config
         near = found.recommendation.near_optimal
         candidate = {k: best[k] for k in current}
+        if plan.joint and group.holds_data_directory:
+            # The server-wide effective_io_concurrency is the concurrency family's to decide (on bitmap scans
+            # alone); here the readahead found jointly is confirmed at today's concurrency.
+            candidate[EIC] = current[EIC]
         if candidate != current:
             checked = await confirm(current, candidate, probe, test, progress=progress)
             trials.extend(checked.trials)
@@ -340,6 +351,9 @@ async def _probe_device(
         ra_reason += (f" (measured with effective_io_concurrency = {candidate[EIC]}, which on its own did not "
                       f"earn a change; keep {current[EIC]})")
     joint_note = (f"searched jointly with {EIC}" if plan.joint else f"{EIC} not searched here: {plan.why_not_joint}")
+    if plan.joint and group.holds_data_directory:
+        joint_note += (f" (joint optimum at {EIC} = {best[EIC]}; readahead confirmed at today's {current[EIC]}, "
+                       "the server-wide value is the concurrency family's)")
     ra_change = decision == "change" and candidate[RA] != before
     recs = [RecommendationOut(
         knob=RA, scope="device", object=dev.node, current=before, recommended=candidate[RA],
@@ -351,7 +365,7 @@ async def _probe_device(
         together_with=[EIC] if ra_change and eic_changes else [],
     )]
     if eic_rec is not None:
-        recs.extend(_eic_recommendations(group, candidate, current, near, *eic_rec, eic_setting,
+        recs.extend(_eic_recommendations(group, candidate, current, near, *eic_rec,
                                          together=[RA] if ra_change and eic_changes else []))
     out = _device_out(
         group, None, "probed", f"{dev.description}; {joint_note}", read_ahead_kb=before, raw_read_mb_s=_r(raw),
@@ -363,20 +377,14 @@ async def _probe_device(
 
 def _eic_recommendations(
     group: DeviceGroup, candidate: dict[str, int], current: dict[str, int], near: dict[str, tuple[int, int]],
-    decision: str, reason: str, effect: Any, setting: Any, *, together: list[str],
+    decision: str, reason: str, effect: Any, *, together: list[str],
 ) -> list[RecommendationOut]:
-    """effective_io_concurrency found jointly with the device's readahead: for the whole server when the device
-    holds the data directory, else for each tablespace on it (ALTER TABLESPACE, to run on the primary)."""
+    """effective_io_concurrency found jointly with the readahead of a device that holds tablespaces but not the
+    data directory: for each tablespace on it (ALTER TABLESPACE, to run on the primary)."""
     common = dict(knob=EIC, current=current[EIC], recommended=candidate[EIC], near_optimal=near.get(EIC),
                   decision=decision, effect=effect, together_with=together,
                   reason=f"{reason} (searched jointly with read_ahead_kb on {group.device.node})")
     change = decision == "change"
-    if group.holds_data_directory:
-        return [RecommendationOut(
-            **common, scope="system", object=None, requires="reload", run_on="target",  # type: ignore[arg-type]
-            apply_sql=sql_emit.alter_system(EIC, candidate[EIC]) if change else None,
-            rollback_sql=sql_emit.rollback_system(EIC, current[EIC], setting.source if setting else "default") if change else None,
-        )]
     return [RecommendationOut(
         **common, scope="tablespace", object=ts, requires="reload", run_on="primary",  # type: ignore[arg-type]
         apply_sql=sql_emit.alter_tablespace(ts, EIC, candidate[EIC]) if change else None,

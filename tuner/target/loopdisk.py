@@ -1,0 +1,121 @@
+"""A block device of tuner's own: an image file attached as a loop device, formatted ext4 and mounted.
+
+The sandbox lives on one when tuner runs as root, so the readahead family has a real device to tune that is
+nobody else's; the readahead tests and ``benchmarks/measure_grid.py`` use it too. ``losetup --direct-io=on`` keeps
+the backing file out of the page cache (else data is cached twice and the loop device's own ``read_ahead_kb``
+would not govern). Everything is undone on exit, also after an error: readahead written back, file system
+unmounted, device detached, image deleted. :func:`release` undoes what a killed process left.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+IMAGE = "disk.img"
+MOUNT = "mnt"
+
+
+def available() -> bool:
+    """Root, and the tools exist."""
+    return os.geteuid() == 0 and all(shutil.which(t) for t in ("losetup", "mkfs.ext4", "mount", "umount"))
+
+
+def release(directory: Path) -> None:
+    """Unmount ``directory/mnt`` and detach every loop device backed by ``directory/disk.img`` (after a crash)."""
+    mnt, image = directory / MOUNT, directory / IMAGE
+    if os.path.ismount(mnt):
+        subprocess.run(["umount", "-l", str(mnt)], check=False, capture_output=True)
+    if image.exists():
+        out = subprocess.run(["losetup", "-j", str(image)], check=False, capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            dev = line.split(":", 1)[0]
+            if dev.startswith("/dev/loop"):
+                subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
+
+class LoopDisk:
+    """A real block device for readahead tests and benchmarks (root only): an image file attached with
+    ``losetup --direct-io=on`` (so the backing file is not cached a second time and the loop device's own
+    ``read_ahead_kb`` governs), formatted ext4 and mounted. On exit — also after an error — the readahead it had
+    is written back, the file system unmounted, the device detached and the image deleted."""
+
+    def __init__(
+        self, size_mb: int, *, base_dir: Path = Path("/var/tmp"), read_ahead_kb: int | None = None,
+        directory: Path | None = None,
+    ) -> None:
+        self.size_mb = size_mb  # the image is sparse: only what is written takes disk space
+        self.base_dir = base_dir
+        self.initial_read_ahead_kb = read_ahead_kb
+        self._given_dir = directory  # None: a new temporary directory under base_dir, removed on exit
+        self.dir = Path()
+        self.dev: str | None = None
+        self.mounted = False
+        self.ra_original: str | None = None
+
+    @property
+    def name(self) -> str:
+        assert self.dev
+        return Path(self.dev).name
+
+    @property
+    def mnt(self) -> Path:
+        return self.dir / MOUNT
+
+    @property
+    def read_ahead_path(self) -> Path:
+        return Path("/sys/block") / self.name / "queue" / "read_ahead_kb"
+
+    def _sh(self, *args: str) -> str:
+        return subprocess.run(args, check=True, capture_output=True, text=True).stdout.strip()
+
+    @property
+    def node(self) -> str:
+        assert self.dev
+        return self.dev
+
+    def __enter__(self) -> LoopDisk:
+        self.dir = self._given_dir or Path(tempfile.mkdtemp(prefix="tuner-loop-", dir=self.base_dir))
+        try:
+            image = self.dir / IMAGE
+            image.touch()
+            os.truncate(image, self.size_mb * 1024 * 1024)
+            self.dev = self._sh("losetup", "--direct-io=on", "--find", "--show", str(image))
+            self.ra_original = self.read_ahead_path.read_text().strip()
+            self._sh("mkfs.ext4", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", self.dev)
+            self.mnt.mkdir()
+            self._sh("mount", self.dev, str(self.mnt))
+            self.mounted = True
+            os.chmod(self.dir, 0o755)
+            os.chmod(self.mnt, 0o755)
+            if self.initial_read_ahead_kb is not None:
+                self.set_read_ahead_kb(self.initial_read_ahead_kb)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def read_ahead_kb(self) -> int:
+        return int(self.read_ahead_path.read_text().strip())
+
+    def set_read_ahead_kb(self, kb: int) -> None:
+        self.read_ahead_path.write_text(f"{kb}\n")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.dev and self.ra_original is not None:
+            try:
+                self.read_ahead_path.write_text(self.ra_original + "\n")
+            except OSError:
+                pass
+        if self.mounted:
+            subprocess.run(["umount", str(self.mnt)], check=False, capture_output=True)
+            self.mounted = False
+        if self.dev:
+            subprocess.run(["losetup", "-d", self.dev], check=False, capture_output=True)
+            self.dev = None
+        if self._given_dir is None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        else:
+            (self.dir / IMAGE).unlink(missing_ok=True)
