@@ -188,12 +188,14 @@ def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None) -> Any:
 @main.command()
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="Configuration file (default: ./tuner.toml if present).")
 @click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False), help="Where the journal lives (overrides [tuner] state_dir).")
+@click.option("--dsn", help="Staging server to restore ALTER SYSTEM entries on (default: the journal's DSN, without its password).")
 @click.option("--force", is_flag=True, help="Restore even if the journal's owner looks alive (only when you know it is not).")
-def restore(config_path: Path | None, state_dir: Path | None, force: bool) -> None:
+def restore(config_path: Path | None, state_dir: Path | None, dsn: str | None, force: bool) -> None:
     """Put back everything a tuner session changed and did not restore (after a crash or SIGKILL).
 
-    tuner writes every persistent change it makes (today: a block device's read_ahead_kb) into a
-    journal before making it, and restores it at the end of the session, on Ctrl-C and on SIGTERM.
+    tuner writes every persistent change it makes (a block device's read_ahead_kb; a WAL setting
+    written with ALTER SYSTEM on the staging clone) into a journal before making it, and restores it
+    at the end of the session, on Ctrl-C and on SIGTERM.
     A session killed with SIGKILL (or a crash, or power loss) leaves the journal behind; the next
     `tuner recommend` restores it before it does anything else, and so does this command. After a
     reboot, kernel settings are back at their boot values already: such entries are dropped, not written.
@@ -204,6 +206,7 @@ def restore(config_path: Path | None, state_dir: Path | None, force: bool) -> No
     Examples:
       tuner restore                           the default state directory (/var/lib/tuner as root)
       tuner restore --state-dir /srv/tuner
+      tuner restore --dsn 'host=staging1 dbname=app'   where the journal's DSN needs other options
     """
     from tuner.config import state_dir as configured_state_dir
     from tuner.journal import Journal
@@ -217,7 +220,7 @@ def restore(config_path: Path | None, state_dir: Path | None, force: bool) -> No
     if owner is None:
         click.echo(f"tuner: nothing to restore (no journal in {directory})", err=True)
         return
-    done = journal.recover(force=force)
+    done = journal.recover(force=force, dsn=dsn)
     for r in done:
         click.echo(r.sentence())
     click.echo(

@@ -23,8 +23,8 @@ from tuner.errors import ConfigError
 ENV_PREFIX = "TUNER_"
 DEFAULT_CONFIG_NAME = "tuner.toml"
 
-Family = Literal["concurrency", "readahead"]
-KNOWN_FAMILIES: tuple[str, ...] = ("concurrency", "readahead")
+Family = Literal["concurrency", "readahead", "wal"]
+KNOWN_FAMILIES: tuple[str, ...] = ("concurrency", "readahead", "wal")
 OutputFormat = Literal["table", "json", "sql"]
 
 

@@ -11,19 +11,29 @@ writes those values back, checks them, and removes the entries; an empty journal
 * after a reboot: a kernel setting such as ``read_ahead_kb`` did not survive it, so that entry is dropped, not
   written (the device may even have another name now) — the journal records the boot it was written in.
 
-Kinds of entry: ``sysfs`` (a file under /sys, e.g. ``queue/read_ahead_kb``; written directly as root, or through
-the configured privileged helper command).
+Kinds of entry:
+
+* ``sysfs`` — a file under /sys, e.g. ``queue/read_ahead_kb``; written directly as root, or through the configured
+  privileged helper command;
+* ``alter_system`` — a setting written into the staging server's ``postgresql.auto.conf`` with ALTER SYSTEM. The
+  entry keeps the line the file had for it (or that it had none) and the server's identity (system identifier,
+  port); restoring connects (the recorded DSN without its password, or ``--dsn``), checks the identity, writes the
+  old line back (``ALTER SYSTEM SET`` / ``RESET``) and reloads. A restart-level setting (``wal_buffers``) is back
+  in the file at once and in force after the server's next restart; the session itself restarts it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
+import re
 import shlex
 import socket
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +59,24 @@ def default_state_dir() -> Path:
         return Path("/var/lib/tuner")
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "tuner"
+
+
+def strip_password(dsn: str | None) -> str | None:
+    """The DSN without any password (the journal must not hold secrets; libpq's passfile supplies it)."""
+    if not dsn:
+        return dsn
+    dsn = re.sub(r"(postgres(?:ql)?://[^:/@]*):[^@]*@", r"\1@", dsn, flags=re.IGNORECASE)
+    return re.sub(r"\s*password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", "", dsn, flags=re.IGNORECASE).strip()
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _ident(name: str) -> str:
+    if not name.replace("_", "").replace(".", "").isalnum():
+        raise JournalError(f"not a setting name: {name!r}")
+    return name
 
 
 def boot_id() -> str | None:
@@ -223,6 +251,45 @@ class Journal:
             log.info("journal.record", object=device, name=name, original=original, journal=str(self.path))
         self.writer.write(path, value, device=device)
 
+    async def alter_system(
+        self, conn: object, name: str, value: str, *, dsn: str | None, system_identifier: str | None,
+        port: int | None, sandbox_dir: str | None = None,
+    ) -> None:
+        """``ALTER SYSTEM SET name = value`` on the target: journal the line postgresql.auto.conf had first.
+
+        The caller reloads (or restarts) the server. ``conn`` is an asyncpg connection (superuser)."""
+        if self._doc is None:
+            raise JournalError("internal error: the journal is not open for this session")
+        if not any(c["kind"] == "alter_system" and c["name"] == name for c in self._doc["changes"]):
+            row = await conn.fetchrow(  # type: ignore[attr-defined]
+                "SELECT setting FROM pg_file_settings WHERE name = $1 AND sourcefile LIKE '%/postgresql.auto.conf' "
+                "ORDER BY seqno DESC LIMIT 1", name)
+            self._doc["changes"].append({
+                "kind": "alter_system", "name": name, "original": None if row is None else row["setting"],
+                "device": f"PostgreSQL {system_identifier or '?'} port {port}", "dsn": strip_password(dsn),
+                "system_identifier": system_identifier, "port": port, "sandbox_dir": sandbox_dir,
+                "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            })
+            _atomic_write_json(self.path, self._doc)
+            log.info("journal.record", object="postgresql.auto.conf", name=name,
+                     original=None if row is None else row["setting"], journal=str(self.path))
+        await conn.execute(f"ALTER SYSTEM SET {_ident(name)} = {_literal(str(value))}")  # type: ignore[attr-defined]
+
+    async def restore_system(self, conn: object) -> list[Restored]:
+        """Write back this session's ALTER SYSTEM entries over ``conn`` and drop them from the journal (the caller
+        reloads or restarts). Used by the session itself, so the server is restored before it moves on."""
+        if self._doc is None:
+            return []
+        done = []
+        for change in [c for c in reversed(self._doc["changes"]) if c["kind"] == "alter_system"]:
+            done.append(await _write_back(conn, change))
+            self._doc["changes"].remove(change)
+            _atomic_write_json(self.path, self._doc)
+        if not self._doc["changes"]:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+        return done
+
     def restore(self) -> list[Restored]:
         """Put back everything this session changed, then release the journal."""
         if self._doc is None:
@@ -237,7 +304,7 @@ class Journal:
         doc = self.read()
         return None if doc is None else dict(doc.get("owner") or {})
 
-    def recover(self, *, force: bool = False) -> list[Restored]:
+    def recover(self, *, force: bool = False, dsn: str | None = None) -> list[Restored]:
         """Restore a journal left by a session that is gone. A live owner is another running tuner: refused."""
         doc = self.read()
         if doc is None:
@@ -252,16 +319,16 @@ class Journal:
         if doc["changes"]:
             log.warning("journal.recover", journal=str(self.path), session=owner.get("session"),
                         owner_pid=owner.get("pid"), changes=len(doc["changes"]))
-        return self._restore(doc)
+        return self._restore(doc, dsn=dsn)
 
-    def _restore(self, doc: dict[str, Any]) -> list[Restored]:
+    def _restore(self, doc: dict[str, Any], *, dsn: str | None = None) -> list[Restored]:
         """Restore every entry (last change first); keep the ones that failed in the journal and raise."""
         done: list[Restored] = []
         failed: list[tuple[dict[str, Any], str]] = []
         same_boot = (doc.get("owner") or {}).get("boot_id") == boot_id()
         for change in reversed(list(doc["changes"])):
             try:
-                done.append(self._restore_one(change, same_boot=same_boot))
+                done.append(self._restore_one(change, same_boot=same_boot, dsn=dsn))
             except (JournalError, OSError) as exc:
                 failed.append((change, str(exc)))
             else:
@@ -282,8 +349,10 @@ class Journal:
             log.info("journal.restore", object=r.object, name=r.name, was=r.was, restored_to=r.restored_to, action=r.action)
         return done
 
-    def _restore_one(self, change: dict[str, Any], *, same_boot: bool) -> Restored:
+    def _restore_one(self, change: dict[str, Any], *, same_boot: bool, dsn: str | None = None) -> Restored:
         kind = change.get("kind")
+        if kind == "alter_system":
+            return _restore_system_sync(change, dsn)
         if kind != "sysfs":
             raise JournalError(f"unknown kind of journal entry: {kind!r}")
         path, original = Path(change["path"]), str(change["original"])
@@ -297,3 +366,64 @@ class Journal:
             return Restored(obj, name, was, original, "already at the original value")
         self.writer.write(path, original, device=obj)
         return Restored(obj, name, was, original, "restored")
+
+
+async def _write_back(conn: Any, change: dict[str, Any]) -> Restored:
+    name, original = change["name"], change.get("original")
+    row = await conn.fetchrow(
+        "SELECT setting FROM pg_file_settings WHERE name = $1 AND sourcefile LIKE '%/postgresql.auto.conf' "
+        "ORDER BY seqno DESC LIMIT 1", name)
+    was = None if row is None else row["setting"]
+    if original is None:
+        await conn.execute(f"ALTER SYSTEM RESET {_ident(name)}")
+    else:
+        await conn.execute(f"ALTER SYSTEM SET {_ident(name)} = {_literal(str(original))}")
+    shown = "(not set)" if original is None else str(original)
+    if was == original:
+        return Restored("postgresql.auto.conf", name, was, shown, "already at the original value")
+    return Restored("postgresql.auto.conf", name, "(not set)" if was is None else was, shown, "restored")
+
+
+def _restore_system_sync(change: dict[str, Any], dsn: str | None) -> Restored:
+    """Restore one ALTER SYSTEM entry from synchronous code (recovery, signal paths): a private event loop in a
+    thread, so it works whether or not the caller's loop is running or being cancelled."""
+    sandbox_dir = change.get("sandbox_dir")
+    if sandbox_dir and not Path(sandbox_dir).exists():
+        return Restored("postgresql.auto.conf", change["name"], None, str(change.get("original")),
+                        "dropped: the sandbox it belonged to is gone")
+    box: dict[str, Any] = {}
+
+    async def run() -> Restored:
+        from tuner.target.connection import connect
+
+        conn = await connect(dsn or change.get("dsn"), timeout_s=10)
+        try:
+            sysid = await conn.fetchval("SELECT system_identifier::text FROM pg_control_system()")
+            port = int(await conn.fetchval("SELECT current_setting('port')"))
+            if sysid != change.get("system_identifier") or port != change.get("port"):
+                raise JournalError(
+                    f"the server reached ({sysid}, port {port}) is not the one tuner changed "
+                    f"({change.get('system_identifier')}, port {change.get('port')})",
+                    hint="run 'tuner restore --dsn …' with the staging server's connection string",
+                )
+            restored = await _write_back(conn, change)
+            await conn.execute("SELECT pg_reload_conf()")
+            return restored
+        finally:
+            await conn.close()
+
+    def target() -> None:
+        try:
+            box["ok"] = asyncio.run(run())
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=target, name="tuner-journal-restore")
+    t.start()
+    t.join()
+    if "error" in box:
+        err = box["error"]
+        if isinstance(err, TunerError):
+            raise JournalError(str(err), hint=err.hint)
+        raise JournalError(f"could not restore {change['name']} on the staging server: {err}")
+    return box["ok"]

@@ -28,8 +28,10 @@ class CacheEvidence(_Frozen):
 class Trial(_Frozen):
     """One probe: one configuration, one run of the workload, one measured value (or a failure)."""
 
-    config: dict[str, int]
-    value: float | None = Field(description="execution_time_ms summed over the workload; None unless status is ok")
+    config: dict[str, int | str]
+    value: float | None = Field(
+        description="the family's objective, lower is better: execution_time_ms summed over the workload "
+        "(concurrency, readahead) or ms per transaction (wal); None unless status is ok")
     status: Literal["ok", "failed", "rejected"]
     phase: Literal["search", "confirm"]
     arm: Literal["baseline", "candidate"] | None = None
@@ -69,8 +71,8 @@ class RecommendationOut(_Frozen):
     knob: str
     scope: Literal["system", "tablespace", "device"]
     object: str | None
-    current: int
-    recommended: int
+    current: int | str
+    recommended: int | str
     near_optimal: tuple[int, int] | None
     decision: Literal["change", "keep"]
     reason: str
@@ -117,6 +119,26 @@ class DeviceOut(_Frozen):
     efficiency_recommended: float | None = None
 
 
+class WalContentionOut(_Frozen):
+    """Where load backends spent their time at one client count (share of sampled backend states)."""
+
+    clients: int
+    rows_per_tx: int
+    tps: float | None
+    wal_insert_wait_share: float | None = Field(description="LWLock WALInsert: the 8 compiled-in insertion locks")
+    wal_write_wait_share: float | None = Field(description="LWLock WALWrite and IO WALWrite/WalWrite")
+    wal_sync_wait_share: float | None = Field(description="IO WALSync/WalSync: flushing WAL to disk")
+    wal_buf_mapping_wait_share: float | None = None
+    p95_latency_ms: float | None = None
+
+
+class WalScalingOut(_Frozen):
+    clients: int
+    rows_per_tx: int
+    tps_current: float | None
+    tps_recommended: float | None = Field(description="None when nothing was recommended to change")
+
+
 class TargetOut(_Frozen):
     server_version_num: int
     server_version: str
@@ -147,4 +169,7 @@ class Report(_Frozen):
     recommendations: list[RecommendationOut]
     devices: list[DeviceOut] = Field(default_factory=list)
     restored: list[str] = Field(default_factory=list, description="what tuner changed on the host and put back")
+    wal_contention: list[WalContentionOut] = Field(default_factory=list)
+    wal_scaling: list[WalScalingOut] = Field(default_factory=list)
+    wal_summary: str | None = Field(default=None, description="what the insertion-lock evidence implies")
     trials: list[Trial]

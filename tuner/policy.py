@@ -105,6 +105,31 @@ class Mix(_Section):
         return self
 
 
+class WalLoad(_Section):
+    """The wal family's load: concurrent autocommitted INSERTs into tuner's scratch table (seed 003's shapes)."""
+
+    clients: int = Field(default=8, ge=1, le=256, description="connections of the search and confirmation probes")
+    rows_per_tx: int = Field(default=10, ge=1, le=100000, description="rows per transaction of those probes")
+    duration_s: float = Field(default=3.0, gt=0, le=600, description="measured time per probe")
+    warmup_s: float = Field(default=1.0, ge=0, le=600, description="load before the measurement starts")
+    scaling_clients: tuple[int, ...] = Field(default=(1, 2, 4, 8, 16), description="client counts of the curve")
+    scaling_rows_per_tx: tuple[int, ...] = Field(default=(10, 1000), description="transaction shapes of the curve")
+    wal_compression: tuple[str, ...] = Field(
+        default=("lz4", "zstd", "pglz"), description="screened against today's value: the first this build offers"
+    )
+    wal_buffers: tuple[int, ...] = Field(
+        default=(8192,), description="wal_buffers (8 kB pages) screened when restarts are allowed: the first not in force"
+    )
+
+    @model_validator(mode="after")
+    def _sane(self) -> WalLoad:
+        if not self.scaling_clients or not self.scaling_rows_per_tx:
+            raise ValueError("scaling_clients and scaling_rows_per_tx need at least one value each")
+        if min(self.scaling_clients) < 1 or min(self.scaling_rows_per_tx) < 1:
+            raise ValueError("client counts and rows per transaction must be 1 or more")
+        return self
+
+
 class Guardrails(_Section):
     statement_timeout_s: float = Field(default=300, gt=0)
     allow_restart: bool = Field(default=True, description="may tuner restart the staging server between probes")
@@ -119,6 +144,7 @@ class Policy(_Section):
     decision: Decision = Decision()
     cache: Cache = Cache()
     readahead: Mix = Mix()
+    wal: WalLoad = WalLoad()
     guardrails: Guardrails = Guardrails()
 
     @model_validator(mode="after")

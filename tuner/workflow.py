@@ -10,11 +10,13 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from tuner.config import Config, state_dir
 from tuner.errors import ProbeError, TunerError
-from tuner.families import readahead
+from tuner.families import readahead, wal
 from tuner.journal import Journal, SysfsWriter
 from tuner.knobs import catalog
 from tuner.log import get_logger
@@ -55,15 +57,25 @@ def _restart_command(command: str) -> Callable[[], Awaitable[None]]:
     return restart
 
 
+@dataclass(frozen=True)
+class _Target:
+    dsn: str | None
+    restart: Callable[[], Awaitable[None]] | None
+    own_devices: frozenset[str] = frozenset()  # block devices that belong to tuner (a sandbox's loop device)
+    # Where the wal family writes: the target itself, or in a sandbox its primary (marked staging).
+    writable_dsn: str | None = None
+    writable_restart: Callable[[], Awaitable[None]] | None = None
+    sandbox_dir: str | None = None
+
+
 @asynccontextmanager
 async def _target(
-    cfg: Config, *, use_sandbox: bool, progress: Progress
-) -> AsyncIterator[tuple[str | None, Callable[[], Awaitable[None]] | None, frozenset[str]]]:
-    """Yield the DSN to probe, how to restart it (None when it cannot be restarted), and the block devices that
-    belong to tuner (a sandbox's own loop device) rather than to the host."""
+    cfg: Config, *, use_sandbox: bool, progress: Progress, families: tuple[str, ...]
+) -> AsyncIterator[_Target]:
+    """The server to probe and how to restart it (None when it cannot be restarted)."""
     if not use_sandbox:
         restart = _restart_command(cfg.target.restart_command) if cfg.target.restart_command else None
-        yield cfg.target.dsn, restart, frozenset()
+        yield _Target(cfg.target.dsn, restart, writable_dsn=cfg.target.dsn, writable_restart=restart)
         return
     progress.phase("sandbox", None)
     sandbox = Sandbox(
@@ -73,9 +85,15 @@ async def _target(
         keep=cfg.sandbox.keep,
         on_step=progress.advance,
         disk=cfg.sandbox.disk,
+        staging_primary="wal" in families,
     )
     async with sandbox:
-        yield sandbox.dsn("standby"), sandbox.restart_standby, frozenset([sandbox.device] if sandbox.device else [])
+        yield _Target(
+            sandbox.dsn("standby"), sandbox.restart_standby,
+            own_devices=frozenset([sandbox.device] if sandbox.device else []),
+            writable_dsn=sandbox.dsn("primary"), writable_restart=sandbox.restart_primary,
+            sandbox_dir=str(sandbox.root),
+        )
 
 
 async def recommend(
@@ -95,12 +113,14 @@ async def recommend(
     outcomes: list[FamilyOutcome] = []
     recs: list[RecommendationOut] = []
     devices: list[DeviceOut] = []
+    wal_out: dict[str, Any] = {"contention": [], "scaling": [], "summary": None}
 
     # The journal first: whatever a crashed session left is put back before anything else happens.
     journal = Journal(state_dir(cfg), writer=SysfsWriter(cfg.readahead.helper_command))
     restored = [f"left by an earlier session: {r.sentence()}" for r in journal.open(session_id)]
     try:
-        async with _target(cfg, use_sandbox=use_sandbox, progress=progress) as (dsn, restart, own_devices):
+        async with _target(cfg, use_sandbox=use_sandbox, progress=progress, families=families) as target:
+            dsn, restart, own_devices = target.dsn, target.restart, target.own_devices
             if restart is not None and not policy.guardrails.allow_restart:
                 restart = None
             conn = await connect(dsn, timeout_s=cfg.target.connect_timeout_s)
@@ -126,6 +146,12 @@ async def recommend(
                         outcome, fam_trials, fam_recs = await _concurrency(
                             cfg, policy, facts, conn, dsn, restart, budget=budget, progress=progress
                         )
+                    elif family == "wal":
+                        w = await wal.run(cfg, policy, target.writable_dsn, target.writable_restart, journal,
+                                          budget=budget, progress=progress, sandbox_dir=target.sandbox_dir)
+                        outcome, fam_trials, fam_recs = w.outcome, w.trials, w.recommendations
+                        wal_out.update(contention=w.contention, scaling=w.scaling, summary=w.summary)
+                        restored.extend(w.restored)
                     else:  # pragma: no cover - config validation only admits known families
                         outcome, fam_trials, fam_recs = FamilyOutcome(family=family, status="skipped", reason="unknown family"), [], []
                     log.info("family", family=family, status=outcome.status, reason=outcome.reason)
@@ -166,6 +192,9 @@ async def recommend(
         recommendations=recs,
         devices=devices,
         restored=restored,
+        wal_contention=wal_out["contention"],
+        wal_scaling=wal_out["scaling"],
+        wal_summary=wal_out["summary"],
         trials=trials,
     )
 

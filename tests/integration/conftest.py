@@ -13,11 +13,14 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tuner.target import loopdisk
+from tuner.target.connection import connect
+from tuner.target.loopdisk import LoopDisk
 from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, embedded_binaries, find_binaries, server_pids
 
 PG15_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -112,3 +115,60 @@ def processes_under(path: Path) -> list[int]:
         except OSError:
             pass
     return live
+
+
+# -- a writable staging clone (PostgreSQL 15) with a tablespace on a loop device at read_ahead_kb = 0 -------------
+ROWS = 450_000  # ~60 MB heap on the loop device: ~1 s cold at read_ahead_kb = 0, ~0.1 s at 512
+
+
+@dataclass
+class Clone:
+    running: Running
+    disk: LoopDisk
+    restart_command: str
+
+    @property
+    def dsn(self) -> str:
+        return self.running.sandbox.dsn("primary")
+
+
+@pytest.fixture(scope="session")
+def clone(pg15: Binaries, base_dir: Path) -> Iterator[Clone]:
+    if os.geteuid() != 0:
+        pytest.fail("the readahead tests need root (loop devices, mount, sysfs, drop_caches)")
+    with LoopDisk(512, base_dir=base_dir, read_ahead_kb=0) as disk:
+        r = Running(Sandbox(base_dir=base_dir, scale=1, binaries=pg15))
+        r.run(r.sandbox.__aenter__())
+        try:
+            sb = r.sandbox
+            ts_dir = disk.mnt / "ts"
+            ts_dir.mkdir()
+            os.chown(ts_dir, sb._run_user.pw_uid, sb._run_user.pw_gid)  # type: ignore[union-attr]
+            with (sb.primary_dir / "postgresql.conf").open("a") as fh:
+                fh.write("tuner.role = 'staging'\n")
+            r.run(_prepare(sb.dsn("primary"), ts_dir))
+            pg_ctl = sb.binaries.bin_dir / "pg_ctl"
+            restart = (f"runuser -u postgres -- {pg_ctl} -D {sb.primary_dir} -l {sb.primary_dir / 'server.log'} "
+                       f"-w -t 120 -m fast restart")
+            yield Clone(r, disk, restart)
+        finally:
+            r.run(r.sandbox.__aexit__(None, None, None))
+            r.loop.close()
+
+
+async def _prepare(dsn: str, ts_dir: Path) -> None:
+    conn = await connect(dsn)
+    try:
+        await conn.execute("SELECT pg_reload_conf()")
+        await conn.execute(f"CREATE TABLESPACE fast LOCATION '{ts_dir}'")
+        await conn.execute("CREATE TABLE events (id int, k int, filler text) TABLESPACE fast")
+        await conn.execute(
+            f"INSERT INTO events SELECT g, hashint4(g) % 1000000, repeat('x', 90) FROM generate_series(1, {ROWS}) g"
+        )
+        await conn.execute("CREATE INDEX events_k ON events (k) TABLESPACE fast")
+        await conn.execute("VACUUM (FREEZE, ANALYZE) events")
+        await conn.execute("CHECKPOINT")
+    finally:
+        await conn.close()
+
+

@@ -12,73 +12,14 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tuner.journal import Journal
 from tuner.knobs.devices import discover, postgres_paths
 from tuner.target.connection import connect
-from tuner.target.sandbox import Binaries, Sandbox
-from tuner.testing import LoopDisk
 
-from .conftest import Running
-
-ROWS = 450_000  # ~60 MB heap on the loop device: ~1 s cold at read_ahead_kb = 0, ~0.1 s at 512
-
-
-@dataclass
-class Clone:
-    running: Running
-    disk: LoopDisk
-    restart_command: str
-
-    @property
-    def dsn(self) -> str:
-        return self.running.sandbox.dsn("primary")
-
-
-@pytest.fixture(scope="module")
-def clone(pg15: Binaries, base_dir: Path) -> Iterator[Clone]:
-    if os.geteuid() != 0:
-        pytest.fail("the readahead tests need root (loop devices, mount, sysfs, drop_caches)")
-    with LoopDisk(512, base_dir=base_dir, read_ahead_kb=0) as disk:
-        r = Running(Sandbox(base_dir=base_dir, scale=1, binaries=pg15))
-        r.run(r.sandbox.__aenter__())
-        try:
-            sb = r.sandbox
-            ts_dir = disk.mnt / "ts"
-            ts_dir.mkdir()
-            os.chown(ts_dir, sb._run_user.pw_uid, sb._run_user.pw_gid)  # type: ignore[union-attr]
-            with (sb.primary_dir / "postgresql.conf").open("a") as fh:
-                fh.write("tuner.role = 'staging'\n")
-            r.run(_prepare(sb.dsn("primary"), ts_dir))
-            pg_ctl = sb.binaries.bin_dir / "pg_ctl"
-            restart = (f"runuser -u postgres -- {pg_ctl} -D {sb.primary_dir} -l {sb.primary_dir / 'server.log'} "
-                       f"-w -t 120 -m fast restart")
-            yield Clone(r, disk, restart)
-        finally:
-            r.run(r.sandbox.__aexit__(None, None, None))
-            r.loop.close()
-
-
-async def _prepare(dsn: str, ts_dir: Path) -> None:
-    conn = await connect(dsn)
-    try:
-        await conn.execute("SELECT pg_reload_conf()")
-        await conn.execute(f"CREATE TABLESPACE fast LOCATION '{ts_dir}'")
-        await conn.execute("CREATE TABLE events (id int, k int, filler text) TABLESPACE fast")
-        await conn.execute(
-            f"INSERT INTO events SELECT g, hashint4(g) % 1000000, repeat('x', 90) FROM generate_series(1, {ROWS}) g"
-        )
-        await conn.execute("CREATE INDEX events_k ON events (k) TABLESPACE fast")
-        await conn.execute("VACUUM (FREEZE, ANALYZE) events")
-        await conn.execute("CHECKPOINT")
-    finally:
-        await conn.close()
-
+from .conftest import Clone
 
 def _env(clone: Clone, state_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}

@@ -26,23 +26,28 @@ def to_table(report: Report, *, width: int = 120) -> str:
         f"tuner session {s.id} · PostgreSQL {t.server_version} ({t.mode}) · policy {s.policy} · "
         f"{s.probes} probes in {s.duration_s:.0f} s"
     )
-    table = Table(show_lines=False)
-    table.add_column("knob", no_wrap=True)
-    for col in ("current", "recommended", "near-optimal", "improvement", "95% CI", "pairs", "decision"):
-        table.add_column(col, no_wrap=True)
-    for r in report.recommendations:
-        e = r.effect
-        table.add_row(
-            f"{r.knob} ({r.object})" if r.object else r.knob,
-            str(r.current),
-            str(r.recommended),
-            f"{r.near_optimal[0]}..{r.near_optimal[1]}" if r.near_optimal else "-",
-            f"{e.improvement:.2f}x" if e else "-",
-            f"[{e.ci95[0]:.2f}, {e.ci95[1]:.2f}]" if e else "-",
-            str(e.n_pairs) if e else "-",
-            r.decision.upper() if r.decision == "change" else "keep",
-        )
-    console.print(table)
+    now = [r for r in report.recommendations if r.requires != "restart"]
+    later = [r for r in report.recommendations if r.requires == "restart"]
+    for title, recs in ((None, now), ("needs restart (each measured in its own paired trials)", later)):
+        if not recs:
+            continue
+        table = Table(show_lines=False, title=title, title_justify="left")
+        table.add_column("knob", no_wrap=True)
+        for col in ("current", "recommended", "near-optimal", "improvement", "95% CI", "pairs", "decision"):
+            table.add_column(col, no_wrap=True)
+        for r in recs:
+            e = r.effect
+            table.add_row(
+                f"{r.knob} ({r.object})" if r.object else r.knob,
+                str(r.current),
+                str(r.recommended),
+                f"{r.near_optimal[0]}..{r.near_optimal[1]}" if r.near_optimal else "-",
+                f"{e.improvement:.2f}x" if e else "-",
+                f"[{e.ci95[0]:.2f}, {e.ci95[1]:.2f}]" if e else "-",
+                str(e.n_pairs) if e else "-",
+                r.decision.upper() if r.decision == "change" else "keep",
+            )
+        console.print(table)
     for r in report.recommendations:
         console.print(f"{r.knob}{f' ({r.object})' if r.object else ''}: {r.reason}")
         reload = " SELECT pg_reload_conf();" if r.scope == "system" else ""
@@ -72,6 +77,18 @@ def to_table(report: Report, *, width: int = 120) -> str:
         else:
             line += f" — {d.reason}"
         console.print(line)
+    if report.wal_scaling:
+        wt = Table(title="WAL scaling: TPS and where load backends waited (today's settings)", title_justify="left")
+        for col in ("clients", "rows/tx", "TPS today", "TPS recommended", "insert locks", "WAL write", "WAL sync"):
+            wt.add_column(col, no_wrap=True, justify="right")
+        for sc, co in zip(report.wal_scaling, report.wal_contention, strict=False):
+            pct = lambda v: "-" if v is None else f"{v:.0%}"  # noqa: E731
+            wt.add_row(str(sc.clients), str(sc.rows_per_tx), f"{sc.tps_current:.0f}" if sc.tps_current else "-",
+                       f"{sc.tps_recommended:.0f}" if sc.tps_recommended else "-", pct(co.wal_insert_wait_share),
+                       pct(co.wal_write_wait_share), pct(co.wal_sync_wait_share))
+        console.print(wt)
+    if report.wal_summary:
+        console.print(report.wal_summary)
     for text in report.restored:
         console.print(f"restored: {text}")
     for f in report.families:

@@ -217,6 +217,7 @@ class Sandbox:
         binaries: Binaries | None = None,
         on_step: Callable[[str], None] | None = None,
         disk: str = "auto",
+        staging_primary: bool = False,
     ) -> None:
         if disk not in ("auto", "loop", "host"):
             raise ValueError(f"disk must be auto, loop or host, not {disk!r}")
@@ -224,6 +225,8 @@ class Sandbox:
         self.scale = scale
         self.keep = keep
         self.disk = disk
+        # Mark the (throwaway) primary tuner.role = 'staging': the writable clone the wal family needs.
+        self.staging_primary = staging_primary
         self._loop: LoopDisk | None = None
         self.binaries = binaries or find_binaries(bin_dir)
         self._on_step = on_step or (lambda _msg: None)
@@ -373,6 +376,8 @@ class Sandbox:
                 "hot_standby = on\n"
                 "logging_collector = off\n"
             )
+            if self.staging_primary:
+                fh.write("tuner.role = 'staging'   # tuner's own throwaway primary: a writable clone to probe WAL on\n")
         await self._pg_ctl_start(self.primary_dir, self.primary_port)
         await self._load()
         self._on_step("pg_basebackup → hot standby")
@@ -443,6 +448,14 @@ class Sandbox:
             if time.monotonic() > deadline:
                 raise SandboxError("the sandbox standby did not catch up with the primary within 2 minutes")
             await asyncio.sleep(0.2)
+
+    async def restart_primary(self) -> None:
+        """Restart the primary (fast shutdown): for restart-level settings such as wal_buffers."""
+        await asyncio.to_thread(
+            self._run,
+            [self._tool("pg_ctl"), "-D", str(self.primary_dir), "-l", str(self.primary_dir / "server.log"), "-w",
+             "-t", "120", "-m", "fast", "-o", f"-p {self.primary_port}", "restart"],
+        )
 
     async def restart_standby(self) -> None:
         """Restart the standby (fast shutdown): empties shared buffers."""

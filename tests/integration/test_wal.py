@@ -1,0 +1,135 @@
+"""The wal family against real PostgreSQL 15: a sandbox, a marked writable clone, a hot standby, and a session
+killed after an ALTER SYSTEM."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tuner.target.connection import connect
+
+from .conftest import Clone, Running, processes_under
+
+QUICK = Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "wal_quick.toml"
+
+
+def _env(state: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
+    env["TUNER_TUNER__STATE_DIR"] = str(state)
+    env.update(extra)
+    return env
+
+
+def test_sandbox_wal_family_reports_decisions_contention_and_scaling(base_dir: Path, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "1", "--family", "wal",
+         "--policy", str(QUICK), "--format", "json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=900,
+        env=_env(tmp_path / "state", TUNER_SANDBOX__BASE_DIR=str(base_dir)),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    [fam] = doc["families"]
+    assert fam["family"] == "wal" and fam["status"] == "done", fam
+    recs = {r["knob"]: r for r in doc["recommendations"]}
+    assert {"commit_delay", "wal_writer_delay", "wal_compression", "wal_buffers"} <= set(recs)
+    decided = [r for r in recs.values() if r["effect"] is not None]
+    assert decided and all(r["effect"]["ci95"][0] <= r["effect"]["improvement"] <= r["effect"]["ci95"][1] for r in decided)
+    assert recs["wal_buffers"]["requires"] == "restart" and recs["wal_compression"]["current"] == "off"
+    # Insertion-lock wait share per client count and shape, measured from sampled wait events.
+    shapes = {(c["clients"], c["rows_per_tx"]) for c in doc["wal_contention"]}
+    assert shapes == {(1, 10), (4, 10), (1, 1000), (4, 1000)}
+    assert all(0 <= c["wal_insert_wait_share"] <= 1 and c["tps"] > 0 for c in doc["wal_contention"])
+    assert all(c["tps_current"] > 0 for c in doc["wal_scaling"])
+    # 1000 rows per transaction cost more than 10 (seed 003's two curves), at every client count.
+    tps = {(c["clients"], c["rows_per_tx"]): c["tps_current"] for c in doc["wal_scaling"]}
+    assert tps[(1, 1000)] < tps[(1, 10)] and tps[(4, 1000)] < tps[(4, 10)]
+    assert "fixed at 8" in doc["wal_summary"] and "NUM_XLOGINSERT_LOCKS" in doc["wal_summary"]
+    assert any("wal_writer_delay" in line for line in doc["restored"])
+    assert not list(base_dir.iterdir()) and not processes_under(base_dir)
+
+
+async def _snapshot(dsn: str, data_dir: Path) -> tuple[bytes, list[tuple[str, str, str]]]:
+    conn = await connect(dsn)
+    try:
+        rows = await conn.fetch("SELECT name, setting, source FROM pg_settings ORDER BY name")
+        scratch = await conn.fetchval("SELECT count(*) FROM pg_namespace WHERE nspname = 'tuner_scratch'")
+        assert scratch == 0
+    finally:
+        await conn.close()
+    return (data_dir / "postgresql.auto.conf").read_bytes(), [tuple(r) for r in rows]  # type: ignore[misc]
+
+
+def test_a_staging_clone_is_left_exactly_as_it_was(clone: Clone, tmp_path: Path) -> None:
+    sb = clone.running.sandbox
+    # Something an operator had set before, which tuner must keep byte for byte.
+    async def preset() -> None:
+        conn = await connect(clone.dsn)
+        try:
+            await conn.execute("ALTER SYSTEM SET wal_writer_delay = '150ms'")
+            await conn.execute("SELECT pg_reload_conf()")
+        finally:
+            await conn.close()
+
+    clone.running.run(preset())
+    before = clone.running.run(_snapshot(clone.dsn, sb.primary_dir))
+    assert b"wal_writer_delay = '150ms'" in before[0]
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "recommend", "--dsn", clone.dsn, "--family", "wal", "--policy", str(QUICK),
+         "--format", "json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=900,
+        env=_env(tmp_path / "state", TUNER_TARGET__RESTART_COMMAND=clone.restart_command),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    assert doc["families"][0]["status"] == "done", doc["families"]
+    assert {r["knob"] for r in doc["recommendations"]} >= {"wal_buffers", "commit_delay"}  # restarts were allowed
+    after = clone.running.run(_snapshot(clone.dsn, sb.primary_dir))
+    assert after[0] == before[0]  # postgresql.auto.conf, byte for byte
+    assert after[1] == before[1]  # every setting, value and source
+    assert not (tmp_path / "state" / "journal.json").exists()
+
+
+def test_a_hot_standby_skips_wal_while_other_families_run(sandbox15: Running, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "recommend", "--dsn", sandbox15.sandbox.dsn("standby"), "--family", "wal",
+         "--family", "concurrency", "--budget", "3", "--format", "json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600, env=_env(tmp_path / "state"),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    fams = {f["family"]: f for f in json.loads(proc.stdout)["families"]}
+    assert fams["wal"]["status"] == "skipped" and "hot standby" in fams["wal"]["reason"]
+    assert "\n" not in fams["wal"]["reason"]
+    assert fams["concurrency"]["status"] == "done"
+
+
+def test_tuner_restore_puts_back_an_alter_system_a_killed_session_left(clone: Clone, tmp_path: Path) -> None:
+    sb = clone.running.sandbox
+    state = tmp_path / "state"
+    before = (sb.primary_dir / "postgresql.auto.conf").read_bytes()
+    script = (
+        "import asyncio, os\n"
+        "from pathlib import Path\n"
+        "from tuner.journal import Journal\n"
+        "from tuner.target.connection import connect\n"
+        "async def main():\n"
+        f"    j = Journal(Path({str(state)!r})); j.open('killed')\n"
+        f"    c = await connect({clone.dsn!r})\n"
+        "    sysid = await c.fetchval('SELECT system_identifier::text FROM pg_control_system()')\n"
+        "    port = int(await c.fetchval('SHOW port'))\n"
+        f"    await j.alter_system(c, 'wal_writer_flush_after', '4096', dsn={clone.dsn!r}, system_identifier=sysid, port=port)\n"
+        "    await c.execute('SELECT pg_reload_conf()')\n"
+        "    os._exit(0)  # no restore: as if SIGKILLed\n"
+        "asyncio.run(main())\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    assert b"wal_writer_flush_after" in (sb.primary_dir / "postgresql.auto.conf").read_bytes()
+    proc = subprocess.run([sys.executable, "-m", "tuner", "restore"], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=60, env=_env(state))
+    assert proc.returncode == 0, proc.stderr
+    assert "postgresql.auto.conf: wal_writer_flush_after 4096 -> (not set) (restored)" in proc.stdout
+    assert (sb.primary_dir / "postgresql.auto.conf").read_bytes() == before
+    assert not (state / "journal.json").exists()
