@@ -110,8 +110,8 @@ class WalLoad(_Section):
 
     clients: int = Field(default=8, ge=1, le=256, description="connections of the search and confirmation probes")
     rows_per_tx: int = Field(default=10, ge=1, le=100000, description="rows per transaction of those probes")
-    duration_s: float = Field(default=3.0, gt=0, le=600, description="measured time per probe")
-    warmup_s: float = Field(default=1.0, ge=0, le=600, description="load before the measurement starts")
+    duration_s: float = Field(default=2.0, gt=0, le=600, description="measured time per probe")
+    warmup_s: float = Field(default=0.5, ge=0, le=600, description="load before the measurement starts")
     scaling_clients: tuple[int, ...] = Field(default=(1, 2, 4, 8, 16), description="client counts of the curve")
     scaling_rows_per_tx: tuple[int, ...] = Field(default=(10, 1000), description="transaction shapes of the curve")
     wal_compression: tuple[str, ...] = Field(

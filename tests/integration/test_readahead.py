@@ -173,3 +173,27 @@ def test_a_target_whose_data_directory_is_elsewhere_skips_readahead(clone: Clone
     assert fam["status"] == "skipped" and "not running on it" in fam["reason"], fam
     assert "\n" not in fam["reason"] and doc["recommendations"] == []
     assert clone.disk.read_ahead_kb() == 0
+
+
+def test_sigterm_mid_session_puts_the_device_back_at_once(clone: Clone, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    log = tmp_path / "stderr.log"
+    try:
+        with log.open("w") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tuner", "recommend", "--dsn", clone.dsn, "--family", "readahead"],
+                stdout=subprocess.DEVNULL, stderr=err, cwd=tmp_path, env=_env(clone, state),
+            )
+        try:
+            assert _wait_for(lambda: clone.disk.read_ahead_kb() != 0, 300), log.read_text()[-2000:]
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 143, log.read_text()[-2000:]
+        assert clone.disk.read_ahead_kb() == 0
+        assert not (state / "journal.json").exists()
+        assert "Traceback" not in log.read_text()
+    finally:
+        clone.disk.set_read_ahead_kb(0)

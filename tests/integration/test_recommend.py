@@ -27,7 +27,7 @@ def test_recommend_on_a_pg15_sandbox_end_to_end(base_dir: Path, tmp_path: Path) 
     out_dir = tmp_path / "out"
     proc = subprocess.run(
         [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "4", "--budget", "8",
-         "--format", "json", "--output", str(out_dir)],
+         "--family", "readahead", "--family", "concurrency", "--format", "json", "--output", str(out_dir)],
         capture_output=True, text=True, cwd=tmp_path, timeout=900, env=_env(base_dir),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -71,7 +71,8 @@ def test_recommend_on_a_pg15_sandbox_end_to_end(base_dir: Path, tmp_path: Path) 
 
 def test_recommend_on_a_pg18_sandbox(base_dir: Path, tmp_path: Path, pg18: Binaries) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "2", "--budget", "6", "--format", "json"],
+        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "2", "--budget", "6", "--family", "concurrency",
+         "--format", "json"],
         capture_output=True, text=True, cwd=tmp_path, timeout=900,
         env=_env(base_dir, TUNER_SANDBOX__BIN_DIR=str(pg18.bin_dir)),
     )

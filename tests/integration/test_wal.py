@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from tuner.target.connection import connect
+from tuner.target.sandbox import Binaries
 
 from .conftest import Clone, Running, processes_under
 
@@ -49,6 +50,25 @@ def test_sandbox_wal_family_reports_decisions_contention_and_scaling(base_dir: P
     assert tps[(1, 1000)] < tps[(1, 10)] and tps[(4, 1000)] < tps[(4, 10)]
     assert "fixed at 8" in doc["wal_summary"] and "NUM_XLOGINSERT_LOCKS" in doc["wal_summary"]
     assert any("wal_writer_delay" in line for line in doc["restored"])
+    assert not list(base_dir.iterdir()) and not processes_under(base_dir)
+
+
+def test_the_wal_family_on_postgresql_18(base_dir: Path, tmp_path: Path, pg18: Binaries) -> None:
+    """18 camel-cases IO wait names (WalSync) and moved WAL writes and fsyncs to pg_stat_io."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "1", "--family", "wal",
+         "--policy", str(QUICK), "--format", "json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=900,
+        env=_env(tmp_path / "state", TUNER_SANDBOX__BASE_DIR=str(base_dir), TUNER_SANDBOX__BIN_DIR=str(pg18.bin_dir)),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    assert doc["target"]["server_version_num"] // 10000 == 18 and doc["families"][0]["status"] == "done"
+    assert "PostgreSQL 18" in doc["wal_summary"]
+    # WAL flush waits are seen (as IO WalSync / WalWrite on 18), and WAL writes were counted from pg_stat_io.
+    assert any((c["wal_sync_wait_share"] or 0) + (c["wal_write_wait_share"] or 0) > 0 for c in doc["wal_contention"])
+    loads = [t for t in doc["trials"] if t["status"] == "ok"]
+    assert loads and all(t["metrics"]["wal_writes"] > 0 and t["metrics"]["wal_bytes"] > 0 for t in loads)
     assert not list(base_dir.iterdir()) and not processes_under(base_dir)
 
 

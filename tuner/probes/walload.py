@@ -7,7 +7,9 @@ fixed time, with what the server says about where the time went.
   kind — insertion locks (``WALInsert``), the WAL write lock and WAL writes (``WALWrite`` / ``WalWrite``), WAL
   flushes (``WALSync`` / ``WalSync``), buffer mapping (``WALBufMapping``) — names matched case-insensitively, since
   PostgreSQL 17 camel-cases IO wait names (reference/pg-io-facts.md §3.3);
-* ``pg_stat_wal`` deltas (14+: records, full-page images, bytes, wal_buffers_full).
+* ``pg_stat_wal`` deltas (14+: records, full-page images, bytes, wal_buffers_full) and WAL writes and fsyncs
+  (``pg_stat_io`` on 18+, ``pg_stat_wal`` on 14-17), over the whole point including its warm-up, per transaction.
+  Backends flush these statistics lazily, so they are read after the load connections have exited.
 
 The scratch table is TRUNCATEd and a CHECKPOINT taken before each point, so every point starts alike.
 """
@@ -102,11 +104,32 @@ async def drop(conn: asyncpg.Connection) -> None:
 
 
 async def _wal_stats(conn: asyncpg.Connection) -> dict[str, float] | None:
+    """Cumulative WAL counters: pg_stat_wal (14+) for records, FPIs, bytes, wal_buffers_full; WAL writes and
+    fsyncs from pg_stat_io's ``wal`` rows on 18+, where they moved, else from pg_stat_wal (14-17)."""
     try:
         row = await conn.fetchrow("SELECT wal_records, wal_fpi, wal_bytes, wal_buffers_full FROM pg_stat_wal")
     except (asyncpg.UndefinedTableError, asyncpg.UndefinedColumnError):
         return None
-    return None if row is None else {k: float(row[k]) for k in row.keys()}
+    if row is None:
+        return None
+    out = {k: float(row[k]) for k in row.keys()}
+    try:
+        io = await conn.fetchrow("SELECT count(*) AS n, coalesce(sum(writes), 0) AS writes, "
+                                 "coalesce(sum(fsyncs), 0) AS fsyncs FROM pg_stat_io WHERE object = 'wal'")
+        if io is not None and io["n"] == 0:  # 16-17 have pg_stat_io, but no wal rows yet
+            io = None
+    except (asyncpg.UndefinedTableError, asyncpg.UndefinedColumnError, asyncpg.InvalidTextRepresentationError):
+        io = None
+    if io is not None:
+        out.update(wal_writes=float(io["writes"]), wal_fsyncs=float(io["fsyncs"]))
+    else:
+        try:
+            old = await conn.fetchrow("SELECT wal_write, wal_sync FROM pg_stat_wal")
+        except asyncpg.UndefinedColumnError:
+            old = None
+        if old is not None:
+            out.update(wal_writes=float(old["wal_write"]), wal_fsyncs=float(old["wal_sync"]))
+    return out
 
 
 async def run(
@@ -136,6 +159,8 @@ async def run(
         latencies: list[float] = []
         errors = [0]
 
+        committed = [0]  # every transaction, warm-up included (the statistics deltas cover them all)
+
         async def client(i: int, c: asyncpg.Connection) -> int:
             n = 0
             while not phase["stop"]:
@@ -145,6 +170,7 @@ async def run(
                 except asyncpg.PostgresError:
                     errors[0] += 1
                     continue
+                committed[0] += 1
                 if phase["measuring"] and not phase["stop"]:
                     latencies.append((time.perf_counter() - t0) * 1000)
                     n += 1
@@ -162,11 +188,11 @@ async def run(
                         waits[wait_kind(r["wait_event_type"], r["wait_event"])] += 1
                 await asyncio.sleep(sample_interval_s)
 
+        before = await _wal_stats(admin)
         tasks = [asyncio.create_task(client(i, c)) for i, c in enumerate(conns)]
         sampling = asyncio.create_task(sampler())
         try:
             await asyncio.sleep(warmup_s)
-            before = await _wal_stats(admin)
             phase["measuring"] = True
             t0 = time.perf_counter()
             await asyncio.sleep(duration_s)
@@ -174,12 +200,23 @@ async def run(
             elapsed = time.perf_counter() - t0
             counts = await asyncio.gather(*tasks)
             await sampling
-            after = await _wal_stats(admin)
         finally:
             phase["stop"] = True
             for t in (*tasks, sampling):
                 t.cancel()
-        wal = {k: after[k] - before[k] for k in after} if before and after else {}
+        # A backend flushes its statistics when it exits: close the load connections, wait until they are gone.
+        await asyncio.gather(*(c.close(timeout=5) for c in conns), return_exceptions=True)
+        conns.clear()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and await admin.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", APP):
+            await asyncio.sleep(0.05)
+        after = await _wal_stats(admin)
+        wal: dict[str, float] = {}
+        if before and after and committed[0]:
+            wal = {k: round(after[k] - before[k], 1) for k in after if k in before}
+            wal.update({f"{k}_per_tx": round((after[k] - before[k]) / committed[0], 2)
+                        for k in ("wal_bytes", "wal_records", "wal_fsyncs") if k in after and k in before})
         return LoadResult(
             clients=clients, rows_per_tx=rows_per_tx, duration_s=elapsed, transactions=sum(counts),
             errors=errors[0], latencies_ms=tuple(latencies), waits=dict(waits), wal=wal,
