@@ -32,7 +32,6 @@ import re
 import shlex
 import socket
 import subprocess
-import tempfile
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.errors import TunerError
+from tuner.files import atomic_write
 from tuner.log import get_logger
 
 log = get_logger("tuner.journal")
@@ -122,24 +122,7 @@ class Restored:
 
 
 def _atomic_write_json(path: Path, doc: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=2)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, json.dumps(doc, indent=2) + "\n", dir_mode=0o700)
 
 
 class SysfsWriter:

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def base_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="tuner-tests-", dir="/var/tmp"))
+    yield from _own_dir("tuner-tests-")
+
+
+def _own_dir(prefix: str) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
     os.chmod(path, 0o755)  # the postgres OS user must traverse it
     yield path
     leftovers = list(path.iterdir())
@@ -78,14 +83,29 @@ class Running:
 
 
 @pytest.fixture(scope="session")
-def sandbox15(pg15: Binaries, base_dir: Path) -> Iterator[Running]:
-    r = Running(Sandbox(base_dir=base_dir, scale=2, binaries=pg15))
+def sandbox15_dir() -> Iterator[Path]:
+    yield from _own_dir("tuner-sb15-")
+
+
+@pytest.fixture(scope="session")
+def sandbox15(pg15: Binaries, sandbox15_dir: Path) -> Iterator[Running]:
+    r = Running(Sandbox(base_dir=sandbox15_dir, scale=2, binaries=pg15))
     r.run(r.sandbox.__aenter__())
     try:
         yield r
     finally:
         r.run(r.sandbox.__aexit__(None, None, None))
         r.loop.close()
+
+
+def wait_for(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
+    """Poll ``predicate`` every 0.1 s until it holds or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def loop_devices_under(path: Path) -> list[str]:
@@ -133,11 +153,18 @@ class Clone:
 
 
 @pytest.fixture(scope="session")
-def clone(pg15: Binaries, base_dir: Path) -> Iterator[Clone]:
+def clone_dir() -> Iterator[Path]:
+    """The clone's own directory: it lives for the whole session, apart from the sandboxes that tests create
+    and expect to see removed from ``base_dir``."""
+    yield from _own_dir("tuner-clone-")
+
+
+@pytest.fixture(scope="session")
+def clone(pg15: Binaries, clone_dir: Path) -> Iterator[Clone]:
     if os.geteuid() != 0:
         pytest.fail("the readahead tests need root (loop devices, mount, sysfs, drop_caches)")
-    with LoopDisk(512, base_dir=base_dir, read_ahead_kb=0) as disk:
-        r = Running(Sandbox(base_dir=base_dir, scale=1, binaries=pg15))
+    with LoopDisk(512, base_dir=clone_dir, read_ahead_kb=0) as disk:
+        r = Running(Sandbox(base_dir=clone_dir, scale=1, binaries=pg15))
         r.run(r.sandbox.__aenter__())
         try:
             sb = r.sandbox

@@ -11,15 +11,13 @@ import signal
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pytest
 
 from tuner.knobs.devices import discover, postgres_paths
 from tuner.target.connection import connect
 
-from .conftest import Clone
+from .conftest import Clone, wait_for
 
 def _env(clone: Clone, state_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
@@ -69,14 +67,15 @@ def test_recommend_readahead_on_a_staging_clone(clone: Clone, tmp_path: Path) ->
     assert ra["host"]["apply_blockdev"] == f"blockdev --setra {2 * k} {node}"
     assert ra["host"]["rollback_sysfs"] == f"echo 0 > /sys/block/{clone.disk.name}/queue/read_ahead_kb"
     assert 'ATTR{loop/backing_file}=="' in ra["host"]["udev_rule"] and f'ATTR{{queue/read_ahead_kb}}="{k}"' in ra["host"]["udev_rule"]
-    # Near the optimum measured in this very run, not merely "larger": the recommended value's probes are within
-    # 25 % of the best probed readahead's (medians over every probe of each value, any concurrency).
+    # Near the optimum measured in this very run, not merely "larger": the recommended value's sequential scans are
+    # within 25 % of the best readahead's, among values measured at least twice (one probe of a value in a flat
+    # basin can be lucky by 20 %: that would be the winner's curse in the test itself).
     ok = [t for t in doc["trials"] if t["status"] == "ok"]
     by_ra: dict[int, list[float]] = {}
     for t in ok:
         by_ra.setdefault(t["config"]["read_ahead_kb"], []).append(t["metrics"]["seq_scan_ms"])
-    medians = {v: statistics.median(ts) for v, ts in by_ra.items()}
-    assert medians[k] <= 1.25 * min(medians.values()), medians
+    medians = {v: statistics.median(ts) for v, ts in by_ra.items() if len(ts) >= 2}
+    assert k in medians and medians[k] <= 1.25 * min(medians.values()), (k, medians)
     assert medians[0] > 2 * medians[k]
     # effective_io_concurrency was searched jointly: for this tablespace, to run on the primary.
     eic = [r for r in doc["recommendations"] if r["knob"] == "effective_io_concurrency"]
@@ -87,28 +86,26 @@ def test_recommend_readahead_on_a_staging_clone(clone: Clone, tmp_path: Path) ->
     assert any("read_ahead_kb" in line for line in doc["restored"])
 
 
-def _wait_for(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def _start_and_kill(clone: Clone, tmp_path: Path, state: Path) -> None:
-    """Start a readahead session, SIGKILL it once it has changed the device, and check what it left behind."""
+def _start_until_changed(clone: Clone, tmp_path: Path, state: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """Start a readahead session and return once it has changed the device (its stderr goes to a file)."""
     log = tmp_path / "stderr.log"
     with log.open("w") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "tuner", "recommend", "--dsn", clone.dsn, "--family", "readahead"],
             stdout=subprocess.DEVNULL, stderr=err, cwd=tmp_path, env=_env(clone, state),
         )
-    try:
-        assert _wait_for(lambda: clone.disk.read_ahead_kb() != 0, 300), log.read_text()[-2000:]
-    finally:
-        proc.send_signal(signal.SIGKILL)
+    if not wait_for(lambda: clone.disk.read_ahead_kb() != 0, 300):
+        proc.kill()
         proc.wait(timeout=30)
+        raise AssertionError(log.read_text()[-2000:])
+    return proc, log
+
+
+def _start_and_kill(clone: Clone, tmp_path: Path, state: Path) -> None:
+    """Start a readahead session, SIGKILL it once it has changed the device, and check what it left behind."""
+    proc, _ = _start_until_changed(clone, tmp_path, state)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
     assert clone.disk.read_ahead_kb() != 0  # left changed: nothing ran after SIGKILL
     doc = json.loads((state / "journal.json").read_text())
     [entry] = doc["changes"]
@@ -177,15 +174,9 @@ def test_a_target_whose_data_directory_is_elsewhere_skips_readahead(clone: Clone
 
 def test_sigterm_mid_session_puts_the_device_back_at_once(clone: Clone, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    log = tmp_path / "stderr.log"
     try:
-        with log.open("w") as err:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "tuner", "recommend", "--dsn", clone.dsn, "--family", "readahead"],
-                stdout=subprocess.DEVNULL, stderr=err, cwd=tmp_path, env=_env(clone, state),
-            )
+        proc, log = _start_until_changed(clone, tmp_path, state)
         try:
-            assert _wait_for(lambda: clone.disk.read_ahead_kb() != 0, 300), log.read_text()[-2000:]
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=120)
         finally:

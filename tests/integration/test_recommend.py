@@ -8,12 +8,11 @@ import signal
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tuner.target.sandbox import Binaries, cleanup_stale
 
-from .conftest import processes_under
+from .conftest import processes_under, wait_for
 
 
 def _env(base_dir: Path, **extra: str) -> dict[str, str]:
@@ -87,15 +86,6 @@ def test_recommend_on_a_pg18_sandbox(base_dir: Path, tmp_path: Path, pg18: Binar
     assert not list(base_dir.iterdir()) and not processes_under(base_dir)
 
 
-def _wait_for(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
-
-
 def test_sigterm_mid_session_stops_and_removes_the_sandbox(base_dir: Path, tmp_path: Path) -> None:
     log = tmp_path / "stderr.log"
     with log.open("w") as err:
@@ -104,7 +94,7 @@ def test_sigterm_mid_session_stops_and_removes_the_sandbox(base_dir: Path, tmp_p
             stdout=subprocess.PIPE, stderr=err, cwd=tmp_path, env=_env(base_dir), text=True,
         )
     try:
-        assert _wait_for(lambda: '"probe"' in log.read_text(), 300), log.read_text()[-2000:]
+        assert wait_for(lambda: '"probe"' in log.read_text(), 300), log.read_text()[-2000:]
         assert processes_under(base_dir)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
@@ -139,5 +129,5 @@ def test_a_sandbox_left_by_a_killed_tuner_is_removed_next_time(base_dir: Path, t
     assert list(base_dir.iterdir())  # left behind, servers still running
     removed = cleanup_stale(base_dir)
     assert len(removed) == 1
-    assert _wait_for(lambda: not processes_under(base_dir), 30)
+    assert wait_for(lambda: not processes_under(base_dir), 30)
     assert not list(base_dir.iterdir())

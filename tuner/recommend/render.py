@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from tuner.files import atomic_write
 from tuner.model import Report
 from tuner.recommend import host, sql
 
@@ -99,30 +98,9 @@ def to_table(report: Report, *, width: int = 120) -> str:
     return buf.getvalue()
 
 
+__all__ = ["RENDERERS", "atomic_write", "to_json", "to_table", "write_outputs"]
+
 RENDERERS = {"json": to_json, "sql": sql.render, "table": to_table}
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file, fsync and rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def write_outputs(report: Report, directory: Path) -> list[Path]:
