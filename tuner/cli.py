@@ -76,7 +76,7 @@ def main() -> None:
       tuner recommend --sandbox           try it on a throwaway PostgreSQL that tuner starts itself
       tuner recommend --dsn 'host=standby1 dbname=app' --format sql
       tuner config validate --print       show the effective configuration
-      tuner restore                       put back what a killed session changed (readahead)
+      tuner restore                       put back what a killed session changed (readahead, WAL settings)
     """
 
 
@@ -111,6 +111,12 @@ def recommend(**opts: Any) -> None:
                    and after a crash by the next start or `tuner restore`. Recommends blockdev/sysfs
                    commands with a udev rule, and per-tablespace ALTER TABLESPACE where tablespaces
                    live on their own devices.
+      wal          commit_delay / wal_writer_delay (searched), wal_compression and, with restarts,
+                   wal_buffers (screened), under concurrent 10- and 1000-row inserts into a scratch
+                   schema; reports the WALInsert / WALWrite / WALSync wait shares and TPS per client
+                   count. Needs a writable clone marked tuner.role = 'staging' (the sandbox marks its
+                   primary); skipped on a hot standby. ALTER SYSTEM changes are journaled and
+                   postgresql.auto.conf is put back byte for byte. Durability settings never change.
 
     Results go to stdout; logs (one line per probe) go to stderr — JSON when stderr is not a terminal.
 

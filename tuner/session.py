@@ -100,7 +100,7 @@ async def search(
         result.trials.append(trial)
         optimiser.register(config, trial.value if trial.status == "ok" else None)
         shown = ", ".join(f"{k}={v}" for k, v in config.items())
-        progress.advance(f"{shown}: {trial.value:.0f} ms" if trial.value is not None else f"{shown}: {trial.status}")
+        progress.advance(f"{shown}: {trial.value:.4g} ms" if trial.value is not None else f"{shown}: {trial.status}")
     if optimiser.history.ok:
         result.recommendation = optimiser.recommendation()
     return result
@@ -137,7 +137,7 @@ async def confirm(
                 out.trials.append(trial)
                 if trial.status == "ok" and trial.value is not None:
                     values.append(trial.value)
-                    progress.advance(f"{arm_name}: {trial.value:.0f} ms")
+                    progress.advance(f"{arm_name}: {trial.value:.4g} ms")
                     break
             else:
                 out.failure = f"a {arm_name} probe failed {retries + 1} times during confirmation: {trial.reason}"
