@@ -56,7 +56,10 @@ def test_recommend_readahead_on_a_staging_clone(clone: Clone, tmp_path: Path) ->
     [fam] = doc["families"]
     assert fam["family"] == "readahead" and fam["status"] == "done", fam
     node = f"/dev/{clone.disk.name}"
-    [probed] = [d for d in doc["devices"] if d["status"] == "probed"]
+    probed_devices = [d for d in doc["devices"] if d["status"] == "probed"]
+    assert len(probed_devices) == 1, (doc["devices"], [(t["status"], t["reason"]) for t in doc["trials"]][:8],
+                                      proc.stderr[-2000:])
+    [probed] = probed_devices
     assert probed["device"] == node and probed["roles"] == ["tablespace fast"] and probed["read_ahead_kb"] == 0
     assert probed["raw_read_mb_s"] > 0 and probed["seq_scan_mb_s_recommended"] > probed["seq_scan_mb_s_current"]
     [ra] = [r for r in doc["recommendations"] if r["knob"] == "read_ahead_kb"]
