@@ -387,7 +387,14 @@ class BayesianOptimiser(BaseOptimiser):
         if mu is None:
             return super()._leaders(n)
         order = np.argsort(mu)[: max(1, n // 2)]
-        return [list(probed.values())[int(i)] for i in order]
+        leaders = [list(probed.values())[int(i)] for i in order]
+        # Also the best by its own observations: the model smooths a narrow dip upward toward its neighbours,
+        # so a truly better value can sit outside the posterior's top ranks until it is measured again.
+        means = self._observed_means()
+        best_seen = min(means, key=lambda k: means[k])
+        if best_seen not in {_key(c, self.dimensions) for c in leaders}:
+            leaders.append(probed[best_seen])
+        return leaders
 
     def _max_expected_improvement(self) -> float | None:
         """Largest expected improvement of log(time) over the candidate grid, against the best predicted

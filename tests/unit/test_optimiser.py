@@ -174,3 +174,25 @@ def test_the_near_optimal_range_stays_within_the_probed_values() -> None:
         opt.register({"read_ahead_kb": v}, 100.0)
     lo, hi = opt.recommendation().near_optimal["read_ahead_kb"]
     assert 128 <= lo <= hi <= 2048
+
+
+def test_the_best_observed_configuration_is_always_remeasured() -> None:
+    """A narrow dip's posterior is pulled up by its neighbours, so by the model alone a smooth corner that was
+    measured worse ranks first; the final re-measurements must still visit the dip."""
+    from tuner.optimiser import BayesianOptimiser, Dimension
+
+    dims = [Dimension("effective_io_concurrency", 0, 256), Dimension("read_ahead_kb", 0, 8192, quantum=4)]
+    grid = [{"effective_io_concurrency": e, "read_ahead_kb": r} for e in (0, 16, 256) for r in (128, 512, 2048)]
+    dip = {"effective_io_concurrency": 0, "read_ahead_kb": 512}
+    opt = BayesianOptimiser(dimensions=dims, initial=grid, seed=2, budget=13, min_probes=13)
+    for cfg in grid:
+        if cfg == dip:
+            v = 520.0  # the best measured value, surrounded by bad ones
+        elif cfg["effective_io_concurrency"] == 256:
+            v = 590.0 if cfg["read_ahead_kb"] == 2048 else 595.0  # a smooth, nearly as good corner
+        else:
+            v = 800.0
+        opt.register(cfg, v)
+    assert dip not in opt._leaders(2)[:1]  # the model alone prefers the corner
+    assert dip in opt._leaders(opt.remeasure)
+    assert opt.suggest() in opt._leaders(opt.remeasure)  # the last probes re-measure among the leaders
