@@ -33,6 +33,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _readahead_untouched() -> Iterator[None]:
+    """Every block device's read_ahead_kb is what it was when the suite started (restored, then failed, if not)."""
+    def snapshot() -> dict[Path, str]:
+        return {f: f.read_text().strip() for f in Path("/sys/block").glob("*/queue/read_ahead_kb")}
+
+    before = snapshot()
+    yield
+    changed = {str(f): (was, now) for f, now in snapshot().items() if f in before and (was := before[f]) != now}
+    for f, (was, _now) in changed.items():
+        Path(f).write_text(was + "\n")
+    assert not changed, f"read_ahead_kb changed by the tests (restored now): {changed}"
+
+
 @pytest.fixture(scope="session")
 def base_dir() -> Iterator[Path]:
     yield from _own_dir("tuner-tests-")

@@ -71,13 +71,14 @@ def test_recommend_readahead_on_a_staging_clone(clone: Clone, tmp_path: Path) ->
     assert ra["host"]["rollback_sysfs"] == f"echo 0 > /sys/block/{clone.disk.name}/queue/read_ahead_kb"
     assert 'ATTR{loop/backing_file}=="' in ra["host"]["udev_rule"] and f'ATTR{{queue/read_ahead_kb}}="{k}"' in ra["host"]["udev_rule"]
     # Near the optimum measured in this very run, not merely "larger": the recommended value's sequential scans are
-    # within 25 % of the best readahead's, among values measured at least twice (one probe of a value in a flat
-    # basin can be lucky by 20 %: that would be the winner's curse in the test itself).
+    # within 25 % of the best readahead's, among values measured at least three times. Probes vary ~12 % here and
+    # the basin from 128 KiB up is flat, so the median of one or two probes can be lucky by 20 % — the winner's
+    # curse in the test itself.
     ok = [t for t in doc["trials"] if t["status"] == "ok"]
     by_ra: dict[int, list[float]] = {}
     for t in ok:
         by_ra.setdefault(t["config"]["read_ahead_kb"], []).append(t["metrics"]["seq_scan_ms"])
-    medians = {v: statistics.median(ts) for v, ts in by_ra.items() if len(ts) >= 2}
+    medians = {v: statistics.median(ts) for v, ts in by_ra.items() if len(ts) >= 3}
     assert k in medians and medians[k] <= 1.25 * min(medians.values()), (k, medians)
     assert medians[0] > 2 * medians[k]
     # effective_io_concurrency was searched jointly: for this tablespace, to run on the primary.

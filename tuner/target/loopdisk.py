@@ -82,8 +82,15 @@ class LoopDisk:
             image = self.dir / IMAGE
             image.touch()
             os.truncate(image, self.size_mb * 1024 * 1024)
-            self.dev = self._sh("losetup", "--direct-io=on", "--find", "--show", str(image))
-            self.ra_original = self.read_ahead_path.read_text().strip()
+            # Attaching makes the kernel recompute the device's readahead (here 128 -> 2560 KiB): remember what the
+            # free device had before, and put that back after detaching.
+            free = self._sh("losetup", "--find")
+            try:
+                self.ra_original = (Path("/sys/block") / Path(free).name / "queue" / "read_ahead_kb").read_text().strip()
+                self.dev = self._sh("losetup", "--direct-io=on", "--show", free, str(image))
+            except (OSError, subprocess.CalledProcessError):  # taken meanwhile by someone else: any free one
+                self.dev = self._sh("losetup", "--direct-io=on", "--find", "--show", str(image))
+                self.ra_original = None
             self._sh("mkfs.ext4", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", self.dev)
             self.mnt.mkdir()
             self._sh("mount", self.dev, str(self.mnt))
@@ -104,17 +111,18 @@ class LoopDisk:
         self.read_ahead_path.write_text(f"{kb}\n")
 
     def __exit__(self, *exc: object) -> None:
-        if self.dev and self.ra_original is not None:
-            try:
-                self.read_ahead_path.write_text(self.ra_original + "\n")
-            except OSError:
-                pass
         if self.mounted:
             subprocess.run(["umount", str(self.mnt)], check=False, capture_output=True)
             self.mounted = False
         if self.dev:
+            path = self.read_ahead_path
             subprocess.run(["losetup", "-d", self.dev], check=False, capture_output=True)
             self.dev = None
+            if self.ra_original is not None:
+                try:
+                    path.write_text(self.ra_original + "\n")  # the value the device had before it was attached
+                except OSError:
+                    pass
         if self._given_dir is None:
             shutil.rmtree(self.dir, ignore_errors=True)
         else:
