@@ -9,6 +9,8 @@ unmounted, device detached, image deleted. :func:`release` undoes what a killed 
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -17,6 +19,7 @@ from pathlib import Path
 
 IMAGE = "disk.img"
 MOUNT = "mnt"
+STATE = "loop.json"  # the device and the readahead it had before it was attached, for release() after a crash
 
 
 def available() -> bool:
@@ -25,8 +28,13 @@ def available() -> bool:
 
 
 def release(directory: Path) -> None:
-    """Unmount ``directory/mnt`` and detach every loop device backed by ``directory/disk.img`` (after a crash)."""
+    """Unmount ``directory/mnt``, detach every loop device backed by ``directory/disk.img`` and give it back the
+    readahead it had before it was attached (after a crash of the process that attached it)."""
     mnt, image = directory / MOUNT, directory / IMAGE
+    try:
+        state = json.loads((directory / STATE).read_text())
+    except (OSError, ValueError):
+        state = {}
     if os.path.ismount(mnt):
         subprocess.run(["umount", "-l", str(mnt)], check=False, capture_output=True)
     if image.exists():
@@ -35,6 +43,10 @@ def release(directory: Path) -> None:
             dev = line.split(":", 1)[0]
             if dev.startswith("/dev/loop"):
                 subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
+                if state.get("dev") == dev and state.get("read_ahead_kb") is not None:
+                    with contextlib.suppress(OSError):
+                        (Path("/sys/block") / Path(dev).name / "queue" / "read_ahead_kb").write_text(
+                            f"{state['read_ahead_kb']}\n")
 
 class LoopDisk:
     """A real block device for readahead tests and benchmarks (root only): an image file attached with
@@ -91,6 +103,7 @@ class LoopDisk:
             except (OSError, subprocess.CalledProcessError):  # taken meanwhile by someone else: any free one
                 self.dev = self._sh("losetup", "--direct-io=on", "--find", "--show", str(image))
                 self.ra_original = None
+            (self.dir / STATE).write_text(json.dumps({"dev": self.dev, "read_ahead_kb": self.ra_original}))
             self._sh("mkfs.ext4", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", self.dev)
             self.mnt.mkdir()
             self._sh("mount", self.dev, str(self.mnt))
