@@ -96,6 +96,14 @@ async def _target(
         )
 
 
+def _restore(journal: Journal, restored: list[str]) -> None:
+    """Put back what the session changed. Synchronous, so it runs while a cancellation (SIGTERM) or Ctrl-C
+    unwinds, too; a second call finds nothing left."""
+    for r in journal.restore():
+        log.info("restored", detail=r.sentence())
+        restored.append(r.sentence())
+
+
 async def recommend(
     cfg: Config,
     policy: Policy,
@@ -120,51 +128,53 @@ async def recommend(
     restored = [f"left by an earlier session: {r.sentence()}" for r in journal.open(session_id)]
     try:
         async with _target(cfg, use_sandbox=use_sandbox, progress=progress, families=families) as target:
-            dsn, restart, own_devices = target.dsn, target.restart, target.own_devices
-            if restart is not None and not policy.guardrails.allow_restart:
-                restart = None
-            conn = await connect(dsn, timeout_s=cfg.target.connect_timeout_s)
             try:
-                facts = await gather(conn)
-                clearance = interlock.check(facts, client_sets_marker=sets_marker_from_client(dsn))
-                log.info(
-                    "target", dsn=redact(dsn), server_version=facts.server_version, mode=clearance.mode,
-                    reason=clearance.reason,
-                )
-                # readahead first: each device is put back when its probing ends, so the concurrency family then
-                # measures at today's readahead — the one its recommendation will run with.
-                for family in sorted(families, key=lambda f: f != "readahead"):
-                    if conn.is_closed():  # a family's probes restarted the server
-                        conn = await connect(dsn, timeout_s=cfg.target.connect_timeout_s)
-                    if family == "readahead":
-                        res = await readahead.run(cfg, policy, facts, conn, dsn, restart, journal,
-                                                  budget=budget, progress=progress,
-                                                  sandbox_devices=own_devices if use_sandbox else None)
-                        outcome, fam_trials, fam_recs = res.outcome, res.trials, res.recommendations
-                        devices.extend(res.devices)
-                    elif family == "concurrency":
-                        outcome, fam_trials, fam_recs = await _concurrency(
-                            cfg, policy, facts, conn, dsn, restart, budget=budget, progress=progress
-                        )
-                    elif family == "wal":
-                        w = await wal.run(cfg, policy, target.writable_dsn, target.writable_restart, journal,
-                                          budget=budget, progress=progress, sandbox_dir=target.sandbox_dir)
-                        outcome, fam_trials, fam_recs = w.outcome, w.trials, w.recommendations
-                        wal_out.update(contention=w.contention, scaling=w.scaling, summary=w.summary)
-                        restored.extend(w.restored)
-                    else:  # pragma: no cover - config validation only admits known families
-                        outcome, fam_trials, fam_recs = FamilyOutcome(family=family, status="skipped", reason="unknown family"), [], []
-                    log.info("family", family=family, status=outcome.status, reason=outcome.reason)
-                    outcomes.append(outcome)
-                    trials.extend(fam_trials)
-                    recs.extend(fam_recs)
+                dsn, restart, own_devices = target.dsn, target.restart, target.own_devices
+                if restart is not None and not policy.guardrails.allow_restart:
+                    restart = None
+                conn = await connect(dsn, timeout_s=cfg.target.connect_timeout_s)
+                try:
+                    facts = await gather(conn)
+                    clearance = interlock.check(facts, client_sets_marker=sets_marker_from_client(dsn))
+                    log.info(
+                        "target", dsn=redact(dsn), server_version=facts.server_version, mode=clearance.mode,
+                        reason=clearance.reason,
+                    )
+                    # readahead first: each device is put back when its probing ends, so the concurrency family then
+                    # measures at today's readahead — the one its recommendation will run with.
+                    for family in sorted(families, key=lambda f: f != "readahead"):
+                        if conn.is_closed():  # a family's probes restarted the server
+                            conn = await connect(dsn, timeout_s=cfg.target.connect_timeout_s)
+                        if family == "readahead":
+                            res = await readahead.run(cfg, policy, facts, conn, dsn, restart, journal,
+                                                      budget=budget, progress=progress,
+                                                      sandbox_devices=own_devices if use_sandbox else None)
+                            outcome, fam_trials, fam_recs = res.outcome, res.trials, res.recommendations
+                            devices.extend(res.devices)
+                        elif family == "concurrency":
+                            outcome, fam_trials, fam_recs = await _concurrency(
+                                cfg, policy, facts, conn, dsn, restart, budget=budget, progress=progress
+                            )
+                        elif family == "wal":
+                            w = await wal.run(cfg, policy, target.writable_dsn, target.writable_restart, journal,
+                                              budget=budget, progress=progress, sandbox_dir=target.sandbox_dir)
+                            outcome, fam_trials, fam_recs = w.outcome, w.trials, w.recommendations
+                            wal_out.update(contention=w.contention, scaling=w.scaling, summary=w.summary)
+                            restored.extend(w.restored)
+                        else:  # pragma: no cover - config validation only admits known families
+                            outcome, fam_trials, fam_recs = FamilyOutcome(family=family, status="skipped", reason="unknown family"), [], []
+                        log.info("family", family=family, status=outcome.status, reason=outcome.reason)
+                        outcomes.append(outcome)
+                        trials.extend(fam_trials)
+                        recs.extend(fam_recs)
+                finally:
+                    await conn.close()
             finally:
-                await conn.close()
+                # While the target still exists: a sandbox's loop device is detached when the sandbox closes,
+                # and writing the journal's (attached-time) value after that would change a device nobody uses.
+                _restore(journal, restored)
     finally:
-        # Synchronous, so it runs while a cancellation (SIGTERM) or Ctrl-C unwinds, too.
-        for r in journal.restore():
-            log.info("restored", detail=r.sentence())
-            restored.append(r.sentence())
+        _restore(journal, restored)  # when the target never came up; a no-op otherwise
     cache_desc = "; ".join(f"{o.family}: {o.cache}" for o in outcomes if o.cache) or "no probes ran"
 
     return Report(
