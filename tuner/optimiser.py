@@ -88,6 +88,18 @@ class Dimension:
         zs = np.linspace(self.z_low, self.z_high, limit)
         return sorted({self.from_z(float(z)) for z in zs} | set(self.round_values()))
 
+    def ladder(self) -> list[int]:
+        """The values a 1-D search may probe: the round values (0, 1, powers of two, the bounds) and the half
+        steps between them (3, 6, 12, 24, 48 … — 1.5 times a power of two), so that neighbours are at most a
+        factor 1.5 apart; multiples of the quantum only. Half steps are probed only where the curve bends
+        (see ``BayesianOptimiser._unresolved_gap``)."""
+        if self.scale != "log2p1":
+            span = self.high - self.low
+            steps = {self.low + round(span * i / 16) for i in range(17)}
+        else:
+            steps = {self.low, self.high, 0, 1} | {m * 2**k for k in range(40) for m in (2, 3)}
+        return sorted({self.snap(v) for v in steps if self.low <= v <= self.high and v % self.quantum == 0})
+
     def round_values(self) -> list[int]:
         """Values an operator would write in a config file: 0, 1 and powers of two, plus the bounds."""
         ladder = {self.low, self.high, 0, 1} | {2**k for k in range(0, 31)}
@@ -100,6 +112,9 @@ class Recommendation:
     predicted_ms: float | None  # the model's prediction at config (None without a model)
     near_optimal: dict[str, tuple[int, int]]  # per knob: smallest and largest near-optimal value
     source: Literal["model", "observations"]
+    # False while the answer is a round value the model favours but nobody has measured yet: the search
+    # probes it before it ends, and an unmeasured value is never the final answer.
+    probed: bool = True
 
 
 @dataclass
@@ -160,6 +175,7 @@ class BaseOptimiser:
                 seen.add(_key(clean, self.dimensions))
                 self._initial.append(clean)
         self.history = _History()
+        self._verify = False
         # After each successful probe: the recommended config, its predicted log(time), its near-optimal box.
         self._best_trace: list[tuple[tuple[int, ...], float, dict[str, tuple[int, int]]]] = []
 
@@ -169,12 +185,24 @@ class BaseOptimiser:
         if self._initial:
             return dict(self._initial[0])
         remaining = self.budget - self.probes
+        if remaining <= max(1, self.remeasure) and self.history.ok:
+            rec = self.recommendation()
+            if not rec.probed:
+                return dict(rec.config)
         if remaining <= self.remeasure:
             # The last probes re-measure the leading candidates: one noisy probe each cannot rank values
             # a few per cent apart, and the answer is chosen among them.
             leaders = self._leaders(self.remeasure)
             if leaders:
                 return dict(leaders[(self.remeasure - remaining) % len(leaders)])
+        if self._verify:
+            self._verify = False
+            rec = self.recommendation()
+            if not rec.probed:
+                return dict(rec.config)
+        gap = self._unresolved_gap()
+        if gap is not None:
+            return self._validate(gap)
         return self._validate(self._suggest())
 
     def register(self, config: Mapping[str, int], value_ms: float | None) -> None:
@@ -203,6 +231,16 @@ class BaseOptimiser:
         n_ok = len(self.history.ok)
         if n_ok < self.min_probes or self._initial:
             return None
+        if self._unresolved_gap() is not None:
+            return None
+        reason = self._converged()
+        if reason and not self.recommendation().probed:
+            # The answer would be a value nobody measured: measure it first (suggest() proposes it).
+            self._verify = True
+            return None
+        return reason
+
+    def _converged(self) -> str | None:
         ei = self._max_expected_improvement()
         if ei is not None and ei < self.ei_stop:
             return f"no value is expected to improve the optimum by more than {math.expm1(self.ei_stop):.1%}"
@@ -228,6 +266,8 @@ class BaseOptimiser:
             raise ValueError("no successful probe to recommend from")
         rec = self._model_recommendation()
         if rec is not None:
+            if not rec.probed and self.probes >= self.budget:
+                return self._model_recommendation(round_unprobed=False) or rec
             return rec
         means = self._observed_means()
         best_key = min(means, key=lambda k: means[k])
@@ -272,10 +312,13 @@ class BaseOptimiser:
     def _register(self, config: Config, log_value: float) -> None:
         return None
 
-    def _model_recommendation(self) -> Recommendation | None:
+    def _model_recommendation(self, round_unprobed: bool = True) -> Recommendation | None:
         return None
 
     def _max_expected_improvement(self) -> float | None:
+        return None
+
+    def _unresolved_gap(self) -> Config | None:
         return None
 
     def _leaders(self, n: int) -> list[Config]:
@@ -358,6 +401,17 @@ class BayesianOptimiser(BaseOptimiser):
         return [d.to_z(config[d.name]) for d in self.dimensions]
 
     def _suggest(self) -> Config:
+        if len(self.dimensions) == 1 and self._opt.models:
+            # 1-D: the acquisition is maximised over the round values (0, 1, powers of two) instead of the
+            # continuum: probes land on values an operator would write, never on 45 next to 48. Half steps
+            # come only from _unresolved_gap, where the measured curve bends between two round values.
+            d = self.dimensions[0]
+            coarse = d.round_values()
+            ei = self._expected_improvement([{d.name: v} for v in coarse])
+            seen = {c[d.name] for c in self.history.configs}
+            fresh = [i for i, v in enumerate(coarse) if v not in seen]
+            pick = max(fresh or range(len(coarse)), key=lambda i: ei[i])
+            return {d.name: coarse[pick]}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             z = self._opt.ask()
@@ -396,14 +450,66 @@ class BayesianOptimiser(BaseOptimiser):
             leaders.append(probed[best_seen])
         return leaders
 
+    def _incumbent(self) -> Config:
+        """The best probed configuration by the model's (denoised) prediction. Where the model cannot tell
+        the leaders apart (within 1 % — it smooths a narrow dip toward its neighbours), their own measurements
+        decide."""
+        probed = list({_key(c, self.dimensions): c for c, _ in self.history.ok}.values())
+        mu = self.predict(probed)
+        assert mu is not None
+        tied = [c for c, m in zip(probed, mu, strict=True) if m <= min(mu) + 0.01]
+        return min(tied, key=self._observed_mean)
+
+    def _unresolved_gap(self) -> Config | None:
+        """1-D: a value next to the incumbent (the best probed value by the model) that must be measured
+        before the answer can be trusted, or None.
+
+        First the round values on either side of the incumbent: the answer is then a local optimum on the
+        values operators write, not a guess between two far-apart probes (0 is not the neighbour of 1: it is
+        another mechanism, probed up front). Then, where the curve bends — the better neighbour is close to
+        the incumbent, the other clearly worse — the half step between the incumbent and its better
+        neighbour (48 between 32 and 64): a narrow optimum can lie there, and no round value is within the
+        tolerance of it. On a flat stretch or at a bound no half step is probed.
+        """
+        if self._initial or len(self.dimensions) != 1 or not self._opt.models:
+            return None
+        d = self.dimensions[0]
+        probed = {c[d.name] for c in self.history.configs}
+        inc = self._incumbent()[d.name]
+        coarse = d.round_values()
+        below = [v for v in coarse if v < inc and not (d._zero_apart and v == 0 and inc > 0)]
+        above = [v for v in coarse if v > inc]
+        near = [v for v in (below[-1] if below else None, above[0] if above else None) if v is not None]
+        mu = dict(zip(near + [inc], self.predict([{d.name: v} for v in near + [inc]]) or [], strict=True))
+        fresh = [v for v in near if v not in probed]
+        if fresh:
+            return {d.name: min(fresh, key=lambda v: mu[v])}
+        if len(near) < 2 or inc not in coarse:
+            return None
+        better, other = sorted(near, key=lambda v: mu[v])
+        tol = math.log1p(self.tolerance)
+        if not (mu[better] - mu[inc] <= 4 * tol and mu[other] - mu[inc] > tol):
+            return None
+        lo, hi = sorted((inc, better))
+        halves = [v for v in d.ladder() if lo < v < hi and v not in probed]
+        if not halves:
+            return None
+        return {d.name: halves[len(halves) // 2]}
+
     def _max_expected_improvement(self) -> float | None:
         """Largest expected improvement of log(time) over the candidate grid, against the best predicted
         value at a probed configuration (noise-aware, so a lucky probe does not set the bar)."""
         if not self._opt.models:
             return None
-        model = self._opt.models[-1]
+        if len(self.dimensions) == 1:
+            d = self.dimensions[0]
+            return float(np.max(self._expected_improvement([{d.name: v} for v in d.round_values()])))
         grid = self._candidate_grid()
         configs = [{d.name: v for d, v in zip(self.dimensions, k, strict=True)} for k in grid]
+        return float(np.max(self._expected_improvement(configs)))
+
+    def _expected_improvement(self, configs: Sequence[Mapping[str, int]]) -> np.ndarray:
+        model = self._opt.models[-1]
         xs = self._opt.space.transform([self._z(c) for c in configs])
         mu, sd = model.predict(xs, return_std=True)
         observed = self.predict([c for c, _ in self.history.ok])
@@ -413,10 +519,9 @@ class BayesianOptimiser(BaseOptimiser):
 
         sd = np.maximum(sd, 1e-9)
         z = (best - mu) / sd
-        ei = (best - mu) * norm.cdf(z) + sd * norm.pdf(z)
-        return float(np.max(ei))
+        return (best - mu) * norm.cdf(z) + sd * norm.pdf(z)
 
-    def _model_recommendation(self) -> Recommendation | None:
+    def _model_recommendation(self, round_unprobed: bool = True) -> Recommendation | None:
         if not self._opt.models:
             return None
         grid = self._candidate_grid()
@@ -428,12 +533,12 @@ class BayesianOptimiser(BaseOptimiser):
         probed = {_key(c, self.dimensions): c for c, _ in self.history.ok}
         probed_mu = self.predict(list(probed.values()))
         assert probed_mu is not None
-        incumbent = list(probed.values())[int(np.argmin(probed_mu))]
+        incumbent = self._incumbent()
         best = grid.index(_key(incumbent, self.dimensions)) if _key(incumbent, self.dimensions) in grid else None
         if best is None:
             grid.append(_key(incumbent, self.dimensions))
             configs.append(incumbent)
-            mu.append(min(probed_mu))
+            mu.append((self.predict([incumbent]) or [min(probed_mu)])[0])
             best = len(grid) - 1
         limit = mu[best] + math.log1p(self.tolerance)
         ranges = self._contiguous_ranges(configs[best], limit)
@@ -441,11 +546,13 @@ class BayesianOptimiser(BaseOptimiser):
         # best — but only where the model predicts it within half the tolerance: a smooth model understates
         # how steep a narrow optimum is, and rounding must not spend the whole tolerance on its own.
         snap_limit = mu[best] + math.log1p(self.tolerance) / 2
-        round_sets = [set(d.round_values()) for d in self.dimensions]
+        # (1-D searches probe the ladder, whose half steps — 3, 6, 12, 24, 48 … — are round values too.)
+        round_sets = [set(d.ladder() if len(self.dimensions) == 1 else d.round_values()) for d in self.dimensions]
         round_near = [
             i
             for i, m in enumerate(mu)
             if m <= snap_limit
+            and (round_unprobed or grid[i] in probed)
             and all(
                 g in rs and ranges[d.name][0] <= g <= ranges[d.name][1]
                 for g, rs, d in zip(grid[i], round_sets, self.dimensions, strict=True)
@@ -455,7 +562,7 @@ class BayesianOptimiser(BaseOptimiser):
         if round_near:
             bz = self._z(configs[best])
             chosen = min(round_near, key=lambda i: (sum((a - b) ** 2 for a, b in zip(self._z(configs[i]), bz)), mu[i]))
-        return Recommendation(configs[chosen], math.exp(mu[chosen]), ranges, "model")
+        return Recommendation(configs[chosen], math.exp(mu[chosen]), ranges, "model", grid[chosen] in probed)
 
 
     def _contiguous_ranges(self, at: Config, limit: float) -> dict[str, tuple[int, int]]:
