@@ -50,12 +50,15 @@ def build_optimiser(
 ) -> BayesianOptimiser:
     """The optimiser ``tuner recommend`` runs for these knobs (the benchmarks call this too).
 
-    Initial design: today's values, then the policy's starting values (every combination for a joint search).
-    A joint search spends its whole budget (its last probes re-measure the leaders); a 1-D search may stop
-    early by its own rule.
+    Initial design: today's values, then the policy's starting values. A joint search takes every combination
+    of at most three per knob — the first, the middle and the last of the policy's list — so that a 3 × 3
+    start leaves half its budget to the model. A joint search spends its whole budget (its last probes
+    re-measure the leaders); a 1-D search may stop early by its own rule.
     """
-    starts = {d.name: policy.search[d.name].initial for d in dimensions if d.name in policy.search}
+    starts = {d.name: tuple(policy.search[d.name].initial) for d in dimensions if d.name in policy.search}
     joint = len(dimensions) > 1
+    if joint:
+        starts = {k: (v[0], v[len(v) // 2], v[-1]) if len(v) > 3 else v for k, v in starts.items()}
     probes = budget if budget is not None else (policy.budget.joint_probes if joint else policy.budget.probes)
     return BayesianOptimiser(
         dimensions=dimensions,

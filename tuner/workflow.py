@@ -21,13 +21,13 @@ from tuner.journal import Journal, SysfsWriter
 from tuner.knobs import catalog
 from tuner.log import get_logger
 from tuner.model import DeviceOut, FamilyOutcome, RecommendationOut, Report, SessionOut, TargetOut, Trial
-from tuner.optimiser import BayesianOptimiser, Dimension, initial_design
+from tuner.optimiser import Dimension
 from tuner.policy import Policy
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
 from tuner.probes.runner import ColdProbe
 from tuner.recommend import sql as sql_emit
-from tuner.session import NullProgress, Progress, confirm, effect_out, search
+from tuner.session import NullProgress, Progress, build_optimiser, confirm, effect_out, search
 from tuner.stats import SequentialTest
 from tuner.target import interlock
 from tuner.target.connection import connect, redact, sets_marker_from_client
@@ -280,17 +280,9 @@ async def _concurrency(
     high = min(search_spec.max, spec.max if spec.max is not None else search_spec.max)
     dim = Dimension(CONCURRENCY_KNOB, low, high, search_spec.scale)
     current = int(setting.setting) if setting is not None else int(spec.default)
-    initial = initial_design([dim], {CONCURRENCY_KNOB: current}, {CONCURRENCY_KNOB: search_spec.initial})
     probes_budget = budget if budget is not None else policy.budget.probes
-    optimiser = BayesianOptimiser(
-        dimensions=[dim],
-        initial=initial,
-        seed=cfg.tuner.seed,
-        budget=probes_budget,
-        min_probes=min(policy.budget.min_probes, probes_budget),
-        patience=policy.budget.patience,
-        tolerance=policy.decision.near_optimal_tolerance,
-    )
+    # The same construction the optimiser benchmark measures (benchmarks/optimiser.py).
+    optimiser = build_optimiser(policy, [dim], {CONCURRENCY_KNOB: current}, seed=cfg.tuner.seed, budget=probes_budget)
     log.info("plan", family=family, knob=CONCURRENCY_KNOB, range=[low, high], current=current,
              queries=[q.name for q in queries], cache=cache.describe(), budget=probes_budget)
 

@@ -240,3 +240,15 @@ def test_1d_probes_are_round_values_or_half_steps_and_the_answer_was_measured() 
 def test_the_ladder_is_powers_of_two_and_their_half_steps() -> None:
     assert Dimension(EIC, 0, 256).ladder() == [0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256]
     assert Dimension("read_ahead_kb", 0, 64, quantum=4).ladder() == [0, 4, 8, 12, 16, 24, 32, 48, 64]
+
+
+def test_a_joint_search_starts_from_at_most_three_values_per_knob() -> None:
+    from tuner.policy import load_policy
+    from tuner.session import build_optimiser
+
+    opt = build_optimiser(load_policy("default"), [Dimension(EIC, 0, 256), Dimension(RA, 0, 8192, quantum=4)],
+                          {EIC: 1, RA: 128}, seed=1)
+    design = opt._initial
+    assert design[0] == {EIC: 1, RA: 128}
+    assert len(design) <= 1 + 3 * 3 and len({c[EIC] for c in design[1:]}) == 3
+    assert opt.budget - len(design) >= 10  # half the joint budget is left to the model
