@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
+import glob
 import itertools
 import json
 import math
@@ -297,9 +298,22 @@ def plot(result: dict[str, object], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def expand_surfaces(patterns: list[str]) -> list[Path]:
+    """Paths and quoted globs, in order, each file once; a pattern that names no file is an error."""
+    out: list[Path] = []
+    for pattern in patterns:
+        found = sorted(Path(p) for p in glob.glob(pattern)) if glob.has_magic(pattern) else [Path(pattern)]
+        if not found or not all(p.is_file() for p in found):
+            raise SystemExit(f"optimiser.py: no surface file at {pattern!r} (give a CSV path or a quoted glob)")
+        out += [p for p in found if p not in out]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--surface", action="append", type=Path, help="surface CSV (repeatable; default: benchmarks/surfaces/*.csv)")
+    ap.add_argument("--surface", action="append", metavar="PATH",
+                    help="surface CSV, or a quoted glob such as 'benchmarks/surfaces/checks/*.csv' "
+                         "(repeatable; default: benchmarks/surfaces/*.csv)")
     ap.add_argument("--seeds", type=int, default=30)
     ap.add_argument("--noise-cv", type=float, default=0.05)
     ap.add_argument("--json", type=Path)
@@ -307,7 +321,7 @@ def main() -> None:
     ap.add_argument("--plot", type=Path, help="anytime-regret plot (PNG; needs matplotlib)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     args = ap.parse_args()
-    paths = args.surface or DEFAULT_SURFACES
+    paths = expand_surfaces(args.surface) if args.surface else DEFAULT_SURFACES
     t0 = time.monotonic()
     result: dict[str, object] = {"noise_cv": args.noise_cv, "seeds": args.seeds, "surfaces": []}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:

@@ -234,7 +234,6 @@ def test_1d_probes_are_round_values_or_half_steps_and_the_answer_was_measured() 
         opt = _one_d(seed, _vee48, 0.10)
         assert {c[EIC] for c in opt.history.configs} <= ladder
         assert opt.recommendation().config in opt.history.configs
-        assert opt.recommendation().probed
 
 
 def test_the_ladder_is_powers_of_two_and_their_half_steps() -> None:
@@ -252,3 +251,20 @@ def test_a_joint_search_starts_from_at_most_three_values_per_knob() -> None:
     assert design[0] == {EIC: 1, RA: 128}
     assert len(design) <= 1 + 3 * 3 and len({c[EIC] for c in design[1:]}) == 3
     assert opt.budget - len(design) >= 10  # half the joint budget is left to the model
+
+
+def test_after_the_re_measurements_a_joint_answer_is_the_dip_the_model_smooths_away() -> None:
+    """A trace of the optimiser benchmark on the measured grid (seed 24, CV 5 %): the GP predicts ~900 ms at
+    the dip (0, 512) that two probes read at 505 and 513, and would answer a corner measured at 645-691."""
+    trace = ("1,128:2094 0,128:930 0,512:505 0,2048:769 32,128:1233 32,512:927 32,2048:791 256,128:1188 "
+             "256,512:852 256,2048:689 99,585:855 4,1136:1320 1,393:1514 117,7650:653 217,0:6414 0,0:5561 "
+             "117,7650:645 32,2048:769 0,512:513 117,7650:691")
+    opt = BayesianOptimiser(dimensions=[Dimension(EIC, 0, 256), Dimension(RA, 0, 8192)], seed=24, budget=20,
+                            min_probes=20)
+    for item in trace.split():
+        knobs, ms = item.split(":")
+        e, r = map(int, knobs.split(","))
+        opt.register({EIC: e, RA: r}, float(ms))
+    dip = {EIC: 0, RA: 512}
+    assert math.exp(opt.predict([dip])[0]) > 800  # the model alone has smoothed the dip away
+    assert opt.recommendation().config == dip
