@@ -268,10 +268,12 @@ def verdict(result: dict[str, object]) -> dict[str, object]:
 
 def markdown(result: dict[str, object]) -> str:
     lines = [f"Noise CV {result['noise_cv']}, {result['seeds']} seeds, {result['duration_s']} s.", "",
-             "| surface | dims | method | probes (median) | success | regret (median) |", "|---|---|---|---|---|---|"]
+             "| surface | dims | method | probes (median) | probes (mean) | success | regret (median) |",
+             "|---|---|---|---|---|---|---|"]
     for s in result["surfaces"]:  # type: ignore[union-attr]
         for m, v in s["methods"].items():
-            lines.append(f"| {s['name']} | {s['dims']} | {m} | {v['probes_median']} | {v['success_rate']:.2f} | {v['regret_median']:.3f} |")
+            lines.append(f"| {s['name']} | {s['dims']} | {m} | {v['probes_median']} | {v['probes_mean']} | "
+                         f"{v['success_rate']:.2f} | {v['regret_median']:.3f} |")
     lines.append("")
     lines.append("Verdict: " + json.dumps(result["verdict"]))
     return "\n".join(lines) + "\n"

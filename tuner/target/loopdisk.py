@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 IMAGE = "disk.img"
@@ -96,11 +97,18 @@ class LoopDisk:
             os.truncate(image, self.size_mb * 1024 * 1024)
             # Attaching makes the kernel recompute the device's readahead (here 128 -> 2560 KiB): remember what the
             # free device had before, and put that back after detaching.
-            free = self._sh("losetup", "--find")
-            try:
-                self.ra_original = (Path("/sys/block") / Path(free).name / "queue" / "read_ahead_kb").read_text().strip()
-                self.dev = self._sh("losetup", "--direct-io=on", "--show", free, str(image))
-            except (OSError, subprocess.CalledProcessError):  # taken meanwhile by someone else: any free one
+            # A device another process takes meanwhile, or one whose deferred detach has not finished yet,
+            # refuses the attach: ask again for a free one (a blind `--find` fallback would attach a device
+            # whose pre-attach value nobody read, and leave it at the kernel's 2560 KiB afterwards).
+            for attempt in range(10):
+                free = self._sh("losetup", "--find")
+                try:
+                    self.ra_original = (Path("/sys/block") / Path(free).name / "queue" / "read_ahead_kb").read_text().strip()
+                    self.dev = self._sh("losetup", "--direct-io=on", "--show", free, str(image))
+                    break
+                except (OSError, subprocess.CalledProcessError):
+                    time.sleep(0.1 * (attempt + 1))
+            else:
                 self.dev = self._sh("losetup", "--direct-io=on", "--find", "--show", str(image))
                 self.ra_original = None
             (self.dir / STATE).write_text(json.dumps({"dev": self.dev, "read_ahead_kb": self.ra_original}))
