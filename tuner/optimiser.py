@@ -440,7 +440,7 @@ class BayesianOptimiser(BaseOptimiser):
             # than once, their own means decide. The stationary GP smooths a narrow dip (eic 0 at 512 KiB,
             # 1.2x better than every neighbour) into its surroundings: on one measured trace it predicted
             # 909 ms where two probes read 505 and 513, and ranked the dip behind a corner measured at 663.
-            counts = defaultdict(int)
+            counts: dict[tuple[int, ...], int] = defaultdict(int)
             for c, _ in self.history.ok:
                 counts[_key(c, self.dimensions)] += 1
             repeated = [c for c in probed if counts[_key(c, self.dimensions)] > 1]
