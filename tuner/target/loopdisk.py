@@ -43,11 +43,22 @@ def release(directory: Path) -> None:
         for line in out.splitlines():
             dev = line.split(":", 1)[0]
             if dev.startswith("/dev/loop"):
-                subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
-                if state.get("dev") == dev and state.get("read_ahead_kb") is not None:
-                    with contextlib.suppress(OSError):
-                        (Path("/sys/block") / Path(dev).name / "queue" / "read_ahead_kb").write_text(
-                            f"{state['read_ahead_kb']}\n")
+                detach(dev, state.get("read_ahead_kb") if state.get("dev") == dev else None)
+
+def detach(dev: str, read_ahead_kb: str | None, *, timeout_s: float = 15.0) -> None:
+    """Detach ``dev`` and give it back ``read_ahead_kb``. Detaching makes the kernel recompute the device's
+    readahead (to 2560 KiB here), and a device still open — a lazily unmounted file system whose last user is
+    exiting — is detached only later, when it is closed: so wait until the detach has really happened
+    (``/sys/block/NAME/loop`` is gone) before writing the old value, or the late detach overwrites it."""
+    name = Path(dev).name
+    subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
+    deadline = time.monotonic() + timeout_s
+    while (Path("/sys/block") / name / "loop").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if read_ahead_kb is not None:
+        with contextlib.suppress(OSError):
+            (Path("/sys/block") / name / "queue" / "read_ahead_kb").write_text(f"{read_ahead_kb}\n")
+
 
 class LoopDisk:
     """A real block device for readahead tests and benchmarks (root only): an image file attached with
@@ -136,14 +147,8 @@ class LoopDisk:
             subprocess.run(["umount", str(self.mnt)], check=False, capture_output=True)
             self.mounted = False
         if self.dev:
-            path = self.read_ahead_path
-            subprocess.run(["losetup", "-d", self.dev], check=False, capture_output=True)
-            self.dev = None
-            if self.ra_original is not None:
-                try:
-                    path.write_text(self.ra_original + "\n")  # the value the device had before it was attached
-                except OSError:
-                    pass
+            dev, self.dev = self.dev, None
+            detach(dev, self.ra_original)  # the value the device had before it was attached
         if self._given_dir is None:
             shutil.rmtree(self.dir, ignore_errors=True)
         else:
