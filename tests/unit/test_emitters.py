@@ -168,3 +168,11 @@ def test_readahead_files_are_written_only_when_a_device_changes(tmp_path: Path) 
     assert "read_ahead_kb (/dev/loop3)" in table and "persist:" in table and "(on the primary)" in table
     plain = {p.name for p in write_outputs(report(), tmp_path / "plain")}
     assert "readahead.sh" not in plain
+
+
+def test_an_enum_setting_is_emitted_as_a_quoted_literal() -> None:
+    # A WAL run whose wal_compression screen said "change" crashed here with int('lz4').
+    assert sql.alter_system("wal_compression", "lz4") == "ALTER SYSTEM SET wal_compression = 'lz4';"
+    assert sql.rollback_system("wal_compression", "off", "configuration file") == (
+        "ALTER SYSTEM SET wal_compression = 'off';")
+    assert sql.alter_system("effective_io_concurrency", 256) == "ALTER SYSTEM SET effective_io_concurrency = 256;"

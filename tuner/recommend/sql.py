@@ -11,16 +11,26 @@ def _ident(name: str) -> str:
     return name
 
 
-def alter_system(knob: str, value: int) -> str:
-    return f"ALTER SYSTEM SET {_ident(knob)} = {int(value)};"
+def _literal(value: int | str) -> str:
+    """A setting's value as SQL: integers bare, enum values (wal_compression = 'lz4') as quoted literals."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    text = str(value)
+    if text.lstrip("-").isdigit():
+        return str(int(text))
+    return "'" + text.replace("'", "''") + "'"
 
 
-def rollback_system(knob: str, old_value: int, source: str) -> str:
+def alter_system(knob: str, value: int | str) -> str:
+    return f"ALTER SYSTEM SET {_ident(knob)} = {_literal(value)};"
+
+
+def rollback_system(knob: str, old_value: int | str, source: str) -> str:
     """Undo :func:`alter_system`. A value that came from the built-in default is restored by RESET, which
     also removes the line from postgresql.auto.conf; otherwise the old value is set explicitly."""
     if source == "default":
         return f"ALTER SYSTEM RESET {_ident(knob)};"
-    return f"ALTER SYSTEM SET {_ident(knob)} = {int(old_value)};"
+    return f"ALTER SYSTEM SET {_ident(knob)} = {_literal(old_value)};"
 
 
 def _quote_ident(name: str) -> str:
