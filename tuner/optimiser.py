@@ -132,6 +132,15 @@ class _History:
         return n
 
 
+def _pooled_sd(groups: Sequence[Sequence[float]]) -> float:
+    """Pooled within-group standard deviation (the noise of one probe, from repeated probes)."""
+    df = sum(len(g) - 1 for g in groups)
+    if df <= 0:
+        return 0.0
+    ss = sum(sum((x - sum(g) / len(g)) ** 2 for x in g) for g in groups)
+    return math.sqrt(ss / df)
+
+
 def _key(config: Mapping[str, int], dims: Sequence[Dimension]) -> tuple[int, ...]:
     return tuple(int(config[d.name]) for d in dims)
 
@@ -440,12 +449,29 @@ class BayesianOptimiser(BaseOptimiser):
             # than once, their own means decide. The stationary GP smooths a narrow dip (eic 0 at 512 KiB,
             # 1.2x better than every neighbour) into its surroundings: on one measured trace it predicted
             # 909 ms where two probes read 505 and 513, and ranked the dip behind a corner measured at 663.
-            counts: dict[tuple[int, ...], int] = defaultdict(int)
-            for c, _ in self.history.ok:
-                counts[_key(c, self.dimensions)] += 1
-            repeated = [c for c in probed if counts[_key(c, self.dimensions)] > 1]
+            # Where two leaders' means are closer than their noise can separate (one standard error of the
+            # difference), the model decides between them: it pools every probe, so it sees a trend that two or
+            # three probes of one value cannot (on a curve still falling at the readahead bound, two lucky probes
+            # at 2048 would otherwise beat three honest ones at 5000).
+            logs: dict[tuple[int, ...], list[float]] = defaultdict(list)
+            for c, v in self.history.ok:
+                logs[_key(c, self.dimensions)].append(math.log(v))
+            repeated = [c for c in probed if len(logs[_key(c, self.dimensions)]) > 1]
             if repeated:
-                return min(repeated, key=self._observed_mean)
+                means = {k: sum(v) / len(v) for k, v in logs.items()}
+                first = min(repeated, key=lambda c: means[_key(c, self.dimensions)])
+                sigma = _pooled_sd([v for v in logs.values() if len(v) > 1])
+                kb = _key(first, self.dimensions)
+                tied = [
+                    c for c in repeated
+                    if means[_key(c, self.dimensions)] - means[kb]
+                    <= sigma * math.sqrt(1 / len(logs[_key(c, self.dimensions)]) + 1 / len(logs[kb]))
+                ]
+                if len(tied) == 1:
+                    return first
+                mu_tied = self.predict(tied)
+                assert mu_tied is not None
+                return tied[int(np.argmin(mu_tied))]
         mu = self.predict(probed)
         assert mu is not None
         tied = [c for c, m in zip(probed, mu, strict=True) if m <= min(mu) + 0.01]
@@ -462,8 +488,10 @@ class BayesianOptimiser(BaseOptimiser):
         neighbour (48 between 32 and 64): a narrow optimum can lie there, and no round value is within the
         tolerance of it. On a flat stretch or at a bound no half step is probed.
         """
-        if self._initial or len(self.dimensions) != 1 or not self._opt.models:
+        if self._initial or not self._opt.models:
             return None
+        if len(self.dimensions) > 1:
+            return self._edge_probe()
         d = self.dimensions[0]
         probed = {c[d.name] for c in self.history.configs}
         inc = self._incumbent()[d.name]
@@ -486,6 +514,34 @@ class BayesianOptimiser(BaseOptimiser):
         if not halves:
             return None
         return {d.name: halves[len(halves) // 2]}
+
+    def _edge_probe(self) -> Config | None:
+        """Joint searches: where the incumbent holds the largest (or smallest) value probed on some knob and
+        the knob's range goes on, the value a start step further out (a factor of four, on round values, at
+        most the bound), the other knobs as the incumbent's. An optimum past the starting values — readahead
+        still helping at 8192 KiB when the start stopped at 2048 — is otherwise found only if the model dares
+        to extrapolate, and it creeps (1888, 2891, 3998 on one measured trace). Once the bound is reached, or
+        the probe further out is worse, the rule is silent."""
+        if self.budget - self.probes <= self.remeasure:
+            return None
+        inc = self._incumbent()
+        probed = {_key(c, self.dimensions) for c in self.history.configs}
+        for i, d in enumerate(self.dimensions):
+            values = [c[d.name] for c in self.history.configs]
+            z = d.to_z(inc[d.name])
+            rounds = d.round_values()
+            if inc[d.name] == max(values) and inc[d.name] < d.high:
+                out = [v for v in rounds if d.to_z(v) >= z + 1.99] or [d.snap(d.high)]
+                target = out[0]
+            elif inc[d.name] == min(values) and inc[d.name] > d.low:
+                out = [v for v in rounds if d.to_z(v) <= z - 1.99] or [d.snap(d.low)]
+                target = out[-1]
+            else:
+                continue
+            cand = {**inc, d.name: target}
+            if _key(cand, self.dimensions) not in probed:
+                return cand
+        return None
 
     def _max_expected_improvement(self) -> float | None:
         """Largest expected improvement of log(time) over the candidate grid, against the best predicted

@@ -268,3 +268,56 @@ def test_after_the_re_measurements_a_joint_answer_is_the_dip_the_model_smooths_a
     dip = {EIC: 0, RA: 512}
     assert math.exp(opt.predict([dip])[0]) > 800  # the model alone has smoothed the dip away
     assert opt.recommendation().config == dip
+
+
+def test_a_joint_search_follows_an_optimum_past_its_starting_values_to_the_bound() -> None:
+    """Readahead still helps at 16384 KiB, the starting values stop at 2048 and concurrency does not matter:
+    the search probes a factor of four further out from the incumbent, then the bound."""
+    from tuner.policy import load_policy
+    from tuner.session import build_optimiser
+
+    dims = [Dimension(EIC, 0, 256), Dimension(RA, 0, 16384, quantum=4)]
+    opt = build_optimiser(load_policy("default"), dims, {EIC: 1, RA: 128}, seed=3)
+
+    def ms(c: dict[str, int]) -> float:
+        return 1000.0 / (1 + math.log2(1 + c[RA])) * (1 + 0.001 * math.log2(1 + c[EIC]))
+
+    while opt._initial:
+        c = opt.suggest()
+        opt.register(c, ms(c))
+    assert max(c[RA] for c in opt.history.configs) == 2048
+    first = opt.suggest()
+    assert first[RA] == 8192 and first[EIC] == opt._incumbent()[EIC]
+    opt.register(first, ms(first))
+    second = opt.suggest()
+    assert second == {**first, RA: 16384}
+    opt.register(second, ms(second))
+    assert opt._edge_probe() is None  # at the bound: nothing further out
+    while opt.stop_reason() is None:
+        c = opt.suggest()
+        opt.register(c, ms(c))
+    assert opt.recommendation().config[RA] >= 8192
+
+
+def test_joint_leaders_within_noise_of_each_other_are_ranked_by_the_model() -> None:
+    """After the re-measurements, two lucky probes of 2048 KiB must not beat three of 8192 by a margin their
+    noise cannot tell (the curve falls all the way to the bound); a clear gap still goes to the measurements."""
+    dims = [Dimension(EIC, 0, 256), Dimension(RA, 0, 8192)]
+    trace = ("1,128:1640 0,128:1700 0,512:1290 0,2048:960 32,128:1690 32,512:1330 32,2048:1160 256,128:1730 "
+             "256,512:1340 256,2048:1170 0,8192:1060 0,4096:1000 32,8192:980 0,6144:990 "
+             "0,8192:990 0,2048:1040 0,8192:1010")
+
+    def replay(text: str) -> BayesianOptimiser:
+        opt = BayesianOptimiser(dimensions=dims, seed=5, budget=19, min_probes=19)
+        for item in text.split():
+            knobs, ms = item.split(":")
+            e, r = map(int, knobs.split(","))
+            opt.register({EIC: e, RA: r}, float(ms))
+        return opt
+
+    opt = replay(trace)
+    assert opt.probes > opt.budget - opt.remeasure
+    assert opt._observed_mean({EIC: 0, RA: 2048}) < opt._observed_mean({EIC: 0, RA: 8192})  # luck
+    assert opt._incumbent() == {EIC: 0, RA: 8192}
+    clear = replay(trace.replace("0,2048:960", "0,2048:700").replace("0,2048:1040", "0,2048:720"))
+    assert clear._incumbent() == {EIC: 0, RA: 2048}
