@@ -285,11 +285,15 @@ class BaseOptimiser:
             out[d.name] = int(v)
         return out
 
-    def _observed_means(self) -> dict[tuple[int, ...], float]:
+    def _observed_logs(self) -> dict[tuple[int, ...], list[float]]:
+        """Every successful probe's log(time), per configuration."""
         acc: dict[tuple[int, ...], list[float]] = defaultdict(list)
         for cfg, v in self.history.ok:
             acc[_key(cfg, self.dimensions)].append(math.log(v))
-        return {k: sum(v) / len(v) for k, v in acc.items()}
+        return acc
+
+    def _observed_means(self) -> dict[tuple[int, ...], float]:
+        return {k: sum(v) / len(v) for k, v in self._observed_logs().items()}
 
     def _observed_mean(self, config: Config) -> float:
         return self._observed_means()[_key(config, self.dimensions)]
@@ -453,33 +457,30 @@ class BayesianOptimiser(BaseOptimiser):
             # difference), the model decides between them: it pools every probe, so it sees a trend that two or
             # three probes of one value cannot (on a curve still falling at the readahead bound, two lucky probes
             # at 2048 would otherwise beat three honest ones at 5000).
-            logs: dict[tuple[int, ...], list[float]] = defaultdict(list)
-            for c, v in self.history.ok:
-                logs[_key(c, self.dimensions)].append(math.log(v))
-            repeated = [c for c in probed if len(logs[_key(c, self.dimensions)]) > 1]
+            logs = self._observed_logs()
+            repeated = [k for k, v in logs.items() if len(v) > 1]
             if repeated:
-                means = {k: sum(v) / len(v) for k, v in logs.items()}
-                first = min(repeated, key=lambda c: means[_key(c, self.dimensions)])
-                sigma = _pooled_sd([v for v in logs.values() if len(v) > 1])
-                kb = _key(first, self.dimensions)
-                tied = [
-                    c for c in repeated
-                    if means[_key(c, self.dimensions)] - means[kb]
-                    <= sigma * math.sqrt(1 / len(logs[_key(c, self.dimensions)]) + 1 / len(logs[kb]))
+                means = {k: sum(logs[k]) / len(logs[k]) for k in repeated}
+                first = min(repeated, key=means.__getitem__)
+                sigma = _pooled_sd([logs[k] for k in repeated])
+                within_noise = [
+                    k for k in repeated
+                    if means[k] - means[first] <= sigma * math.sqrt(1 / len(logs[k]) + 1 / len(logs[first]))
                 ]
-                if len(tied) == 1:
-                    return first
-                mu_tied = self.predict(tied)
+                configs = [{d.name: v for d, v in zip(self.dimensions, k, strict=True)} for k in within_noise]
+                if len(configs) == 1:
+                    return configs[0]
+                mu_tied = self.predict(configs)
                 assert mu_tied is not None
-                return tied[int(np.argmin(mu_tied))]
+                return configs[int(np.argmin(mu_tied))]
         mu = self.predict(probed)
         assert mu is not None
         tied = [c for c, m in zip(probed, mu, strict=True) if m <= min(mu) + 0.01]
         return min(tied, key=self._observed_mean)
 
     def _unresolved_gap(self) -> Config | None:
-        """1-D: a value next to the incumbent (the best probed value by the model) that must be measured
-        before the answer can be trusted, or None.
+        """A value that must be measured before the answer can be trusted, or None. Joint searches: see
+        ``_edge_probe``. 1-D: a value next to the incumbent (the best probed value by the model).
 
         First the round values on either side of the incumbent: the answer is then a local optimum on the
         values operators write, not a guess between two far-apart probes (0 is not the neighbour of 1: it is
@@ -526,7 +527,7 @@ class BayesianOptimiser(BaseOptimiser):
             return None
         inc = self._incumbent()
         probed = {_key(c, self.dimensions) for c in self.history.configs}
-        for i, d in enumerate(self.dimensions):
+        for d in self.dimensions:
             values = [c[d.name] for c in self.history.configs]
             z = d.to_z(inc[d.name])
             rounds = d.round_values()

@@ -45,6 +45,7 @@ def release(directory: Path) -> None:
             if dev.startswith("/dev/loop"):
                 detach(dev, state.get("read_ahead_kb") if state.get("dev") == dev else None)
 
+
 def detach(dev: str, read_ahead_kb: str | None, *, timeout_s: float = 15.0) -> None:
     """Detach ``dev`` and give it back ``read_ahead_kb``. Detaching makes the kernel recompute the device's
     readahead (to 2560 KiB here), and a device still open — a lazily unmounted file system whose last user is
