@@ -321,3 +321,22 @@ def test_joint_leaders_within_noise_of_each_other_are_ranked_by_the_model() -> N
     assert opt._incumbent() == {EIC: 0, RA: 8192}
     clear = replay(trace.replace("0,2048:960", "0,2048:700").replace("0,2048:1040", "0,2048:720"))
     assert clear._incumbent() == {EIC: 0, RA: 2048}
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_default_policy_may_stop_right_after_its_initial_design(seed: int) -> None:
+    """The EBS seed's shape (0 far ahead, 1 the worst): today's value and the four starts measure the answer and
+    its only neighbour, so a sixth probe would buy nothing; the default policy's floor lets the search
+    stop after the initial design (it cost 0.04 of the sweep's probes on the benchmark surfaces)."""
+    from tuner.policy import load_policy
+    from tuner.session import build_optimiser
+
+    curve = {0: 40_000.0, 1: 98_000.0, 4: 75_000.0, 32: 62_000.0, 256: 58_000.0}
+    opt = build_optimiser(load_policy("default"), [DIM], {EIC: 1}, seed=seed)
+    probed = []
+    while opt.stop_reason() is None:
+        cfg = opt.suggest()
+        probed.append(cfg[EIC])
+        opt.register(cfg, curve[cfg[EIC]])
+    assert probed == [1, 0, 4, 32, 256]
+    assert opt.recommendation().config == {EIC: 0}
