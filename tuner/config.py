@@ -24,7 +24,7 @@ ENV_PREFIX = "TUNER_"
 DEFAULT_CONFIG_NAME = "tuner.toml"
 
 Family = Literal["concurrency", "readahead", "wal"]
-KNOWN_FAMILIES: tuple[str, ...] = ("concurrency", "readahead", "wal")
+KNOWN_FAMILIES: tuple[Family, ...] = ("concurrency", "readahead", "wal")
 OutputFormat = Literal["table", "json", "sql"]
 
 

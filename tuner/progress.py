@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 
 class TerminalProgress:
@@ -21,7 +21,7 @@ class TerminalProgress:
             console=self._console,
             transient=False,
         )
-        self._task: int | None = None
+        self._task: TaskID | None = None
 
     def __enter__(self) -> TerminalProgress:
         self._progress.start()

@@ -46,12 +46,13 @@ class SyntheticProbe:
         arm: Literal["baseline", "candidate"] | None = None,
     ) -> Trial:
         self.calls.append((dict(config), phase, arm))
+        recorded: dict[str, int | str] = dict(config)
         now = datetime.now(UTC)
         if self.fail_when is not None and self.fail_when(config):
-            return Trial(config=config, value=None, status="failed", phase=phase, arm=arm, reason="synthetic failure",
+            return Trial(config=recorded, value=None, status="failed", phase=phase, arm=arm, reason="synthetic failure",
                          started_at=now, duration_s=0.0)
         noise = math.exp(self.rng.gauss(-self.sigma**2 / 2, self.sigma)) if self.sigma else 1.0
-        return Trial(config=config, value=self.surface(config) * noise, status="ok", phase=phase, arm=arm,
+        return Trial(config=recorded, value=self.surface(config) * noise, status="ok", phase=phase, arm=arm,
                      started_at=now, duration_s=0.0)
 
 

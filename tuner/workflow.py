@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from tuner.config import Config, state_dir
 from tuner.errors import ProbeError, TunerError
@@ -297,7 +297,7 @@ async def _concurrency(
     recommended = best.config[CONCURRENCY_KNOB]
     near = best.near_optimal.get(CONCURRENCY_KNOB)
     source = setting.source if setting is not None else "default"
-    base = dict(
+    base: dict[str, Any] = dict(
         knob=CONCURRENCY_KNOB, scope="system", object=None, current=current, recommended=recommended,
         near_optimal=near, requires="reload",
     )
@@ -323,7 +323,7 @@ async def _concurrency(
             reason=f"confirmation could not finish: {checked.failure}",
         )
     else:
-        decision = "change" if checked.look.verdict == "change" else "keep"
+        decision: Literal["change", "keep"] = "change" if checked.look.verdict == "change" else "keep"
         rec = RecommendationOut(
             **base,
             decision=decision,

@@ -10,7 +10,7 @@ import math
 import tomllib
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -76,8 +76,8 @@ class Catalog:
     """All knobs tuner knows, with the durability settings it must never touch."""
 
     def __init__(self, raw: dict[str, object]) -> None:
-        self._knobs: dict[str, dict[str, object]] = dict(raw.get("knobs", {}))  # type: ignore[arg-type]
-        self.never_touch: frozenset[str] = frozenset(raw.get("never_touch", []))  # type: ignore[arg-type]
+        self._knobs: dict[str, dict[str, object]] = dict(cast(dict[str, dict[str, object]], raw.get("knobs", {})))
+        self.never_touch: frozenset[str] = frozenset(cast(list[str], raw.get("never_touch", [])))
         overlap = self.never_touch & self._knobs.keys()
         if overlap:
             raise ValueError(f"catalog lists durability settings as knobs: {sorted(overlap)}")

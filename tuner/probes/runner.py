@@ -121,16 +121,16 @@ class ColdProbe:
             for name, value in config.items():
                 if name not in self.actuators:
                     settings[name] = str(int(value))
-            for name, value in settings.items():
-                await conn.execute(f"SET {name} = '{value}'")
+            for name, text in settings.items():
+                await conn.execute(f"SET {name} = '{text}'")
             try:
                 await conn.execute("SET track_io_timing = on")
             except asyncpg.InsufficientPrivilegeError:
                 pass  # times are still measured; only the I/O share is missing
             for q in self.queries:
                 if q.plan is not None:
-                    for name, value in _PLAN_SETTINGS[q.plan].items():
-                        await conn.execute(f"SET {name} = '{value}'")
+                    for name, text in _PLAN_SETTINGS[q.plan].items():
+                        await conn.execute(f"SET {name} = '{text}'")
                 else:
                     for name in _PLAN_SETTINGS["bitmap"]:
                         await conn.execute(f"RESET {name}")

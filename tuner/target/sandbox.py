@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tuner import sqlfiles
 from tuner.errors import SandboxError
@@ -286,7 +287,7 @@ class Sandbox:
     # -- process helpers ----------------------------------------------------------------------------
     def _run(self, args: list[str], *, timeout: float = 600) -> str:
         user = self._run_user
-        kwargs: dict[str, object] = {}
+        kwargs: dict[str, Any] = {}
         if user is not None:
             kwargs.update(user=user.pw_uid, group=user.pw_gid, extra_groups=[])
         env = _env_for(self.binaries.lib_dir)
