@@ -7,8 +7,11 @@ A *surface* is a CSV grid: one column per knob (named as the setting), then ``va
 (``minimize``/``maximize``). The simulator interpolates linearly in log2(1 + setting) between grid points,
 clamps outside the grid, and multiplies by lognormal noise with the given coefficient of variation.
 
-Per surface and seed, every method sees the same noise draws (the i-th probe of every method gets the i-th
-draw) and runs until it gives its answer:
+Per surface and seed, every method sees the same noise draws — common random numbers: the k-th measurement
+of a configuration reads the same draw in every method, so where tuner and the sweep probe the same value once
+they read the same number, and a difference between methods is their doing, not luck (``--draws probe``
+gives the i-th probe of every method the i-th draw instead, whatever it measures). Each method runs until
+it gives its answer:
 
 * ``sweep`` — what the seed threads did: one probe per grid level, ascending; the best observation wins;
 * ``tuner`` — exactly what ``tuner recommend`` runs: ``BayesianOptimiser`` with the default policy's budget,
@@ -34,6 +37,7 @@ import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,12 +124,38 @@ class Surface:
 
 
 class NoiseStream:
-    def __init__(self, cv: float, seed: int, n: int = 4096) -> None:
-        sigma = math.sqrt(math.log1p(cv**2))
-        self.draws = np.exp(np.random.default_rng(seed).normal(-(sigma**2) / 2, sigma, n)) if cv else np.ones(n)
+    """Multiplicative lognormal noise (mean 1, the given CV) for one seed.
+
+    ``measure()`` starts one method's run: it returns a function from a configuration to its noise factor.
+    With ``per="config"`` (the default) the k-th measurement of a configuration gets a draw seeded by
+    (seed, configuration, k) — the same in every method; with ``per="probe"`` the i-th probe gets the i-th
+    draw of one stream.
+    """
+
+    def __init__(self, cv: float, seed: int, n: int = 4096, per: str = "config") -> None:
+        self.cv, self.seed, self.per = cv, seed, per
+        self.sigma = math.sqrt(math.log1p(cv**2))
+        self.draws = np.exp(np.random.default_rng(seed).normal(-(self.sigma**2) / 2, self.sigma, n)) if cv else np.ones(n)
 
     def __getitem__(self, i: int) -> float:
         return float(self.draws[i])
+
+    def measure(self) -> Callable[[dict[str, int]], float]:
+        seen: dict[tuple[tuple[str, int], ...], int] = {}
+        count = [0]
+
+        def factor(config: dict[str, int]) -> float:
+            i = count[0]
+            count[0] += 1
+            if self.per == "probe" or not self.cv:
+                return float(self.draws[i])
+            key = tuple(sorted(config.items()))
+            k = seen.get(key, 0)
+            seen[key] = k + 1
+            rng = np.random.default_rng([self.seed, k, *(int(v) for _, v in key)])
+            return float(math.exp(rng.normal(-(self.sigma**2) / 2, self.sigma)))
+
+        return factor
 
 
 def _best_observed(history: list[tuple[dict[str, int], float]], surface: Surface) -> dict[str, int]:
@@ -139,9 +169,10 @@ def _best_observed(history: list[tuple[dict[str, int], float]], surface: Surface
 def run_sweep(surface: Surface, noise: NoiseStream) -> tuple[dict[str, int], int, list[float]]:
     history = []
     anytime = []
-    for i, combo in enumerate(itertools.product(*surface.levels)):
+    factor = noise.measure()
+    for combo in itertools.product(*surface.levels):
         cfg = dict(zip(surface.knobs, combo))
-        history.append((cfg, surface.as_time(surface.true(cfg)) * noise[i]))
+        history.append((cfg, surface.as_time(surface.true(cfg)) * factor(cfg)))
         anytime.append(surface.regret(_best_observed(history, surface)))
     return _best_observed(history, surface), len(history), anytime
 
@@ -154,13 +185,11 @@ def tuner_optimiser(surface: Surface, seed: int) -> BayesianOptimiser:
 
 def run_tuner(surface: Surface, noise: NoiseStream, seed: int) -> tuple[dict[str, int], int, list[float]]:
     opt = tuner_optimiser(surface, seed)
-    counter = {"i": 0}
+    factor = noise.measure()
     anytime: list[float] = []
 
     def value(cfg: dict[str, int]) -> float:
-        v = surface.as_time(surface.true(cfg)) * noise[counter["i"]]
-        counter["i"] += 1
-        return v
+        return surface.as_time(surface.true(cfg)) * factor(cfg)
 
     probe = SyntheticProbe(value)  # noise comes from the shared stream, not from the probe
     original_register = opt.register
@@ -178,9 +207,10 @@ def run_tuner(surface: Surface, noise: NoiseStream, seed: int) -> tuple[dict[str
 def run_random(surface: Surface, noise: NoiseStream, seed: int, probes: int) -> tuple[dict[str, int], list[float]]:
     opt = RandomOptimiser(dimensions=surface.dims(), seed=seed, budget=probes, min_probes=probes)
     history, anytime = [], []
-    for i in range(probes):
+    factor = noise.measure()
+    for _ in range(probes):
         cfg = opt.suggest()
-        v = surface.as_time(surface.true(cfg)) * noise[i]
+        v = surface.as_time(surface.true(cfg)) * factor(cfg)
         opt.register(cfg, v)
         history.append((cfg, v))
         anytime.append(surface.regret(_best_observed(history, surface)))
@@ -194,20 +224,21 @@ def run_tpe(surface: Surface, noise: NoiseStream, seed: int, probes: int) -> tup
     dims = surface.dims()
     study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed), direction="minimize")
     history, anytime = [], []
-    for i in range(probes):
+    factor = noise.measure()
+    for _ in range(probes):
         trial = study.ask()
         cfg = {d.name: d.from_z(trial.suggest_float(d.name, d.z_low, d.z_high)) for d in dims}
-        v = surface.as_time(surface.true(cfg)) * noise[i]
+        v = surface.as_time(surface.true(cfg)) * factor(cfg)
         study.tell(trial, math.log(v))
         history.append((cfg, v))
         anytime.append(surface.regret(_best_observed(history, surface)))
     return _best_observed(history, surface), anytime
 
 
-def one_seed(args: tuple[str, int, float]) -> dict[str, dict[str, object]]:
-    path, seed, cv = args
+def one_seed(args: tuple[str, int, float, str]) -> dict[str, dict[str, object]]:
+    path, seed, cv, per = args
     surface = Surface.load(Path(path))
-    noise = NoiseStream(cv, seed)
+    noise = NoiseStream(cv, seed, per=per)
     out: dict[str, dict[str, object]] = {}
     cfg, n, any_t = run_tuner(surface, noise, seed)
     out["tuner"] = {"answer": cfg, "probes": n, "anytime": any_t}
@@ -267,7 +298,7 @@ def verdict(result: dict[str, object]) -> dict[str, object]:
 
 
 def markdown(result: dict[str, object]) -> str:
-    lines = [f"Noise CV {result['noise_cv']}, {result['seeds']} seeds, {result['duration_s']} s.", "",
+    lines = [f"Noise CV {result['noise_cv']}, {result['seeds']} seeds, noise draws per {result.get('draws', 'probe')}, {result['duration_s']} s.", "",
              "| surface | dims | method | probes (median) | probes (mean) | success | regret (median) |",
              "|---|---|---|---|---|---|---|"]
     for s in result["surfaces"]:  # type: ignore[union-attr]
@@ -322,14 +353,16 @@ def main() -> None:
     ap.add_argument("--markdown", type=Path)
     ap.add_argument("--plot", type=Path, help="anytime-regret plot (PNG; needs matplotlib)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    ap.add_argument("--draws", choices=("config", "probe"), default="config",
+                    help="common random numbers per configuration and repeat (default), or per probe index")
     args = ap.parse_args()
     paths = expand_surfaces(args.surface) if args.surface else DEFAULT_SURFACES
     t0 = time.monotonic()
-    result: dict[str, object] = {"noise_cv": args.noise_cv, "seeds": args.seeds, "surfaces": []}
+    result: dict[str, object] = {"noise_cv": args.noise_cv, "seeds": args.seeds, "draws": args.draws, "surfaces": []}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for path in paths:
             surface = Surface.load(path)
-            runs = list(pool.map(one_seed, [(str(path), seed, args.noise_cv) for seed in range(args.seeds)]))
+            runs = list(pool.map(one_seed, [(str(path), seed, args.noise_cv, args.draws) for seed in range(args.seeds)]))
             summary = summarise(surface, runs)
             result["surfaces"].append(summary)  # type: ignore[union-attr]
             t = summary["methods"]

@@ -30,12 +30,12 @@ def main() -> None:
     surface = Surface.load(args.surface)
     failures, probes = 0, 0
     for seed in range(args.seeds):
-        noise = NoiseStream(args.noise_cv, seed)
+        factor = NoiseStream(args.noise_cv, seed).measure()
         opt = tuner_optimiser(surface, seed)
         steps = []
         while not (reason := opt.stop_reason()):
             cfg = opt.suggest()
-            value = surface.as_time(surface.true(cfg)) * noise[opt.probes]
+            value = surface.as_time(surface.true(cfg)) * factor(cfg)
             opt.register(cfg, value)
             steps.append(f"{','.join(str(v) for v in cfg.values())}:{value:.0f}")
         answer = opt.recommendation().config

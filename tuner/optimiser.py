@@ -405,6 +405,19 @@ class BayesianOptimiser(BaseOptimiser):
             fresh = [i for i, v in enumerate(coarse) if v not in seen]
             pick = max(fresh or range(len(coarse)), key=lambda i: ei[i])
             return {d.name: coarse[pick]}
+        if self._opt.models:
+            # Joint searches: the acquisition is maximised over the product of the knobs' round values
+            # (0, 1, powers of two, the bounds) — configurations an operator would write — instead of skopt's
+            # continuous proposals, which spent the model's probes at readahead 42-93 KiB between 16 and 128
+            # and answered there, 5-9 % off an optimum at round values (random check r2d02: 0.47 success at
+            # CV 5 %, 0.87 with round proposals). skopt's ask() remains for when every product is measured.
+            grid = list(itertools.product(*[d.round_values() for d in self.dimensions]))
+            seen = {_key(c, self.dimensions) for c in self.history.configs}
+            fresh = [k for k in grid if k not in seen]
+            if fresh:
+                configs = [{d.name: v for d, v in zip(self.dimensions, k, strict=True)} for k in fresh]
+                ei = self._expected_improvement(configs)
+                return configs[int(np.argmax(ei))]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             z = self._opt.ask()
