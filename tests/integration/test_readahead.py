@@ -58,7 +58,9 @@ def test_recommend_readahead_on_a_staging_clone(clone: Clone, tmp_path: Path) ->
     assert fam["family"] == "readahead" and fam["status"] == "done", fam
     node = f"/dev/{clone.disk.name}"
     probed_devices = [d for d in doc["devices"] if d["status"] == "probed"]
-    assert len(probed_devices) == 1, (doc["devices"], [(t["status"], t["reason"]) for t in doc["trials"]][:8],
+    # Why not, first and short: CI shows only the start of a failed assertion's message.
+    assert len(probed_devices) == 1, ([(d["device"], d["status"], d["reason"]) for d in doc["devices"]],
+                                      [(t["config"], t["status"], t["reason"]) for t in doc["trials"]][:8],
                                       proc.stderr[-2000:])
     [probed] = probed_devices
     assert probed["device"] == node and probed["roles"] == ["tablespace fast"] and probed["read_ahead_kb"] == 0
