@@ -187,6 +187,9 @@ def clone(pg15: Binaries, clone_dir: Path) -> Iterator[Clone]:
             os.chown(ts_dir, sb._run_user.pw_uid, sb._run_user.pw_gid)  # type: ignore[union-attr]
             with (sb.primary_dir / "postgresql.conf").open("a") as fh:
                 fh.write("tuner.role = 'staging'\n")
+            # The clone is the primary alone: a standby on this host would replay CREATE TABLESPACE into the same
+            # directory and its recovery would write into the primary's files (zero pages in events_k, seen in CI).
+            r.run(sb.stop_standby())
             r.run(_prepare(sb.dsn("primary"), ts_dir))
             pg_ctl = sb.binaries.bin_dir / "pg_ctl"
             restart = (f"runuser -u postgres -- {pg_ctl} -D {sb.primary_dir} -l {sb.primary_dir / 'server.log'} "
@@ -209,6 +212,9 @@ async def _prepare(dsn: str, ts_dir: Path) -> None:
         await conn.execute("CREATE INDEX events_k ON events (k) TABLESPACE fast")
         await conn.execute("VACUUM (FREEZE, ANALYZE) events")
         await conn.execute("CHECKPOINT")
+        # A sound index, or a clear failure here rather than "the search found nothing" in a test.
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+        await conn.execute("SELECT bt_index_check('events_k', true)")
     finally:
         await conn.close()
 

@@ -481,6 +481,17 @@ class Sandbox:
              "-t", "120", "-m", "fast", "-o", f"-p {self.standby_port}", "restart"],
         )
 
+    async def stop_standby(self) -> None:
+        """Stop the standby for good (the primary keeps running). Needed before ``CREATE TABLESPACE`` on the
+        primary: the standby shares this host, replays the tablespace to the same directory, and its recovery
+        would then write into the primary's files (zero pages in a freshly built index, seen in the tests)."""
+        if self.standby_dir not in self._started:
+            return
+        await asyncio.to_thread(
+            self._run, [self._tool("pg_ctl"), "-D", str(self.standby_dir), "-m", "fast", "-w", "stop"], timeout=120
+        )
+        self._started.remove(self.standby_dir)
+
     async def close(self) -> None:
         """Stop every server this sandbox started and delete its directory (unless ``keep``)."""
         if self.root is None:
