@@ -369,6 +369,9 @@ class BayesianOptimiser(BaseOptimiser):
     """
 
     kind = "bayesian"
+    # A half step may answer only if its measured mean lies this many tolerances below the line through its
+    # two round neighbours' means (see ``_half_step_above_chord``).
+    half_step_margin = 1.0
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -486,10 +489,42 @@ class BayesianOptimiser(BaseOptimiser):
                 mu_tied = self.predict(configs)
                 assert mu_tied is not None
                 return configs[int(np.argmin(mu_tied))]
+        if len(self.dimensions) == 1:
+            probed = [c for c in probed if not self._half_step_above_chord(c)] or probed
         mu = self.predict(probed)
         assert mu is not None
         tied = [c for c, m in zip(probed, mu, strict=True) if m <= min(mu) + 0.01]
         return min(tied, key=self._observed_mean)
+
+    def _half_step_above_chord(self, config: Config) -> bool:
+        """True for a half step (6, 12, 24, 48 … in a 1-D search) whose measured mean does not lie at least
+        ``half_step_margin`` tolerances below the straight line, in log(time) over the knob's scale, through
+        its two round neighbours' means: such a value may not be the incumbent, so it never answers.
+
+        A half step is probed where the curve bends, in case a narrow optimum lies between two round values
+        (vee48: 48 is 16 % below that line). Where the tip is the round value itself (random surface r00: 4,
+        with 6 on the line, 8 % worse), one noisy reading of 6 often came out level with 4, and the smooth
+        GP — which turns the V into a U whose bottom lies between them — ranked 6 first even where 6 read
+        worse than 4: 6 answered in 9 of 30 seeds at CV 5 % (success 0.70 against the sweep's 0.93, 0.90
+        with this rule). A value operators would not write must earn its place by measurement; otherwise the
+        model's choice among the other probed values answers. Cost, 30 seeds at CV 5 / 10 %: vee48 0.97 /
+        0.90 -> 0.93 / 0.80 (sweep 0.97 / 0.83), where a correct 48 now and then reads too high."""
+        d = self.dimensions[0]
+        v = config[d.name]
+        rounds = d.round_values()
+        if v in rounds:
+            return False
+        below = [r for r in rounds if r < v and not (d._zero_apart and r == 0)]
+        above = [r for r in rounds if r > v]
+        if not below or not above:
+            return False
+        lo, hi = below[-1], above[0]
+        means = self._observed_means()
+        if (lo,) not in means or (hi,) not in means:
+            return False
+        zl, zh, zv = d.to_z(lo), d.to_z(hi), d.to_z(v)
+        chord = means[(lo,)] + (means[(hi,)] - means[(lo,)]) * (zv - zl) / (zh - zl)
+        return means[(v,)] > chord - self.half_step_margin * math.log1p(self.tolerance)
 
     def _unresolved_gap(self) -> Config | None:
         """A value that must be measured before the answer can be trusted, or None. Joint searches: see

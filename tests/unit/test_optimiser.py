@@ -355,3 +355,26 @@ def test_joint_searches_probe_round_values_once_the_model_proposes(seed: int) ->
     asyncio.run(search(opt, SyntheticProbe(_bowl, noise_cv=0.05, seed=seed), max_consecutive_failures=3))
     for c in opt.history.configs[10:]:
         assert c[EIC] in DIM.round_values() and c[RA] in ra.round_values(), c
+
+
+def _replay(readings: list[tuple[int, float]]) -> BayesianOptimiser:
+    opt = BayesianOptimiser(dimensions=[Dimension(EIC, 0, 256)], initial=[{EIC: v} for v in (1, 0, 4, 32, 256)],
+                            seed=6, budget=14, min_probes=5)
+    for v, ms in readings:
+        opt.register({EIC: v}, ms)
+    return opt
+
+
+# Random surface r00 (a V whose tip is the round value 4; 6 lies on the line from 4 to 8, 8 % worse than 4),
+# one seed's readings at CV 5 %: 6 read a little worse than 4, and the smooth GP still ranked 6 first.
+_R00 = [(1, 163.0), (0, 298.0), (4, 109.0), (32, 277.0), (256, 735.0), (8, 112.0), (2, 145.0)]
+
+
+def test_a_half_step_read_on_the_line_between_its_round_neighbours_does_not_answer() -> None:
+    opt = _replay(_R00 + [(6, 113.0)])
+    assert opt.recommendation().config[EIC] == 4
+
+
+def test_a_half_step_measured_well_below_that_line_answers() -> None:
+    opt = _replay(_R00 + [(6, 92.0)])  # 17 % below the line through 4 and 8
+    assert opt.recommendation().config[EIC] == 6
