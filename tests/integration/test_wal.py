@@ -45,9 +45,14 @@ def test_sandbox_wal_family_reports_decisions_contention_and_scaling(base_dir: P
     assert shapes == {(1, 10), (4, 10), (1, 1000), (4, 1000)}
     assert all(0 <= c["wal_insert_wait_share"] <= 1 and c["tps"] > 0 for c in doc["wal_contention"])
     assert all(c["tps_current"] > 0 for c in doc["wal_scaling"])
-    # 1000 rows per transaction cost more than 10 (seed 003's two curves), at every client count.
+    # 1000 rows per transaction are never meaningfully cheaper than 10 (seed 003's two curves), and they move
+    # far more rows. Where every commit waits for its WAL flush (a few ms on this disk), both shapes run at
+    # about the flush rate and their order is noise: one CI-like run on a loaded machine read 226 tps for
+    # 1000 rows against 215 for 10. A strict "<" tested the disk, not tuner.
     tps = {(c["clients"], c["rows_per_tx"]): c["tps_current"] for c in doc["wal_scaling"]}
-    assert tps[(1, 1000)] < tps[(1, 10)] and tps[(4, 1000)] < tps[(4, 10)]
+    for clients in (1, 4):
+        assert tps[(clients, 1000)] < 1.5 * tps[(clients, 10)], tps
+        assert 1000 * tps[(clients, 1000)] > 10 * tps[(clients, 10)], tps
     assert "fixed at 8" in doc["wal_summary"] and "NUM_XLOGINSERT_LOCKS" in doc["wal_summary"]
     assert any("wal_writer_delay" in line for line in doc["restored"])
     assert not list(base_dir.iterdir()) and not processes_under(base_dir)
