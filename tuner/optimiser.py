@@ -490,13 +490,14 @@ class BayesianOptimiser(BaseOptimiser):
                 assert mu_tied is not None
                 return configs[int(np.argmin(mu_tied))]
         if len(self.dimensions) == 1:
-            probed = [c for c in probed if not self._half_step_above_chord(c)] or probed
+            means = self._observed_means()
+            probed = [c for c in probed if not self._half_step_above_chord(c, means)] or probed
         mu = self.predict(probed)
         assert mu is not None
         tied = [c for c, m in zip(probed, mu, strict=True) if m <= min(mu) + 0.01]
         return min(tied, key=self._observed_mean)
 
-    def _half_step_above_chord(self, config: Config) -> bool:
+    def _half_step_above_chord(self, config: Config, means: Mapping[tuple[int, ...], float]) -> bool:
         """True for a half step (6, 12, 24, 48 … in a 1-D search) whose measured mean does not lie at least
         ``half_step_margin`` tolerances below the straight line, in log(time) over the knob's scale, through
         its two round neighbours' means: such a value may not be the incumbent, so it never answers.
@@ -514,12 +515,11 @@ class BayesianOptimiser(BaseOptimiser):
         rounds = d.round_values()
         if v in rounds:
             return False
-        below = [r for r in rounds if r < v and not (d._zero_apart and r == 0)]
+        below = [r for r in rounds if r < v]
         above = [r for r in rounds if r > v]
         if not below or not above:
             return False
         lo, hi = below[-1], above[0]
-        means = self._observed_means()
         if (lo,) not in means or (hi,) not in means:
             return False
         zl, zh, zv = d.to_z(lo), d.to_z(hi), d.to_z(v)
