@@ -169,12 +169,8 @@ class BaseOptimiser:
         self.min_probes = min(min_probes, budget)
         self.patience = patience
         self.tolerance = tolerance
-        # Probes at the end of the budget spent re-measuring the leading candidates (joint searches): two, the
-        # leader by the model and the best by its own reading (or the one leader twice). Four left the model
-        # only six proposals after the 1 + 3 x 3 start, and on the random check r2d02 (optimum eic 8-16 at
-        # readahead 128, between the start's eic 1 and 32) it often never reached it: 100 seeds, success at
-        # CV 5 / 10 % 0.74 / 0.50 with four, 0.84 / 0.56 with two (sweep 0.87 / 0.55).
-        self.remeasure = 2 if len(dimensions) > 1 else 0
+        # Probes at the end of the budget spent re-measuring the leading candidates (joint searches).
+        self.remeasure = 4 if len(dimensions) > 1 else 0
         # Stop when the best expected improvement (in log-time) is below a quarter of the tolerance.
         self.ei_stop = math.log1p(tolerance) / 4
         seen: set[tuple[int, ...]] = set()
