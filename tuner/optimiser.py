@@ -170,7 +170,8 @@ class BaseOptimiser:
         self.patience = patience
         self.tolerance = tolerance
         # Probes at the end of the budget spent re-measuring the leading candidates (joint searches).
-        self.remeasure = 4 if len(dimensions) > 1 else 0
+        self.remeasure = 2 if len(dimensions) > 1 else 0
+        self._remeasure_plan: list[Config] | None = None
         # Stop when the best expected improvement (in log-time) is below a quarter of the tolerance.
         self.ei_stop = math.log1p(tolerance) / 4
         seen: set[tuple[int, ...]] = set()
@@ -193,9 +194,12 @@ class BaseOptimiser:
         if remaining <= self.remeasure:
             # The last probes re-measure the leading candidates: one noisy probe each cannot rank values
             # a few per cent apart, and the answer is chosen among them.
-            leaders = self._leaders(self.remeasure)
-            if leaders:
-                return dict(leaders[(self.remeasure - remaining) % len(leaders)])
+            # The list is fixed when the phase begins: ranks recomputed after each re-measurement could send
+            # every remaining probe to the same configuration.
+            if self._remeasure_plan is None:
+                self._remeasure_plan = self._leaders(self.remeasure)
+            if self._remeasure_plan:
+                return dict(self._remeasure_plan[(self.remeasure - remaining) % len(self._remeasure_plan)])
         gap = self._unresolved_gap()
         if gap is not None:
             return self._validate(gap)
@@ -449,14 +453,21 @@ class BayesianOptimiser(BaseOptimiser):
         mu = self.predict(list(probed.values()))
         if mu is None:
             return super()._leaders(n)
-        order = np.argsort(mu)[: max(1, n // 2)]
-        leaders = [list(probed.values())[int(i)] for i in order]
+        ranked = [list(probed.values())[int(i)] for i in np.argsort(mu)]
+        leaders = ranked[: max(1, n // 2)]
         # Also the best by its own observations: the model smooths a narrow dip upward toward its neighbours,
         # so a truly better value can sit outside the posterior's top ranks until it is measured again.
         means = self._observed_means()
         best_seen = min(means, key=lambda k: means[k])
         if best_seen not in {_key(c, self.dimensions) for c in leaders}:
             leaders.append(probed[best_seen])
+        # At least two different configurations: the answer is chosen among those measured more than once,
+        # and one alone would win by default whatever its re-measurement read.
+        for cfg in ranked:
+            if len(leaders) >= min(2, n):
+                break
+            if cfg not in leaders:
+                leaders.append(cfg)
         return leaders
 
     def _incumbent(self) -> Config:
