@@ -169,7 +169,9 @@ class BaseOptimiser:
         self.min_probes = min(min_probes, budget)
         self.patience = patience
         self.tolerance = tolerance
-        # Probes at the end of the budget spent re-measuring the leading candidates (joint searches).
+        # Probes at the end of the budget spent re-measuring the leading candidates (joint searches): two,
+        # on two configurations. Four left the model only six proposals after today's value and the 3 x 3
+        # start, and on a narrow optimum between the starts (r2d02) it often never probed a good one.
         self.remeasure = 2 if len(dimensions) > 1 else 0
         self._remeasure_plan: list[Config] | None = None
         # Stop when the best expected improvement (in log-time) is below a quarter of the tolerance.

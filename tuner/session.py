@@ -53,7 +53,7 @@ def build_optimiser(
     Initial design: today's values, then the policy's starting values. A joint search takes every combination
     of at most three per knob — the first, the middle and the last of the policy's list — so that a 3 × 3
     start leaves half its budget to the model. A joint search spends its whole budget (its last probes
-    re-measure the leaders); a 1-D search may stop early by its own rule.
+    re-measure two leaders); a 1-D search may stop early by its own rule.
     """
     starts = {d.name: tuple(policy.search[d.name].initial) for d in dimensions if d.name in policy.search}
     joint = len(dimensions) > 1
