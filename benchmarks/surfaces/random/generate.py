@@ -1,4 +1,4 @@
-"""Write random response surfaces (run: python benchmarks/surfaces/random/generate.py [--n 16] [--seed 2026]).
+"""Write random response surfaces (run: python benchmarks/surfaces/random/generate.py [--n 16] [--seed 2026] [--out DIR]).
 
 The shipped surfaces are measurements and the check surfaces one folder over are shapes written by hand. Both
 were in view while the optimiser was tuned, so neither says how it does on a surface nobody picked. These are
@@ -95,22 +95,25 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=16, help="1-D surfaces to write (default 16)")
     ap.add_argument("--n2d", type=int, default=3, help="2-D surfaces to write (default 3)")
     ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--out", type=Path, default=HERE, help="folder to write into (default: this one); its r*.csv are replaced")
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    for old in HERE.glob("r*.csv"):
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("r*.csv"):
         old.unlink()
     for i in range(args.n):
         kind, values = curve_1d(rng)
         base = rng.choice([100.0, 500.0, 2000.0])
         if rng.random() < 0.25:
             rows = [((e,), 1000.0 * base / (base * v)) for e, v in zip(EIC, values)]
-            write(HERE / f"r{i:02d}-{kind}-maximize.csv", ["effective_io_concurrency"], rows, "maximize")
+            write(out / f"r{i:02d}-{kind}-maximize.csv", ["effective_io_concurrency"], rows, "maximize")
         else:
             rows = [((e,), base * v) for e, v in zip(EIC, values)]
-            write(HERE / f"r{i:02d}-{kind}.csv", ["effective_io_concurrency"], rows, "minimize")
+            write(out / f"r{i:02d}-{kind}.csv", ["effective_io_concurrency"], rows, "minimize")
     for i in range(args.n2d):
         rows2 = [(k, 400.0 * v) for k, v in surface_2d(rng)]
-        write(HERE / f"r2d{i:02d}.csv", ["effective_io_concurrency", "read_ahead_kb"], rows2, "minimize")
+        write(out / f"r2d{i:02d}.csv", ["effective_io_concurrency", "read_ahead_kb"], rows2, "minimize")
 
 
 if __name__ == "__main__":
