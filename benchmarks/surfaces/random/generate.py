@@ -95,7 +95,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=16, help="1-D surfaces to write (default 16)")
     ap.add_argument("--n2d", type=int, default=3, help="2-D surfaces to write (default 3)")
     ap.add_argument("--seed", type=int, default=2026)
-    ap.add_argument("--out", type=Path, default=HERE, help="folder to write into (default: this one); its r*.csv are replaced")
+    ap.add_argument("--out", type=Path, default=HERE,
+                    help="folder to write into (default: this one); its r*.csv are replaced")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     out: Path = args.out
