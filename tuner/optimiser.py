@@ -455,7 +455,8 @@ class BayesianOptimiser(BaseOptimiser):
         mu = self.predict(list(probed.values()))
         if mu is None:
             return super()._leaders(n)
-        ranked = [list(probed.values())[int(i)] for i in np.argsort(mu)]
+        configs = list(probed.values())
+        ranked = [configs[int(i)] for i in np.argsort(mu)]
         leaders = ranked[: max(1, n // 2)]
         # Also the best by its own observations: the model smooths a narrow dip upward toward its neighbours,
         # so a truly better value can sit outside the posterior's top ranks until it is measured again.

@@ -1,4 +1,4 @@
-"""Write random response surfaces (run: python benchmarks/surfaces/random/generate.py [--n 16] [--seed 2026] [--out DIR]).
+"""Write random response surfaces (python benchmarks/surfaces/random/generate.py [--n 16] [--seed 2026] [--out DIR]).
 
 The shipped surfaces are measurements and the check surfaces one folder over are shapes written by hand. Both
 were in view while the optimiser was tuned, so neither says how it does on a surface nobody picked. These are
@@ -96,13 +96,17 @@ def main() -> None:
     ap.add_argument("--n2d", type=int, default=3, help="2-D surfaces to write (default 3)")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--out", type=Path, default=HERE,
-                    help="folder to write into (default: this one); its r*.csv are replaced")
+                    help="folder to write into (default: this one, whose r*.csv are replaced; elsewhere "
+                         "files of the same names are overwritten and nothing else is touched)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     out: Path = args.out
+    if out.exists() and not out.is_dir():
+        ap.error(f"--out {out} is a file; give a folder (it is created if missing)")
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("r*.csv"):
-        old.unlink()
+    if out.resolve() == HERE:
+        for old in out.glob("r*.csv"):
+            old.unlink()
     for i in range(args.n):
         kind, values = curve_1d(rng)
         base = rng.choice([100.0, 500.0, 2000.0])
