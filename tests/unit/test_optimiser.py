@@ -246,6 +246,32 @@ def test_no_half_step_is_probed_on_a_flat_curve() -> None:
     assert opt.probes <= 7
 
 
+def _tip64(c: dict[str, int]) -> float:
+    """Random surface r07's shape: a V with its tip at the round value 64, 32 and 128 each ~40 % worse."""
+    return 1971.0 * math.exp(0.34 * abs(math.log2(1 + c[EIC]) - math.log2(65)))
+
+
+@pytest.mark.parametrize("cv", [0.0, 0.05])
+def test_no_half_step_is_probed_where_the_tip_is_a_round_value(cv: float) -> None:
+    """Both neighbours of 64 rise alike, so the V through them has its tip at 64 and no half step (48, 96) is
+    probed — a half step read once is one more chance for noise to crown a worse value."""
+    for seed in range(3):
+        opt = _one_d(seed, _tip64, cv)
+        assert {c[EIC] for c in opt.history.configs} <= set(Dimension(EIC, 0, 256).round_values())
+        assert opt.recommendation().config[EIC] == 64
+
+
+def test_the_v_puts_the_half_step_below_the_incumbent_only_where_one_side_is_level() -> None:
+    opt = BayesianOptimiser(dimensions=[Dimension(EIC, 0, 256)], seed=0)
+    ln = math.log
+    # vee48: 32 and 64 level, 128 29 % up -> the tip lies between 32 and 64, 48 is well below 64
+    assert opt._v_gain(64, 32, 128, 48, {64: ln(349), 32: ln(368), 128: ln(468)}) > 0.1
+    # r07: 32 and 128 both ~40 % above 64 -> the tip is 64 itself
+    assert opt._v_gain(64, 128, 32, 96, {64: ln(1971), 32: ln(2759), 128: ln(2726)}) < 0.01
+    # a flat stretch
+    assert opt._v_gain(64, 32, 128, 48, {64: ln(100), 32: ln(101), 128: ln(102)}) == 0.0
+
+
 def test_1d_probes_are_round_values_or_half_steps_and_the_answer_was_measured() -> None:
     ladder = set(Dimension(EIC, 0, 256).ladder())
     for seed in range(4):
