@@ -91,8 +91,8 @@ class Dimension:
     def ladder(self) -> list[int]:
         """The values a 1-D search may probe: the round values (0, 1, powers of two, the bounds) and the half
         steps between them (3, 6, 12, 24, 48 … — 1.5 times a power of two), so that neighbours are at most a
-        factor 1.5 apart; multiples of the quantum only. Half steps are probed only where the curve bends
-        (see ``BayesianOptimiser._unresolved_gap``)."""
+        factor 1.5 apart; multiples of the quantum only. Half steps are probed only where a V through the best
+        value and its round neighbours puts one below the best (see ``BayesianOptimiser._unresolved_gap``)."""
         if self.scale != "log2p1":
             span = self.high - self.low
             steps = {self.low + round(span * i / 16) for i in range(17)}
