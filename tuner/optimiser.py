@@ -594,7 +594,10 @@ class BayesianOptimiser(BaseOptimiser):
         each 38-40 % worse) put the tip at the incumbent, and no half step is probed — before this rule one was,
         and a lucky reading of a half step 17-22 % worse than the tip answered in 4 of 40 seeds at CV 10 %,
         where the sweep, which never measures it, was right in all 40. A neighbour nearly level with the
-        incumbent and a steep other side (vee48: 32 and 64 level, 128 29 % up) put the tip between them.
+        incumbent and a steep other side (vee48: 32 and 64 level, 128 34 % up) put the tip between them.
+        The cost: where one reading makes vee48's three look like a V with its tip at 64 (64 read 12 % low, or
+        32 16 % high), 48 is not probed — vee48 at CV 10 %, 100 seeds, 0.79 -> 0.65 (sweep 0.87). Overall the
+        one-knob surfaces more than 5 points below the sweep at CV 10 % went from 8 of 10 to 5 (docs/results.md).
         """
         d = self.dimensions[0]
         zi, zb, zo, zh = (d.to_z(v) for v in (inc, better, other, half))

@@ -264,7 +264,7 @@ def test_no_half_step_is_probed_where_the_tip_is_a_round_value(cv: float) -> Non
 def test_the_v_puts_the_half_step_below_the_incumbent_only_where_one_side_is_level() -> None:
     opt = BayesianOptimiser(dimensions=[Dimension(EIC, 0, 256)], seed=0)
     ln = math.log
-    # vee48: 32 and 64 level, 128 29 % up -> the tip lies between 32 and 64, 48 is well below 64
+    # vee48: 32 and 64 level, 128 34 % up -> the tip lies between 32 and 64, 48 is well below 64
     assert opt._v_gain(64, 32, 128, 48, {64: ln(349), 32: ln(368), 128: ln(468)}) > 0.1
     # r07: 32 and 128 both ~40 % above 64 -> the tip is 64 itself
     assert opt._v_gain(64, 128, 32, 96, {64: ln(1971), 32: ln(2759), 128: ln(2726)}) < 0.01
