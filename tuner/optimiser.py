@@ -586,8 +586,8 @@ class BayesianOptimiser(BaseOptimiser):
 
     def _v_gain(self, inc: int, better: int, other: int, half: int, mu: Mapping[int, float]) -> float:
         """How much lower (in log(time)) than the incumbent a V through the incumbent and its two round
-        neighbours puts the half step between the incumbent and its better neighbour; 0 where the V has its
-        tip at the incumbent or the curve is flat.
+        neighbours puts the half step between the incumbent and its better neighbour; 0 or less where the V
+        has its tip at the incumbent (or nearer to it than to the half step) or the curve is flat.
 
         The V is symmetric: its slope is the steeper (worse) side's, and the better side's rise then places
         the tip. Both neighbours far worse by about the same amount (random surface r07: 64, with 32 and 128
