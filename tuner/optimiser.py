@@ -381,6 +381,9 @@ class BayesianOptimiser(BaseOptimiser):
     # A half step is probed only where a V through the incumbent and its round neighbours puts it at least
     # this many tolerances below the incumbent (see ``_v_gain``).
     half_step_gain = 0.5
+    # Before a 1-D search stops, the round neighbours of a second basin reading within this many tolerances
+    # of the best reading are probed (see ``_coverage_gap``); 0 turns the rule off.
+    coverage_window = 2.0
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -560,6 +563,9 @@ class BayesianOptimiser(BaseOptimiser):
             return None
         if len(self.dimensions) > 1:
             return self._edge_probe()
+        return self._neighbour_gap() or self._coverage_gap()
+
+    def _neighbour_gap(self) -> Config | None:
         d = self.dimensions[0]
         probed = {c[d.name] for c in self.history.configs}
         inc = self._incumbent()[d.name]
@@ -583,6 +589,47 @@ class BayesianOptimiser(BaseOptimiser):
         if self._v_gain(inc, better, other, half, mu) <= self.half_step_gain * tol:
             return None
         return {d.name: half}
+
+    def _coverage_gap(self) -> Config | None:
+        """A 1-D search about to stop: an unprobed round neighbour of a *second basin*, or None.
+
+        A second basin is a probed round value whose reading lies within ``coverage_window`` tolerances of
+        the best reading, cut off from the incumbent by a probed value that read at least a tolerance worse
+        than both (a hump). At noise CV 10 % the GP often takes such a reading for noise and goes flat, the
+        expected improvement everywhere falls below the stopping threshold, and the search ends without
+        looking next to it. On bimodal-2-128 (basins at 2 and 128) a lucky reading in the left basin then
+        answered while 32 read level with it and 64 and 128 were never probed — where the sweep, which
+        measures every value once, found 64 or 128. The rule asks only for the neighbours the sweep would
+        have measured, next to readings that say they may be worth it; in the incumbent's own basin (a
+        saturating plateau) it is silent, as the model's neighbours rule already covers it.
+        """
+        if self.coverage_window <= 0 or len(self.history.ok) < self.min_probes or self._converged() is None:
+            return None
+        d = self.dimensions[0]
+        means = self._observed_means()
+        best = min(means.values())
+        tol = math.log1p(self.tolerance)
+        inc = self._incumbent()[d.name]
+        probed = {c[d.name] for c in self.history.configs}
+        coarse = d.round_values()
+        for key in sorted(means, key=means.__getitem__):
+            if means[key] > best + self.coverage_window * tol:
+                break
+            v = key[0]
+            if v not in coarse or v == inc:
+                continue
+            lo, hi = sorted((v, inc))
+            hump = max((m for k, m in means.items() if lo < k[0] < hi), default=-math.inf)
+            if hump <= max(means[key], means[(inc,)]) + tol:
+                continue  # the incumbent's own basin
+            i = coarse.index(v)
+            nbrs = [coarse[j] for j in (i - 1, i + 1) if 0 <= j < len(coarse)]
+            nbrs = [n for n in nbrs if n not in probed and not (d._zero_apart and n == 0)]
+            if nbrs:
+                mu = self.predict([{d.name: n} for n in nbrs])
+                assert mu is not None
+                return {d.name: nbrs[int(np.argmin(mu))]}
+        return None
 
     def _v_gain(self, inc: int, better: int, other: int, half: int, mu: Mapping[int, float]) -> float:
         """How much lower (in log(time)) than the incumbent a V through the incumbent and its two round

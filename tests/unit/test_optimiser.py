@@ -272,6 +272,34 @@ def test_the_v_puts_the_half_step_below_the_incumbent_only_where_one_side_is_lev
     assert opt._v_gain(64, 32, 128, 48, {64: ln(100), 32: ln(101), 128: ln(102)}) == 0.0
 
 
+def _replayed(readings: list[tuple[int, float]], coverage_window: float) -> BayesianOptimiser:
+    opt = BayesianOptimiser(dimensions=[Dimension(EIC, 0, 256)], initial=[{EIC: v} for v in (1, 0, 4, 32, 256)],
+                            seed=0, budget=14, min_probes=5)
+    opt.coverage_window = coverage_window
+    for value, ms in readings:
+        opt.register({EIC: value}, ms)
+    return opt
+
+
+# bimodal-2-128 at CV 10 %, seed 5 of the benchmark: 1 read lucky, 32 read level with it, 64 and 128 unprobed
+_SECOND_BASIN = [(1, 556.0), (0, 689.0), (4, 684.0), (32, 561.0), (256, 644.0), (2, 611.0)]
+# a saturating curve: 32 reads level with the incumbent, but nothing worse lies between them
+_ONE_PLATEAU = [(1, 800.0), (0, 1000.0), (4, 500.0), (32, 305.0), (256, 300.0), (128, 310.0)]
+
+
+def test_a_second_basin_reading_level_with_the_best_gets_its_neighbours_probed_before_the_search_stops() -> None:
+    without = _replayed(_SECOND_BASIN, coverage_window=0.0)
+    assert without.stop_reason() is not None  # the model alone would stop here, 64 and 128 never measured
+    opt = _replayed(_SECOND_BASIN, coverage_window=BayesianOptimiser.coverage_window)
+    assert opt.stop_reason() is None
+    assert opt.suggest()[EIC] in (16, 64)
+
+
+def test_no_coverage_probe_inside_the_incumbents_own_basin() -> None:
+    opt = _replayed(_ONE_PLATEAU, coverage_window=BayesianOptimiser.coverage_window)
+    assert opt.stop_reason() is not None
+
+
 def test_1d_probes_are_round_values_or_half_steps_and_the_answer_was_measured() -> None:
     ladder = set(Dimension(EIC, 0, 256).ladder())
     for seed in range(4):
