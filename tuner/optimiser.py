@@ -557,7 +557,8 @@ class BayesianOptimiser(BaseOptimiser):
         tolerances below the incumbent (``_v_gain``): a narrow optimum can lie there, and no round value is
         within the tolerance of it. On a flat stretch, at a bound, or where the V's tip is the incumbent
         itself no half step is probed: a half step measured once is one more chance for noise to crown a
-        worse value, a chance the sweep never gives it.
+        worse value, a chance the sweep never gives it. Last, when the search would stop, the round
+        neighbours of a second basin that reads level with the best (``_coverage_gap``).
         """
         if self._initial or not self._opt.models:
             return None
@@ -566,6 +567,7 @@ class BayesianOptimiser(BaseOptimiser):
         return self._neighbour_gap() or self._coverage_gap()
 
     def _neighbour_gap(self) -> Config | None:
+        """1-D: the incumbent's unprobed round neighbour, else the half step the V rule asks for, or None."""
         d = self.dimensions[0]
         probed = {c[d.name] for c in self.history.configs}
         inc = self._incumbent()[d.name]
