@@ -1,7 +1,7 @@
 """How many probes does tuner's optimiser need, against what users would do instead?
 
     python benchmarks/optimiser.py [--surface PATH …] [--seeds 30] [--noise-cv 0.05] [--json OUT]
-                                   [--markdown OUT] [--plot OUT.png] [--jobs 2]
+                                   [--markdown OUT] [--plot OUT.png] [--jobs 2] [--range grid|policy]
 
 A *surface* is a CSV grid: one column per knob (named as the setting), then ``value`` and ``direction``
 (``minimize``/``maximize``). The simulator interpolates linearly in log2(1 + setting) between grid points,
@@ -22,6 +22,12 @@ it gives its answer:
 Reported per method (over seeds): median probes, success rate (the answer's true value within 5 % of the
 true optimum) and median regret (relative distance of the answer's true value from the optimum), plus an
 anytime curve (median regret of the current answer after k probes).
+
+Search range (``--range``): by default (``grid``) tuner, random search and TPE search each knob between the
+surface's first and last grid level — effective_io_concurrency 0..256 on the seeds' grids — the range the
+sweep covers. ``--range policy`` gives them the default policy's range instead (effective_io_concurrency
+0..1000, read_ahead_kb 0..16384 in whole 4 KiB pages), as ``tuner recommend`` searches it; the surface is
+flat beyond its last level (clamped), and the sweep still measures the grid.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +74,8 @@ class Surface:
     levels: list[list[int]]
     values: dict[tuple[int, ...], float]
     direction: str
+    # Per knob, the range the search methods are given (``--range policy``); by default the grid's own.
+    search_range: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> Surface:
@@ -116,7 +124,19 @@ class Surface:
         return (v - best) / best if self.direction == "minimize" else (best - v) / best
 
     def dims(self) -> list[Dimension]:
-        return [Dimension(k, lv[0], lv[-1]) for k, lv in zip(self.knobs, self.levels)]
+        dims = []
+        for k, lv in zip(self.knobs, self.levels):
+            if k in self.search_range:
+                low, high = self.search_range[k]
+                dims.append(Dimension(k, low, high, quantum=4 if k == "read_ahead_kb" else 1))
+            else:
+                dims.append(Dimension(k, lv[0], lv[-1]))
+        return dims
+
+    def use_policy_range(self) -> None:
+        """Search each knob over the default policy's range, as ``tuner recommend`` does."""
+        search = load_policy("default").search
+        self.search_range = {k: (search[k].min, search[k].max) for k in self.knobs if k in search}
 
     def as_time(self, value: float) -> float:
         """tuner minimises a time; a throughput becomes its reciprocal (scaled to stay readable)."""
@@ -235,9 +255,11 @@ def run_tpe(surface: Surface, noise: NoiseStream, seed: int, probes: int) -> tup
     return _best_observed(history, surface), anytime
 
 
-def one_seed(args: tuple[str, int, float, str]) -> dict[str, dict[str, object]]:
-    path, seed, cv, per = args
+def one_seed(args: tuple[str, int, float, str, str]) -> dict[str, dict[str, object]]:
+    path, seed, cv, per, search_range = args
     surface = Surface.load(Path(path))
+    if search_range == "policy":
+        surface.use_policy_range()
     noise = NoiseStream(cv, seed, per=per)
     out: dict[str, dict[str, object]] = {}
     cfg, n, any_t = run_tuner(surface, noise, seed)
@@ -298,7 +320,8 @@ def verdict(result: dict[str, object]) -> dict[str, object]:
 
 
 def markdown(result: dict[str, object]) -> str:
-    lines = [f"Noise CV {result['noise_cv']}, {result['seeds']} seeds, noise draws per {result.get('draws', 'probe')}, {result['duration_s']} s.", "",
+    lines = [f"Noise CV {result['noise_cv']}, {result['seeds']} seeds, noise draws per {result.get('draws', 'probe')}, "
+             f"search range: {result.get('search_range', 'grid')}, {result['duration_s']} s.", "",
              "| surface | dims | method | probes (median) | probes (mean) | success | regret (median) |",
              "|---|---|---|---|---|---|---|"]
     for s in result["surfaces"]:  # type: ignore[union-attr]
@@ -355,14 +378,19 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--draws", choices=("config", "probe"), default="config",
                     help="common random numbers per configuration and repeat (default), or per probe index")
+    ap.add_argument("--range", dest="search_range", choices=("grid", "policy"), default="grid",
+                    help="the range tuner, random search and TPE search: the surface's grid (default) or the "
+                         "default policy's (effective_io_concurrency 0..1000), as tuner recommend searches")
     args = ap.parse_args()
     paths = expand_surfaces(args.surface) if args.surface else DEFAULT_SURFACES
     t0 = time.monotonic()
-    result: dict[str, object] = {"noise_cv": args.noise_cv, "seeds": args.seeds, "draws": args.draws, "surfaces": []}
+    result: dict[str, object] = {"noise_cv": args.noise_cv, "seeds": args.seeds, "draws": args.draws,
+                                 "search_range": args.search_range, "surfaces": []}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for path in paths:
             surface = Surface.load(path)
-            runs = list(pool.map(one_seed, [(str(path), seed, args.noise_cv, args.draws) for seed in range(args.seeds)]))
+            runs = list(pool.map(one_seed, [(str(path), seed, args.noise_cv, args.draws, args.search_range)
+                                                for seed in range(args.seeds)]))
             summary = summarise(surface, runs)
             result["surfaces"].append(summary)  # type: ignore[union-attr]
             t = summary["methods"]

@@ -1,0 +1,42 @@
+"""The optimiser benchmark's search range: the surface's grid by default, the policy's with ``--range policy``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from optimiser import Surface, one_seed, tuner_optimiser  # noqa: E402
+
+SEED = ROOT / "benchmarks" / "surfaces" / "seed000-ebs-gp2-bitmap.csv"
+GRID_2D = ROOT / "benchmarks" / "surfaces" / "sandbox-pg15-eic-readahead.csv"
+
+
+def test_by_default_the_search_covers_the_grid_the_sweep_measures() -> None:
+    (d,) = Surface.load(SEED).dims()
+    assert (d.low, d.high) == (0, 256)
+
+
+def test_the_policy_range_is_the_one_tuner_recommend_searches() -> None:
+    surface = Surface.load(GRID_2D)
+    surface.use_policy_range()
+    dims = {d.name: d for d in surface.dims()}
+    assert (dims["effective_io_concurrency"].low, dims["effective_io_concurrency"].high) == (0, 1000)
+    assert (dims["read_ahead_kb"].low, dims["read_ahead_kb"].high) == (0, 16384)
+    assert dims["read_ahead_kb"].quantum == 4  # whole pages, as the readahead family searches it
+    # beyond the last grid level the surface is flat: the value at 1000 is the value at 256
+    assert surface.true({"effective_io_concurrency": 1000, "read_ahead_kb": 128}) == surface.true(
+        {"effective_io_concurrency": 256, "read_ahead_kb": 128}
+    )
+
+
+def test_with_the_policy_range_tuner_searches_it_and_the_sweep_still_measures_the_grid() -> None:
+    surface = Surface.load(SEED)
+    surface.use_policy_range()
+    assert tuner_optimiser(surface, seed=0).dimensions[0].high == 1000
+    grid = one_seed((str(SEED), 0, 0.05, "config", "grid"))
+    policy = one_seed((str(SEED), 0, 0.05, "config", "policy"))
+    assert policy["sweep"] == grid["sweep"]  # the same grid, the same noise draws, the same answer
+    assert all(0 <= policy[m]["answer"]["effective_io_concurrency"] <= 1000 for m in policy)
