@@ -219,6 +219,42 @@ def test_the_best_observed_configuration_is_always_remeasured() -> None:
     assert opt.suggest() in opt._leaders(opt.remeasure)  # the last probes re-measure among the leaders
 
 
+def test_a_start_configuration_is_re_measured_when_every_leader_lies_off_the_start() -> None:
+    """Hold-out h2d04: today's configuration is the optimum but read high at the start; later proposals
+    crowd a region where single readings came out low. One of the two re-measurements must go back to the
+    best start configuration, or a once-high start value can never win back its place."""
+    from tuner.optimiser import initial_design
+
+    dims = [Dimension(EIC, 0, 256), Dimension(RA, 0, 8192, quantum=4)]
+    design = initial_design(dims, {EIC: 1, RA: 128}, {EIC: (0, 16, 256), RA: (128, 512, 2048)})
+    opt = BayesianOptimiser(dimensions=dims, initial=design, seed=2, budget=14, min_probes=14)
+    for cfg in design:
+        v = 460.0 if cfg == {EIC: 1, RA: 128} else 520.0 + cfg[EIC] + cfg[RA] / 20
+        opt.register(cfg, v)
+    for cfg, v in (({EIC: 1, RA: 64}, 430.0), ({EIC: 0, RA: 64}, 435.0), ({EIC: 2, RA: 32}, 440.0)):
+        opt.register(cfg, v)
+    leaders = opt._leaders(opt.remeasure)
+    assert len(leaders) == 2
+    assert {EIC: 1, RA: 128} in leaders  # the best start, back for a second reading
+    assert leaders[0][RA] in (32, 64)  # the model's leader keeps its place
+    assert opt.suggest() in leaders
+
+
+def test_no_start_configuration_is_re_measured_when_the_starts_all_read_far_worse() -> None:
+    # An optimum away from every start (joint-interior-64x2048): both re-measurements stay near it.
+    from tuner.optimiser import initial_design
+
+    dims = [Dimension(EIC, 0, 256), Dimension(RA, 0, 8192, quantum=4)]
+    design = initial_design(dims, {EIC: 1, RA: 128}, {EIC: (0, 16, 256), RA: (128, 512, 2048)})
+    opt = BayesianOptimiser(dimensions=dims, initial=design, seed=2, budget=14, min_probes=14)
+    for cfg in design:
+        opt.register(cfg, 600.0 + cfg[EIC] + cfg[RA] / 20)  # 30 % and more above the best reading
+    for cfg, v in (({EIC: 64, RA: 4096}, 430.0), ({EIC: 64, RA: 2048}, 440.0), ({EIC: 128, RA: 4096}, 445.0)):
+        opt.register(cfg, v)
+    starts = {(c[EIC], c[RA]) for c in design}
+    assert not any((c[EIC], c[RA]) in starts for c in opt._leaders(opt.remeasure))
+
+
 def _vee48(c: dict[str, int]) -> float:
     # A narrow optimum between two powers of two: only 44-52 lie within 5 % of it.
     return 300.0 * (1 + 0.4 * abs(math.log2(1 + c[EIC]) - math.log2(49)))
