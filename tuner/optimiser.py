@@ -176,16 +176,14 @@ class BaseOptimiser:
         self._remeasure_plan: list[Config] | None = None
         # Stop when the best expected improvement (in log-time) is below a quarter of the tolerance.
         self.ei_stop = math.log1p(tolerance) / 4
-        seen: set[tuple[int, ...]] = set()
         self._initial: list[Config] = []
         # The initial design, kept after it has been probed (joint re-measurements look back at it).
         self._start_keys: set[tuple[int, ...]] = set()
         for cfg in initial:
             clean = self._validate(cfg)
-            if _key(clean, self.dimensions) not in seen:
-                seen.add(_key(clean, self.dimensions))
-                self._initial.append(clean)
+            if _key(clean, self.dimensions) not in self._start_keys:
                 self._start_keys.add(_key(clean, self.dimensions))
+                self._initial.append(clean)
         self.history = _History()
         # After each successful probe: the recommended config, its predicted log(time), its near-optimal box.
         self._best_trace: list[tuple[tuple[int, ...], float, dict[str, tuple[int, int]]]] = []
