@@ -26,7 +26,7 @@ anytime curve (median regret of the current answer after k probes).
 Search range (``--range``): by default (``grid``) tuner, random search and TPE search each knob between the
 surface's first and last grid level — effective_io_concurrency 0..256 on the seeds' grids — the range the
 sweep covers. ``--range policy`` gives them the default policy's range instead (effective_io_concurrency
-0..1000, read_ahead_kb 0..16384 in whole 4 KiB pages), as ``tuner recommend`` searches it; the surface is
+0..1000, read_ahead_kb 0..16384 in whole pages of the machine's page size), as ``tuner recommend`` searches it; the surface is
 flat beyond its last level (clamped), and the sweep still measures the grid.
 """
 
@@ -39,6 +39,7 @@ import glob
 import itertools
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -128,7 +129,9 @@ class Surface:
         for k, lv in zip(self.knobs, self.levels):
             if k in self.search_range:
                 low, high = self.search_range[k]
-                dims.append(Dimension(k, low, high, quantum=4 if k == "read_ahead_kb" else 1))
+                # read_ahead_kb in whole pages, as the readahead family searches it (4 KiB on x86-64).
+                page_kb = max(1, os.sysconf("SC_PAGE_SIZE") // 1024)
+                dims.append(Dimension(k, low, high, quantum=page_kb if k == "read_ahead_kb" else 1))
             else:
                 dims.append(Dimension(k, lv[0], lv[-1]))
         return dims
