@@ -26,8 +26,8 @@ anytime curve (median regret of the current answer after k probes).
 Search range (``--range``): by default (``grid``) tuner, random search and TPE search each knob between the
 surface's first and last grid level — effective_io_concurrency 0..256 on the seeds' grids — the range the
 sweep covers. ``--range policy`` gives them the default policy's range instead (effective_io_concurrency
-0..1000, read_ahead_kb 0..16384 in whole pages of the machine's page size), as ``tuner recommend`` searches it; the surface is
-flat beyond its last level (clamped), and the sweep still measures the grid.
+0..1000, read_ahead_kb 0..16384 in whole pages of the machine's page size), as ``tuner recommend`` searches
+it; the surface is flat beyond its last level (clamped), and the sweep still measures the grid.
 """
 
 from __future__ import annotations

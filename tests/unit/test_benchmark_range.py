@@ -26,7 +26,8 @@ def test_the_policy_range_is_the_one_tuner_recommend_searches() -> None:
     dims = {d.name: d for d in surface.dims()}
     assert (dims["effective_io_concurrency"].low, dims["effective_io_concurrency"].high) == (0, 1000)
     assert (dims["read_ahead_kb"].low, dims["read_ahead_kb"].high) == (0, 16384)
-    assert dims["read_ahead_kb"].quantum == max(1, os.sysconf("SC_PAGE_SIZE") // 1024)  # whole pages, as the readahead family
+    # whole pages, as the readahead family searches it
+    assert dims["read_ahead_kb"].quantum == max(1, os.sysconf("SC_PAGE_SIZE") // 1024)
     # beyond the last grid level the surface is flat: the value at 1000 is the value at 256
     assert surface.true({"effective_io_concurrency": 1000, "read_ahead_kb": 128}) == surface.true(
         {"effective_io_concurrency": 256, "read_ahead_kb": 128}
