@@ -486,3 +486,53 @@ def test_a_half_step_read_on_the_line_between_its_round_neighbours_does_not_answ
 def test_a_half_step_measured_well_below_that_line_answers() -> None:
     opt = _replay(_R00 + [(6, 92.0)])  # 17 % below the line through 4 and 8
     assert opt.recommendation().config[EIC] == 6
+
+
+def test_a_1d_search_stops_once_only_its_doubt_about_a_probed_reading_is_left() -> None:
+    """Random surface r13 (flat past 256) over the default policy's range, one seed's readings at CV 10 %: 1000
+    read 15 % low. Every unprobed value (2, 8, 16) is ruled out by its measured neighbours; what improvement
+    the model still expects is its doubt about 1000's one reading, which probing 16 or 8 would not settle."""
+    from tuner.policy import load_policy
+    from tuner.session import build_optimiser
+
+    opt = build_optimiser(load_policy("default"), [DIM], {EIC: 1}, seed=0)
+    readings = [(1, 3.25), (0, 3.69), (4, 2.97), (32, 1.34), (256, 1.14), (128, 1.06), (64, 1.23), (1000, 0.85)]
+    for v, r in readings:
+        opt.register({EIC: v}, 500.0 * r)
+    assert opt.stop_reason() is None  # 512, the answer's unprobed neighbour, comes first
+    assert opt.suggest() == {EIC: 512}
+    opt.register({EIC: 512}, 500.0 * 1.01)
+    assert opt.stop_reason() is not None
+    assert opt.recommendation().config[EIC] in (512, 1000)
+
+
+def test_a_1d_search_goes_on_while_the_model_overrules_a_better_reading() -> None:
+    """bimodal-2-128 (basins at 2 and 128), one seed's readings at CV 5 %: 128 read 9 % better than 256, and the
+    smooth GP, taking the dip for noise on a falling trend, ranks 256 first. No unprobed value is expected to
+    improve on 256, yet the search must not stop there: the model and the readings disagree on the answer."""
+    from tuner.policy import load_policy
+    from tuner.session import build_optimiser
+
+    opt = build_optimiser(load_policy("default"), [Dimension(EIC, 0, 256)], {EIC: 1}, seed=4)
+    for v, r in [(1, 1.42), (0, 1.45), (4, 1.18), (32, 1.16), (256, 1.04), (128, 0.95)]:
+        opt.register({EIC: v}, 500.0 * r)
+    assert opt.recommendation().config[EIC] == 256  # the model's pick, against the readings
+    assert opt.stop_reason() is None
+    opt.register(opt.suggest(), 500.0 * 0.98)  # 64, as read on that seed
+    assert opt.history.configs[-1] == {EIC: 64}
+    assert opt.recommendation().config[EIC] == 128
+
+
+def test_the_best_readings_neighbours_are_measured_when_the_model_ranks_another_value_first() -> None:
+    """bimodal-2-128, another seed at CV 5 %: 128 read best (2 % below 256), the GP ranks 256 first, and no
+    unprobed value is expected to improve on it. 128's unprobed neighbour 64 is measured before the search
+    may stop: the answer must be a local optimum by the readings too, not only by the model."""
+    from tuner.policy import load_policy
+    from tuner.session import build_optimiser
+
+    opt = build_optimiser(load_policy("default"), [Dimension(EIC, 0, 256)], {EIC: 1}, seed=12)
+    for v, r in [(1, 1.26), (0, 1.50), (4, 1.27), (32, 1.15), (256, 1.09), (128, 1.07)]:
+        opt.register({EIC: v}, 500.0 * r)
+    assert opt.recommendation().config[EIC] == 256
+    assert opt.stop_reason() is None
+    assert opt.suggest() == {EIC: 64}
