@@ -743,8 +743,8 @@ class BayesianOptimiser(BaseOptimiser):
         the threshold) bought probes at 16 and 8 (0.0 % each) until the patience rule ended the search. When
         they disagree — the GP ranks 256 first on bimodal-2-128 while 128 read 9 % better, a smooth trend
         taken over a dip — those probes reshape the model, and the search goes on as before (without that
-        condition bimodal fell from 0.80 to 0.62 at CV 5 %). docs/results.md, "Stop when only probed values
-        could improve"."""
+        condition bimodal fell from 0.80 to 0.62 at CV 5 %). docs/results.md, "What changed in the
+        optimiser", first item."""
         if not self._opt.models:
             return None
         if len(self.dimensions) == 1:
