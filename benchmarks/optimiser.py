@@ -39,7 +39,6 @@ import glob
 import itertools
 import json
 import math
-import os
 import statistics
 import sys
 import time
@@ -52,6 +51,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tuner.knobs.devices import readahead_quantum_kb  # noqa: E402
 from tuner.optimiser import BayesianOptimiser, Dimension, RandomOptimiser  # noqa: E402
 from tuner.policy import load_policy  # noqa: E402
 from tuner.session import build_optimiser, search  # noqa: E402
@@ -129,9 +129,8 @@ class Surface:
         for k, lv in zip(self.knobs, self.levels):
             if k in self.search_range:
                 low, high = self.search_range[k]
-                # read_ahead_kb in whole pages, as the readahead family searches it (4 KiB on x86-64).
-                page_kb = max(1, os.sysconf("SC_PAGE_SIZE") // 1024)
-                dims.append(Dimension(k, low, high, quantum=page_kb if k == "read_ahead_kb" else 1))
+                # read_ahead_kb in whole pages, as the readahead family searches it.
+                dims.append(Dimension(k, low, high, quantum=readahead_quantum_kb() if k == "read_ahead_kb" else 1))
             else:
                 dims.append(Dimension(k, lv[0], lv[-1]))
         return dims

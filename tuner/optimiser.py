@@ -597,9 +597,13 @@ class BayesianOptimiser(BaseOptimiser):
         probed = {c[d.name] for c in self.history.configs}
         inc = self._incumbent()[d.name]
         coarse = d.round_values()
-        below = [v for v in coarse if v < inc and not (d._zero_apart and v == 0 and inc > 0)]
-        above = [v for v in coarse if v > inc]
-        near = [v for v in (below[-1] if below else None, above[0] if above else None) if v is not None]
+
+        def round_neighbours(x: int) -> list[int]:
+            below = [v for v in coarse if v < x and not (d._zero_apart and v == 0 and x > 0)]
+            above = [v for v in coarse if v > x]
+            return [v for v in (below[-1] if below else None, above[0] if above else None) if v is not None]
+
+        near = round_neighbours(inc)
         mu = dict(zip(near + [inc], self.predict([{d.name: v} for v in near + [inc]]) or [], strict=True))
         fresh = [v for v in near if v not in probed]
         if fresh:
@@ -608,14 +612,11 @@ class BayesianOptimiser(BaseOptimiser):
         # first on bimodal-2-128 while 128 read best, and 64 — 128's other neighbour — was never measured.
         means = self._observed_means()
         seen = min(means, key=means.__getitem__)[0]
-        if seen != inc and seen in coarse:
-            i = coarse.index(seen)
-            around = [coarse[j] for j in (i - 1, i + 1) if 0 <= j < len(coarse)]
-            around = [v for v in around if v not in probed and not (d._zero_apart and v == 0 and seen > 0)]
-            if around:
-                mu_around = self.predict([{d.name: v} for v in around])
-                assert mu_around is not None
-                return {d.name: around[int(np.argmin(mu_around))]}
+        around = [v for v in round_neighbours(seen) if v not in probed] if seen != inc and seen in coarse else []
+        if around:
+            mu_around = self.predict([{d.name: v} for v in around])
+            assert mu_around is not None
+            return {d.name: around[int(np.argmin(mu_around))]}
         if len(near) < 2 or inc not in coarse:
             return None
         better, other = sorted(near, key=lambda v: mu[v])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -10,6 +9,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from optimiser import NoiseStream, Surface, run_sweep, run_tuner, tuner_optimiser  # noqa: E402
+
+from tuner.knobs.devices import readahead_quantum_kb  # noqa: E402
 
 SEED = ROOT / "benchmarks" / "surfaces" / "seed000-ebs-gp2-bitmap.csv"
 GRID_2D = ROOT / "benchmarks" / "surfaces" / "sandbox-pg15-eic-readahead.csv"
@@ -27,7 +28,7 @@ def test_the_policy_range_is_the_one_tuner_recommend_searches() -> None:
     assert (dims["effective_io_concurrency"].low, dims["effective_io_concurrency"].high) == (0, 1000)
     assert (dims["read_ahead_kb"].low, dims["read_ahead_kb"].high) == (0, 16384)
     # whole pages, as the readahead family searches it
-    assert dims["read_ahead_kb"].quantum == max(1, os.sysconf("SC_PAGE_SIZE") // 1024)
+    assert dims["read_ahead_kb"].quantum == readahead_quantum_kb()
     # beyond the last grid level the surface is flat: the value at 1000 is the value at 256
     assert surface.true({"effective_io_concurrency": 1000, "read_ahead_kb": 128}) == surface.true(
         {"effective_io_concurrency": 256, "read_ahead_kb": 128}

@@ -18,7 +18,6 @@ write the device's sysfs attribute (root, or ``[readahead] helper_command``).
 
 from __future__ import annotations
 
-import os
 import statistics
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from tuner import sqlfiles
 from tuner.config import Config
 from tuner.journal import Journal
 from tuner.knobs import catalog
-from tuner.knobs.devices import DeviceGroup, Placement, discover, postgres_paths
+from tuner.knobs.devices import DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
 from tuner.log import get_logger
 from tuner.model import DeviceOut, FamilyOutcome, RecommendationOut, Trial
 from tuner.optimiser import Dimension
@@ -255,9 +254,8 @@ async def _probe_device(
     spec = policy.search[RA]
     ra_cat = catalog.load().spec(RA, facts.server_version_num)
     assert ra_cat is not None
-    page_kb = max(1, os.sysconf("SC_PAGE_SIZE") // 1024)  # the kernel keeps readahead in whole pages
     dims = [Dimension(RA, max(spec.min, ra_cat.min or 0), min(spec.max, ra_cat.max or spec.max), spec.scale,
-                      quantum=page_kb)]
+                      quantum=readahead_quantum_kb())]
     eic_setting = facts.settings.get(EIC)
     eic_spec = catalog.load().spec(EIC, facts.server_version_num)
     current_eic = int(eic_setting.setting) if eic_setting else int(eic_spec.default if eic_spec else 0)

@@ -89,6 +89,11 @@ class DeviceGroup:
         return "data directory" in self.roles
 
 
+def readahead_quantum_kb() -> int:
+    """The step read_ahead_kb moves in: the kernel keeps readahead in whole pages (4 KiB on x86-64)."""
+    return max(1, os.sysconf("SC_PAGE_SIZE") // 1024)
+
+
 def _read(path: Path) -> str | None:
     try:
         return path.read_text().strip()
