@@ -312,6 +312,7 @@ def _replayed(readings: list[tuple[int, float]], coverage_window: float) -> Baye
     opt = BayesianOptimiser(dimensions=[Dimension(EIC, 0, 256)], initial=[{EIC: v} for v in (1, 0, 4, 32, 256)],
                             seed=0, budget=14, min_probes=5)
     opt.coverage_window = coverage_window
+    opt.flank_window = 0.0  # the coverage rule alone (``_flank_gap`` probes 64 next to a level pair on _ONE_PLATEAU)
     for value, ms in readings:
         opt.register({EIC: value}, ms)
     return opt
@@ -536,3 +537,44 @@ def test_the_best_readings_neighbours_are_measured_when_the_model_ranks_another_
     assert opt.recommendation().config[EIC] == 256
     assert opt.stop_reason() is None
     assert opt.suggest() == {EIC: 64}
+
+
+# tps-peak64 (best at 64, 256 10 % worse) at CV 10 %, seed 16 of the benchmark: 128 reads level with 256, 64 unprobed
+_LEVEL_PAIR = [(1, 4369.3), (0, 4688.6), (4, 2336.0), (32, 1142.9), (256, 959.4), (128, 1032.0)]
+
+
+def test_a_neighbour_reading_level_with_the_incumbent_gets_the_value_beyond_it_probed() -> None:
+    """The GP sees a falling trend, expects nothing of 64 and would stop on 256; 128 reads within two tolerances
+    of 256, so the optimum may lie beyond 128 too, and 64 is measured first."""
+    from tuner.policy import load_policy
+    from tuner.session import build_optimiser
+
+    def replay(flank_window: float) -> BayesianOptimiser:
+        opt = build_optimiser(load_policy("default"), [Dimension(EIC, 0, 256)], {EIC: 1}, seed=16)
+        assert isinstance(opt, BayesianOptimiser)
+        opt.flank_window = flank_window
+        for v, ms in _LEVEL_PAIR:
+            opt.register({EIC: v}, ms)
+        return opt
+
+    without = replay(0.0)
+    assert without.recommendation().config[EIC] == 256
+    assert without.stop_reason() is not None  # 64 never measured
+    opt = replay(BayesianOptimiser.flank_window)
+    assert opt.stop_reason() is None
+    assert opt.suggest() == {EIC: 64}
+    for v, ms in [(64, 831.4), (16, 1311.0), (96, 1057.6)]:  # the rest of that seed's search
+        assert opt.stop_reason() is None
+        assert opt.suggest() == {EIC: v}
+        opt.register({EIC: v}, ms)
+    assert opt.stop_reason() is not None
+    assert opt.recommendation().config[EIC] == 64
+
+
+def test_no_flank_probe_where_both_neighbours_read_clearly_worse() -> None:
+    opt = BayesianOptimiser(dimensions=[Dimension(EIC, 0, 256)], initial=[{EIC: v} for v in (1, 0, 4, 32, 256)],
+                            seed=0, budget=14, min_probes=5)
+    for v, ms in [(1, 800.0), (0, 900.0), (4, 500.0), (32, 200.0), (256, 700.0), (16, 300.0), (64, 300.0)]:
+        opt.register({EIC: v}, ms)
+    assert opt.recommendation().config[EIC] == 32
+    assert opt._flank_gap() is None
