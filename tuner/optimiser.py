@@ -586,7 +586,8 @@ class BayesianOptimiser(BaseOptimiser):
         within the tolerance of it. On a flat stretch, at a bound, or where the V's tip is the incumbent
         itself no half step is probed: a half step measured once is one more chance for noise to crown a
         worse value, a chance the sweep never gives it. Last, when the search would stop, the round
-        neighbours of a second basin that reads level with the best (``_coverage_gap``).
+        neighbours of a second basin that reads level with the best (``_coverage_gap``), then the round value
+        beyond a neighbour that reads level with the incumbent (``_flank_gap``).
         """
         if self._initial or not self._opt.models:
             return None
