@@ -1,0 +1,85 @@
+"""The optimiser benchmark's paired comparison of tuner's and the sweep's success rates."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from optimiser import markdown, paired_success_difference, success_vs_sweep, verdict  # noqa: E402
+
+
+def test_matches_the_published_newcombe_interval() -> None:
+    # Fagerland, Lydersen & Laake, "Statistical Analysis of Contingency Tables", chapter 8: the paired table
+    # 59 / 6 / 16 / 80 gives -0.0621 (95 % CI -0.1186 to -0.0046) by Newcombe's square-and-add method.
+    diff, lo, hi = paired_success_difference(59, 6, 16, 80)
+    assert (round(diff, 4), round(lo, 4), round(hi, 4)) == (-0.0621, -0.1186, -0.0046)
+
+
+def test_swapping_the_methods_mirrors_the_interval() -> None:
+    diff, lo, hi = paired_success_difference(20, 3, 7, 10)
+    back = paired_success_difference(20, 7, 3, 10)
+    assert back == pytest.approx((-diff, -hi, -lo))
+    assert lo < diff < hi
+
+
+@pytest.mark.parametrize("table", [(30, 0, 0, 0), (0, 0, 0, 30), (0, 30, 0, 0), (0, 0, 30, 0)])
+def test_degenerate_tables_give_a_bounded_interval(table: tuple[int, int, int, int]) -> None:
+    diff, lo, hi = paired_success_difference(*table)
+    assert -1.0 <= lo <= diff <= hi <= 1.0
+    assert hi - lo > 0.0  # 30 seeds never prove a difference exactly
+
+
+def test_no_pairs_is_an_error() -> None:
+    with pytest.raises(ValueError):
+        paired_success_difference(0, 0, 0, 0)
+
+
+def test_covers_the_true_difference_about_95_percent_of_the_time() -> None:
+    # Correlated pairs as the benchmark makes them: both methods succeed on most seeds, and each now and then
+    # where the other does not. True rates 0.80 and 0.87, 30 seeds per benchmark run.
+    rng = np.random.default_rng(12345)
+    probs = np.array([0.72, 0.08, 0.15, 0.05])  # both, first only, second only, neither
+    true = (probs[0] + probs[1]) - (probs[0] + probs[2])
+    reps, covered = 3000, 0
+    for _ in range(reps):
+        counts = rng.multinomial(30, probs)
+        _, lo, hi = paired_success_difference(*(int(c) for c in counts))
+        covered += lo <= true <= hi
+    assert 0.93 <= covered / reps <= 0.985
+
+
+def _run(tuner_ok: bool, sweep_ok: bool) -> dict[str, dict[str, object]]:
+    return {"tuner": {"regret": 0.0 if tuner_ok else 0.2}, "sweep": {"regret": 0.01 if sweep_ok else 0.09}}
+
+
+def test_success_vs_sweep_counts_the_seeds_each_method_alone_got_right() -> None:
+    runs = [_run(True, True)] * 20 + [_run(True, False)] * 2 + [_run(False, True)] * 5 + [_run(False, False)] * 3
+    out = success_vs_sweep(runs)
+    assert out["points"] == -10.0
+    assert (out["tuner_only"], out["sweep_only"]) == (2, 5)
+    lo, hi = out["ci95_points"]  # type: ignore[misc]
+    assert lo < -10.0 < hi
+
+
+def test_the_verdict_lists_surfaces_more_than_five_points_below_with_their_interval() -> None:
+    def surface(name: str, runs: list[dict[str, dict[str, object]]]) -> dict[str, object]:
+        rate = {m: sum(float(r[m]["regret"]) <= 0.05 for r in runs) / len(runs) for m in ("tuner", "sweep")}  # type: ignore[arg-type]
+        methods = {m: {"probes_median": 7, "probes_mean": 7.0, "success_rate": rate.get(m, 1.0), "regret_median": 0.0}
+                   for m in ("tuner", "sweep", "random", "optuna_tpe")}
+        return {"name": name, "dims": 1, "methods": methods, "success_vs_sweep": success_vs_sweep(runs)}
+
+    level = surface("level", [_run(True, True)] * 30)
+    behind = surface("behind", [_run(True, True)] * 20 + [_run(False, True)] * 6 + [_run(True, False)] * 1
+                     + [_run(False, False)] * 3)
+    result: dict[str, object] = {"noise_cv": 0.1, "seeds": 30, "duration_s": 1.0, "surfaces": [level, behind]}
+    result["verdict"] = verdict(result)
+    below = result["verdict"]["success_below_sweep_minus5"]  # type: ignore[index]
+    assert [b["name"] for b in below] == ["behind"]
+    assert below[0]["points"] == pytest.approx(-16.7)
+    text = markdown(result)
+    assert "| behind | -16.7 |" in text and "| level | +0.0 | " in text
