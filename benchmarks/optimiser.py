@@ -367,6 +367,14 @@ def verdict(result: dict[str, object]) -> dict[str, object]:
         for s in surfaces  # type: ignore[union-attr]
         if s["success_vs_sweep"]["points"] < -5  # type: ignore[index]
     ]
+    # The target (tuner >= sweep - 5 points) per surface, by that interval: met (lower bound >= -5), missed
+    # (upper bound < -5), or not decided by this many seeds.
+    bounds = {s["name"]: s["success_vs_sweep"]["ci95_points"] for s in surfaces}  # type: ignore[index]
+    out["success_target_by_interval"] = {
+        "met": sum(lo >= -5 for lo, _ in bounds.values()),
+        "undecided": sum(lo < -5 <= hi for lo, hi in bounds.values()),
+        "missed": [name for name, (_, hi) in bounds.items() if hi < -5],
+    }
     for m in ("random", "optuna_tpe", "sweep"):
         out[f"regret_sum_tuner_vs_{m}"] = [
             round(sum(s["methods"]["tuner"]["regret_median"] for s in surfaces), 4),  # type: ignore[index]

@@ -57,6 +57,14 @@ def _run(tuner_ok: bool, sweep_ok: bool) -> dict[str, dict[str, object]]:
     return {"tuner": {"regret": 0.0 if tuner_ok else 0.2}, "sweep": {"regret": 0.01 if sweep_ok else 0.09}}
 
 
+def test_a_large_gap_over_many_seeds_is_a_missed_target() -> None:
+    runs = [_run(True, True)] * 50 + [_run(False, True)] * 30 + [_run(False, False)] * 20
+    result: dict[str, object] = {"surfaces": [{"name": "vee", "dims": 1, "success_vs_sweep": success_vs_sweep(runs),
+                                               "methods": {m: {"probes_mean": 8.0, "success_rate": 0.5, "regret_median": 0.0}
+                                                           for m in ("tuner", "sweep", "random", "optuna_tpe")}}]}
+    assert verdict(result)["success_target_by_interval"] == {"met": 0, "undecided": 0, "missed": ["vee"]}
+
+
 def test_success_vs_sweep_counts_the_seeds_each_method_alone_got_right() -> None:
     runs = [_run(True, True)] * 20 + [_run(True, False)] * 2 + [_run(False, True)] * 5 + [_run(False, False)] * 3
     out = success_vs_sweep(runs)
@@ -76,10 +84,14 @@ def test_the_verdict_lists_surfaces_more_than_five_points_below_with_their_inter
     level = surface("level", [_run(True, True)] * 30)
     behind = surface("behind", [_run(True, True)] * 20 + [_run(False, True)] * 6 + [_run(True, False)] * 1
                      + [_run(False, False)] * 3)
-    result: dict[str, object] = {"noise_cv": 0.1, "seeds": 30, "duration_s": 1.0, "surfaces": [level, behind]}
+    ahead = surface("ahead", [_run(True, True)] * 18 + [_run(True, False)] * 10 + [_run(False, False)] * 2)
+    result: dict[str, object] = {"noise_cv": 0.1, "seeds": 30, "duration_s": 1.0, "surfaces": [level, behind, ahead]}
     result["verdict"] = verdict(result)
     below = result["verdict"]["success_below_sweep_minus5"]  # type: ignore[index]
     assert [b["name"] for b in below] == ["behind"]
     assert below[0]["points"] == pytest.approx(-16.7)
+    # 30 seeds cannot show a level surface within 5 points (the interval is +-11 with no disagreement), nor
+    # 6 of 30 lost below it; 10 seeds won and none lost clear the bar
+    assert result["verdict"]["success_target_by_interval"] == {"met": 1, "undecided": 2, "missed": []}  # type: ignore[index]
     text = markdown(result)
     assert "| behind | -16.7 |" in text and "| level | +0.0 | " in text
