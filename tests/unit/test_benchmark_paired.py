@@ -95,3 +95,22 @@ def test_the_verdict_lists_surfaces_more_than_five_points_below_with_their_inter
     assert result["verdict"]["success_target_by_interval"] == {"met": 1, "undecided": 2, "missed": []}  # type: ignore[index]
     text = markdown(result)
     assert "| behind | -16.7 |" in text and "| level | +0.0 | " in text
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "says"),
+    [
+        ("optimiser.py", ["--seeds", "0"], "--seeds must be at least 1"),
+        ("optimiser.py", ["--noise-cv", "-0.1"], "--noise-cv is a coefficient of variation"),
+        ("optimiser.py", ["--jobs", "0"], "--jobs must be at least 1"),
+        ("confidence.py", ["--reps", "0"], "--reps must be at least 1"),
+    ],
+)
+def test_bad_benchmark_arguments_get_one_sentence_not_a_traceback(script: str, args: list[str], says: str) -> None:
+    import subprocess
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / script
+    done = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert says in done.stderr and "Traceback" not in done.stderr
+    assert done.stdout == ""
