@@ -1,0 +1,58 @@
+"""benchmarks/regenerate.py: its list of runs matches the result files docs/results.md quotes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import regenerate  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def test_every_run_names_a_committed_result_file() -> None:
+    # A name with no file would be a run nobody quotes; a renamed file would leave the script regenerating
+    # under the old name.
+    for run in regenerate._runs():
+        assert (RESULTS / f"{run.name}.json").is_file(), run.name
+        assert (RESULTS / f"{run.name}.md").is_file(), run.name
+
+
+def test_the_runs_match_the_settings_recorded_in_each_file() -> None:
+    import json
+
+    for run in regenerate._runs():
+        if run.script != "optimiser":
+            continue
+        recorded = json.loads((RESULTS / f"{run.name}.json").read_text())
+        args = list(run.args)
+        assert recorded["seeds"] == int(args[args.index("--seeds") + 1]), run.name
+        assert recorded["noise_cv"] == float(args[args.index("--noise-cv") + 1]), run.name
+        expected_range = args[args.index("--range") + 1] if "--range" in args else "grid"
+        assert recorded.get("search_range", "grid") == expected_range, run.name
+
+
+def test_every_surface_pattern_names_files() -> None:
+    for run in regenerate._runs():
+        args = list(run.args)
+        for i, a in enumerate(args):
+            if a == "--surface":
+                assert list(ROOT.glob(args[i + 1])), args[i + 1]
+
+
+def test_list_prints_commands_relative_to_the_repository(capsys: pytest.CaptureFixture[str]) -> None:
+    assert regenerate.main(["--list", "--only", "random-cv0.10"]) == 0
+    out = capsys.readouterr().out
+    assert "--json benchmarks/results/random-cv0.10.json" in out
+    assert "--plot benchmarks/results/random-cv0.10.png" in out
+
+
+def test_an_unknown_name_is_one_sentence_and_a_hint(capsys: pytest.CaptureFixture[str]) -> None:
+    assert regenerate.main(["--only", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--list" in err
