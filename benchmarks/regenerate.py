@@ -21,6 +21,9 @@ options:
   --list        print the names and commands, run nothing
   --dry-run     print the commands that would run, run nothing
   --out DIR     write the files here instead of benchmarks/results/ (to compare before replacing)
+  --compare DIR run nothing: say which result files in DIR differ from benchmarks/results/ in any figure
+                (wall times aside), and where — e.g. after --out DIR, to check that the committed files are
+                today's code's
 """
 
 from __future__ import annotations
@@ -83,6 +86,45 @@ def _runs() -> list[Run]:
     return runs
 
 
+def first_difference(committed: object, fresh: object, path: str = "") -> str | None:
+    """Where two result documents first differ (a JSON path), ignoring wall times; None if they agree."""
+    if isinstance(committed, dict) and isinstance(fresh, dict):
+        for key in sorted(set(committed) | set(fresh)):
+            if key == "duration_s":
+                continue
+            if key not in committed or key not in fresh:
+                return f"{path}.{key} (only in {'the new file' if key in fresh else 'the committed file'})"
+            where = first_difference(committed[key], fresh[key], f"{path}.{key}")
+            if where:
+                return where
+        return None
+    if isinstance(committed, list) and isinstance(fresh, list):
+        if len(committed) != len(fresh):
+            return f"{path} ({len(committed)} items, now {len(fresh)})"
+        for i, (a, b) in enumerate(zip(committed, fresh)):
+            where = first_difference(a, b, f"{path}[{i}]")
+            if where:
+                return where
+        return None
+    return None if committed == fresh else f"{path}: {committed!r} -> {fresh!r}"
+
+
+def compare(runs: list[Run], fresh_dir: Path) -> int:
+    """Print, per run, whether ``fresh_dir`` holds the same figures as the committed file; 1 if any differ."""
+    import json
+
+    differ = 0
+    for r in runs:
+        new, old = fresh_dir / f"{r.name}.json", ROOT / "benchmarks" / "results" / f"{r.name}.json"
+        if not new.is_file():
+            print(f"{r.name}: not in {fresh_dir}")
+            continue
+        where = first_difference(json.loads(old.read_text()), json.loads(new.read_text()))
+        differ += where is not None
+        print(f"{r.name}: {'same figures' if where is None else 'differs at ' + where}")
+    return 1 if differ else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="benchmarks/regenerate.py", description=__doc__.split("\n\n")[0],
@@ -90,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", metavar="NAME", help="regenerate only this result (repeatable)")
     ap.add_argument("--list", action="store_true", help="print the names and commands, run nothing")
     ap.add_argument("--dry-run", action="store_true", help="print the commands that would run, run nothing")
+    ap.add_argument("--compare", type=Path, metavar="DIR",
+                    help="run nothing; say which result files in DIR differ from benchmarks/results/")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results",
                     help="directory for the result files (default benchmarks/results/)")
     args = ap.parse_args(argv)
@@ -101,6 +145,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"regenerate.py: no result named {unknown[0]!r}; --list prints the names.", file=sys.stderr)
             return 2
         runs = [r for r in runs if r.name in args.only]
+    if args.compare:
+        if not args.compare.is_dir():
+            print(f"regenerate.py: {args.compare} is not a directory; give the --out DIR of an earlier run.",
+                  file=sys.stderr)
+            return 2
+        return compare(runs, args.compare)
     if args.list or args.dry_run:
         for r in runs:
             print(f"{r.name}:\n  {shlex.join(r.command(args.out))}")

@@ -56,3 +56,27 @@ def test_an_unknown_name_is_one_sentence_and_a_hint(capsys: pytest.CaptureFixtur
     assert regenerate.main(["--only", "nope"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--list" in err
+
+
+def test_first_difference_ignores_wall_times_and_names_the_path() -> None:
+    old = {"duration_s": 100.0, "surfaces": [{"name": "flat", "methods": {"tuner": {"success_rate": 1.0}}}]}
+    same = {"duration_s": 7.0, "surfaces": [{"name": "flat", "methods": {"tuner": {"success_rate": 1.0}}}]}
+    moved = {"duration_s": 7.0, "surfaces": [{"name": "flat", "methods": {"tuner": {"success_rate": 0.9}}}]}
+    assert regenerate.first_difference(old, same) is None
+    assert regenerate.first_difference(old, moved) == ".surfaces[0].methods.tuner.success_rate: 1.0 -> 0.9"
+    assert regenerate.first_difference(old, {"surfaces": []}) == ".surfaces (1 items, now 0)"
+    assert "only in the new file" in (regenerate.first_difference({}, {"verdict": 1}) or "")
+
+
+def test_compare_reports_each_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    committed = json.loads((RESULTS / "confidence.json").read_text())
+    (tmp_path / "confidence.json").write_text(json.dumps({**committed, "duration_s": 1.0}))
+    runs = [r for r in regenerate._runs() if r.name in ("confidence", "random-cv0.10")]
+    assert regenerate.compare(runs, tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "confidence: same figures" in out and "random-cv0.10: not in" in out
+    (tmp_path / "confidence.json").write_text(json.dumps({**committed, "power_10pct": 0.5}))
+    assert regenerate.compare(runs, tmp_path) == 1
+    assert "confidence: differs at .power_10pct" in capsys.readouterr().out
