@@ -64,7 +64,7 @@ class Run:
 def _runs() -> list[Run]:
     runs: list[Run] = []
     for cv in ("0.05", "0.10"):
-        noise = ("--seeds", "30", "--noise-cv", cv)
+        noise: tuple[str, ...] = ("--seeds", "30", "--noise-cv", cv)
         runs += [
             Run(f"optimiser-cv{cv}", "optimiser", noise, plot=True),
             Run(f"checks-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/checks/*.csv", *noise), plot=True),
@@ -77,10 +77,10 @@ def _runs() -> list[Run]:
             Run(f"holdout-h2d04-100seeds-cv{cv}", "optimiser",
                 ("--surface", f"{SURFACES}/holdout-2d/h2d04.csv", "--seeds", "100", "--noise-cv", cv)),
         ]
-    noise = ("--seeds", "30", "--noise-cv", "0.10", "--range", "policy")
+    policy = ("--seeds", "30", "--noise-cv", "0.10", "--range", "policy")
     runs += [
-        Run("policy-range-checks-cv0.10", "optimiser", ("--surface", f"{SURFACES}/checks/*.csv", *noise)),
-        Run("policy-range-random-cv0.10", "optimiser", ("--surface", f"{SURFACES}/random/*.csv", *noise)),
+        Run("policy-range-checks-cv0.10", "optimiser", ("--surface", f"{SURFACES}/checks/*.csv", *policy)),
+        Run("policy-range-random-cv0.10", "optimiser", ("--surface", f"{SURFACES}/random/*.csv", *policy)),
         Run("confidence", "confidence", ("--reps", "1000")),
     ]
     return runs
