@@ -1,6 +1,6 @@
 """Regenerate the benchmark result files that docs/results.md quotes for today's code, in one command.
 
-usage: python benchmarks/regenerate.py [--only NAME ...] [--list] [--dry-run] [--out DIR]
+usage: python benchmarks/regenerate.py [--only NAME ...] [--list] [--dry-run] [--out DIR] [--compare DIR]
 
 Each result file in benchmarks/results/ was written by one run of benchmarks/optimiser.py or
 benchmarks/confidence.py. This script holds those commands — surfaces, seeds, noise, search range — so that a
