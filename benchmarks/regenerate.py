@@ -1,6 +1,6 @@
 """Regenerate the benchmark result files that docs/results.md quotes for today's code, in one command.
 
-usage: python benchmarks/regenerate.py [--only NAME ...] [--list] [--dry-run] [--out DIR] [--compare DIR]
+usage: python benchmarks/regenerate.py [--only NAME ...] [--list] [--out DIR] [--compare DIR]
 
 Each result file in benchmarks/results/ was written by one run of benchmarks/optimiser.py or
 benchmarks/confidence.py. This script holds those commands — surfaces, seeds, noise, search range — so that a
@@ -18,8 +18,7 @@ the plots).
 
 options:
   --only NAME   regenerate only this result (repeatable; names as --list prints them, e.g. random-cv0.10)
-  --list        print the names and commands, run nothing
-  --dry-run     print the commands that would run, run nothing
+  --list        print the names and commands (with --only: just those), run nothing
   --out DIR     write the files here instead of benchmarks/results/ (to compare before replacing)
   --compare DIR run nothing: say which result files in DIR differ from benchmarks/results/ in any figure
                 (wall times aside), and where — e.g. after --out DIR, to check that the committed files are
@@ -29,6 +28,7 @@ options:
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import subprocess
 import sys
@@ -111,15 +111,18 @@ def first_difference(committed: object, fresh: object, path: str = "") -> str | 
 
 def compare(runs: list[Run], fresh_dir: Path) -> int:
     """Print, per run, whether ``fresh_dir`` holds the same figures as the committed file; 1 if any differ."""
-    import json
-
     differ = 0
     for r in runs:
         new, old = fresh_dir / f"{r.name}.json", ROOT / "benchmarks" / "results" / f"{r.name}.json"
         if not new.is_file():
             print(f"{r.name}: not in {fresh_dir}")
             continue
-        where = first_difference(json.loads(old.read_text()), json.loads(new.read_text()))
+        try:
+            where = first_difference(json.loads(old.read_text()), json.loads(new.read_text()))
+        except (OSError, ValueError) as exc:
+            print(f"{r.name}: cannot be compared ({exc})")
+            differ += 1
+            continue
         differ += where is not None
         print(f"{r.name}: {'same figures' if where is None else 'differs at ' + where}")
     return 1 if differ else 0
@@ -131,7 +134,6 @@ def main(argv: list[str] | None = None) -> int:
         epilog="docs/results.md says which figures each file holds.")
     ap.add_argument("--only", action="append", metavar="NAME", help="regenerate only this result (repeatable)")
     ap.add_argument("--list", action="store_true", help="print the names and commands, run nothing")
-    ap.add_argument("--dry-run", action="store_true", help="print the commands that would run, run nothing")
     ap.add_argument("--compare", type=Path, metavar="DIR",
                     help="run nothing; say which result files in DIR differ from benchmarks/results/")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results",
@@ -151,17 +153,27 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         return compare(runs, args.compare)
-    if args.list or args.dry_run:
+    if args.list:
         for r in runs:
             print(f"{r.name}:\n  {shlex.join(r.command(args.out))}")
         return 0
-    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"regenerate.py: cannot write result files under {args.out} ({exc.strerror}); give a writable "
+              f"--out DIR.", file=sys.stderr)
+        return 2
     started = time.monotonic()
     for i, r in enumerate(runs, 1):
         cmd = r.command(args.out)
         print(f"[{i}/{len(runs)}] {r.name}: {shlex.join(cmd)}", flush=True)
         t0 = time.monotonic()
-        done = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL)
+        try:
+            done = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL)
+        except KeyboardInterrupt:
+            print(f"\nregenerate.py: interrupted during {r.name}; the files before it are written. Rerun from "
+                  f"there with --only.", file=sys.stderr)
+            return 130
         if done.returncode:
             print(f"regenerate.py: {r.name} failed (exit {done.returncode}); the files before it are written, "
                   f"the rest are not. Rerun with --only {r.name} once the cause is fixed.", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -24,8 +25,6 @@ def test_every_run_names_a_committed_result_file() -> None:
 
 
 def test_the_runs_match_the_settings_recorded_in_each_file() -> None:
-    import json
-
     for run in regenerate._runs():
         if run.script != "optimiser":
             continue
@@ -69,8 +68,6 @@ def test_first_difference_ignores_wall_times_and_names_the_path() -> None:
 
 
 def test_compare_reports_each_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import json
-
     committed = json.loads((RESULTS / "confidence.json").read_text())
     (tmp_path / "confidence.json").write_text(json.dumps({**committed, "duration_s": 1.0}))
     runs = [r for r in regenerate._runs() if r.name in ("confidence", "random-cv0.10")]
@@ -80,3 +77,18 @@ def test_compare_reports_each_file(tmp_path: Path, capsys: pytest.CaptureFixture
     (tmp_path / "confidence.json").write_text(json.dumps({**committed, "power_10pct": 0.5}))
     assert regenerate.compare(runs, tmp_path) == 1
     assert "confidence: differs at .power_10pct" in capsys.readouterr().out
+
+
+def test_an_unreadable_result_is_reported_not_raised(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "confidence.json").write_text("{truncated")
+    runs = [r for r in regenerate._runs() if r.name == "confidence"]
+    assert regenerate.compare(runs, tmp_path) == 1
+    assert "confidence: cannot be compared" in capsys.readouterr().out
+
+
+def test_an_unwritable_out_dir_is_one_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert regenerate.main(["--only", "confidence", "--out", str(blocker / "sub")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--out" in err
