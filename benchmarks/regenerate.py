@@ -12,8 +12,8 @@ Files kept as history — measured on earlier code and quoted as such in docs/re
 -coverage-, -halfstep-rule-, -v-rule-, -joint-*, random-first-run-cv*) — are not regenerated: they record
 what the optimiser did before a change.
 
-The whole set takes about 70 minutes on two cores (the sum of the duration_s fields of the files); each run
-stays under 10 minutes. Needs the bench extra (pip install -e '.[bench]': Optuna for TPE, matplotlib for
+The whole set takes 75-90 minutes on two cores (the sum of the duration_s fields of the files; the same runs
+took up to 40 % longer on one day than on another on this machine); each run takes 1-11 minutes. Needs the bench extra (pip install -e '.[bench]': Optuna for TPE, matplotlib for
 the plots).
 
 options:
@@ -81,6 +81,10 @@ def _runs() -> list[Run]:
     runs += [
         Run("policy-range-checks-cv0.10", "optimiser", ("--surface", f"{SURFACES}/checks/*.csv", *policy)),
         Run("policy-range-random-cv0.10", "optimiser", ("--surface", f"{SURFACES}/random/*.csv", *policy)),
+        # The same six at 100 seeds over the policy's range, with the sweep of that range for reference.
+        Run("gaps-100seeds-policy-range-cv0.10", "optimiser",
+            (*[a for s in HARDEST for a in ("--surface", f"{SURFACES}/{s}.csv")],
+             "--seeds", "100", "--noise-cv", "0.10", "--range", "policy")),
         Run("confidence", "confidence", ("--reps", "1000")),
     ]
     return runs
