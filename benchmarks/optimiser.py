@@ -485,17 +485,20 @@ def main() -> None:
     ap.add_argument("--surface", action="append", metavar="PATH",
                     help="surface CSV, or a quoted glob such as 'benchmarks/surfaces/checks/*.csv' "
                          "(repeatable; default: benchmarks/surfaces/*.csv)")
-    ap.add_argument("--seeds", type=int, default=30)
-    ap.add_argument("--noise-cv", type=float, default=0.05)
-    ap.add_argument("--json", type=Path)
-    ap.add_argument("--markdown", type=Path)
+    ap.add_argument("--seeds", type=int, default=30, metavar="N",
+                    help="seeds per surface, each with its own noise draws (default 30: a paired interval of about +-11 points per surface; 100 seeds: +-4 to +-10)")
+    ap.add_argument("--noise-cv", type=float, default=0.05, metavar="CV",
+                    help="coefficient of variation of the lognormal noise on each probe (default 0.05)")
+    ap.add_argument("--json", type=Path, metavar="OUT", help="write the full result (JSON) here")
+    ap.add_argument("--markdown", type=Path, metavar="OUT", help="write the tables (Markdown) here")
     ap.add_argument("--plot", type=Path, help="anytime-regret plot (PNG; needs matplotlib)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--draws", choices=("config", "probe"), default="config",
                     help="common random numbers per configuration and repeat (default), or per probe index")
     ap.add_argument("--range", dest="search_range", choices=("grid", "policy"), default="grid",
                     help="the range tuner, random search and TPE search: the surface's grid (default) or the "
-                         "default policy's (effective_io_concurrency 0..1000), as tuner recommend searches")
+                         "default policy's (effective_io_concurrency 0..1000), as tuner recommend searches; "
+                         "policy also reports sweep_range, a sweep of that whole range, for reference")
     args = ap.parse_args()
     if args.seeds < 1:
         ap.error(f"--seeds must be at least 1, not {args.seeds} (30 is the issue's benchmark)")
