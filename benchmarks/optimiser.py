@@ -374,6 +374,15 @@ def summarise(surface: Surface, runs: list[dict[str, dict[str, object]]]) -> dic
     return out
 
 
+def _by_interval(surfaces: list[dict], key: str) -> dict[str, object]:  # type: ignore[type-arg]
+    """Surfaces sorted by the 95 % interval of one success gap against -5 points: met (lower bound >= -5),
+    missed (upper bound < -5), or not decided by this many seeds."""
+    bounds = [(s["name"], *s[key]["ci95_points"]) for s in surfaces]
+    return {"met": sum(lo >= -5 for _, lo, _ in bounds),
+            "undecided": sum(lo < -5 <= hi for _, lo, hi in bounds),
+            "missed": [name for name, _, hi in bounds if hi < -5]}
+
+
 def verdict(result: dict[str, object]) -> dict[str, object]:
     surfaces = result["surfaces"]  # type: ignore[assignment]
     out: dict[str, object] = {}
@@ -396,26 +405,28 @@ def verdict(result: dict[str, object]) -> dict[str, object]:
     ]
     # The target (tuner >= sweep - 5 points) per surface, by that interval: met (lower bound >= -5), missed
     # (upper bound < -5), or not decided by this many seeds.
-    bounds = [(s["name"], *s["success_vs_sweep"]["ci95_points"]) for s in surfaces]  # type: ignore[index]
-    out["success_target_by_interval"] = {
-        "met": sum(lo >= -5 for _, lo, _ in bounds),
-        "undecided": sum(lo < -5 <= hi for _, lo, hi in bounds),
-        "missed": [name for name, _, hi in bounds if hi < -5],
-    }
+    out["success_target_by_interval"] = _by_interval(surfaces, "success_vs_sweep")  # type: ignore[arg-type]
     # For reference (``--range policy``): the same per-surface count against a sweep of the range tuner searches.
     if all("success_vs_sweep_range" in s for s in surfaces):  # type: ignore[operator, union-attr]
-        ranged = [(s["name"], *s["success_vs_sweep_range"]["ci95_points"]) for s in surfaces]  # type: ignore[index]
-        out["success_vs_sweep_range_by_interval"] = {
-            "met": sum(lo >= -5 for _, lo, _ in ranged),
-            "undecided": sum(lo < -5 <= hi for _, lo, hi in ranged),
-            "missed": [name for name, _, hi in ranged if hi < -5],
-        }
+        out["success_vs_sweep_range_by_interval"] = _by_interval(surfaces, "success_vs_sweep_range")  # type: ignore[arg-type]
     for m in ("random", "optuna_tpe", "sweep"):
         out[f"regret_sum_tuner_vs_{m}"] = [
             round(sum(s["methods"]["tuner"]["regret_median"] for s in surfaces), 4),  # type: ignore[index]
             round(sum(s["methods"][m]["regret_median"] for s in surfaces), 4),  # type: ignore[index]
         ]
     return out
+
+
+def _gap_table(surfaces: list[dict], key: str, title: str, name: str, only: str) -> list[str]:  # type: ignore[type-arg]
+    """The Markdown table of one per-surface success gap (``key``: success_vs_sweep or success_vs_sweep_range)."""
+    lines = ["", title, "",
+             f"| surface | tuner − {name} (points) | 95 % interval | seeds only tuner got right | only {only} |",
+             "|---|---|---|---|---|"]
+    for s in surfaces:
+        v = s[key]
+        lines.append(f"| {s['name']} | {v['points']:+.1f} | {v['ci95_points'][0]:+.1f} to {v['ci95_points'][1]:+.1f} | "
+                     f"{v['tuner_only']} | {v['sweep_only']} |")
+    return lines
 
 
 def markdown(result: dict[str, object]) -> str:
@@ -427,22 +438,13 @@ def markdown(result: dict[str, object]) -> str:
         for m, v in s["methods"].items():
             lines.append(f"| {s['name']} | {s['dims']} | {m} | {v['probes_median']} | {v['probes_mean']} | "
                          f"{v['success_rate']:.2f} | {v['regret_median']:.3f} |")
-    lines += ["", "Tuner's success rate minus the sweep's, paired by seed (Newcombe's interval for paired rates):", "",
-              "| surface | tuner − sweep (points) | 95 % interval | seeds only tuner got right | only the sweep |",
-              "|---|---|---|---|---|"]
-    for s in result["surfaces"]:  # type: ignore[union-attr]
-        v = s["success_vs_sweep"]
-        lines.append(f"| {s['name']} | {v['points']:+.1f} | {v['ci95_points'][0]:+.1f} to {v['ci95_points'][1]:+.1f} | "
-                     f"{v['tuner_only']} | {v['sweep_only']} |")
-    if all("success_vs_sweep_range" in s for s in result["surfaces"]):  # type: ignore[union-attr]
-        lines += ["", "For reference, against `sweep_range`, a sweep of the range tuner searches (the grid's levels "
-                  "and the round values past them); the target is judged against `sweep`, above:", "",
-                  "| surface | tuner − sweep_range (points) | 95 % interval | seeds only tuner got right | only sweep_range |",
-                  "|---|---|---|---|---|"]
-        for s in result["surfaces"]:  # type: ignore[union-attr]
-            v = s["success_vs_sweep_range"]
-            lines.append(f"| {s['name']} | {v['points']:+.1f} | {v['ci95_points'][0]:+.1f} to {v['ci95_points'][1]:+.1f} | "
-                         f"{v['tuner_only']} | {v['sweep_only']} |")
+    surfaces = result["surfaces"]  # type: ignore[assignment]
+    lines += _gap_table(surfaces, "success_vs_sweep", "Tuner's success rate minus the sweep's, paired by seed "
+                        "(Newcombe's interval for paired rates):", "sweep", "the sweep")
+    if all("success_vs_sweep_range" in s for s in surfaces):  # type: ignore[union-attr]
+        lines += _gap_table(surfaces, "success_vs_sweep_range", "For reference, against `sweep_range`, a sweep of "
+                            "the range tuner searches (the grid's levels and the round values past them); the target "
+                            "is judged against `sweep`, above:", "sweep_range", "sweep_range")
     lines.append("")
     lines.append("Verdict: " + json.dumps(result["verdict"]))
     return "\n".join(lines) + "\n"
