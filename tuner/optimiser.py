@@ -379,9 +379,16 @@ class BayesianOptimiser(BaseOptimiser):
     # A half step may answer only if its measured mean lies this many tolerances below the line through its
     # two round neighbours' means (see ``_half_step_above_chord``).
     half_step_margin = 1.0
-    # A half step is probed only where a V through the incumbent and its round neighbours puts it at least
-    # this many tolerances below the incumbent (see ``_v_gain``).
-    half_step_gain = 0.5
+    # A half step is probed only where a V through the incumbent and its round neighbours puts it no more than
+    # this many tolerances above the incumbent (see ``_v_gain``): -1 lets one noisy reading move the V's tip a
+    # tolerance's worth toward the incumbent and the half step still be measured.
+    half_step_gain = -1.0
+    # ... and only where the V's steep side rises at least this many tolerances: a flat stretch read at CV 5 %
+    # looks like a shallow V too often.
+    v_floor = 2.0
+    # Before a 1-D search answers a half step, the half step and its better round neighbour are read once
+    # more each, and the lower mean wins (see ``_duel_gap``); False turns the duel off.
+    duel = True
     # Before a 1-D search stops, the round neighbours of a second basin reading within this many tolerances
     # of the best reading are probed (see ``_coverage_gap``); 0 turns the rule off.
     coverage_window = 2.0
@@ -398,6 +405,9 @@ class BayesianOptimiser(BaseOptimiser):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
+        # The duel (1-D): the half step and its round rival once planned, and the reads still to be made.
+        self._duel: tuple[int, int] | None = None
+        self._duel_queue: list[int] = []
         from skopt import Optimizer
         from skopt.space import Real
 
@@ -418,6 +428,11 @@ class BayesianOptimiser(BaseOptimiser):
 
     def _z(self, config: Mapping[str, int]) -> list[float]:
         return [d.to_z(config[d.name]) for d in self.dimensions]
+
+    def register(self, config: Mapping[str, int], value_ms: float | None) -> None:
+        if self._duel_queue and int(config[self.dimensions[0].name]) == self._duel_queue[0]:
+            self._duel_queue.pop(0)  # a failed read counts as made: the duel does not retry it
+        super().register(config, value_ms)
 
     def _suggest(self) -> Config:
         if len(self.dimensions) == 1 and self._opt.models:
@@ -538,7 +553,11 @@ class BayesianOptimiser(BaseOptimiser):
                 return configs[int(np.argmin(mu_tied))]
         if len(self.dimensions) == 1:
             means = self._observed_means()
-            probed = [c for c in probed if not self._half_step_above_chord(c, means)] or probed
+            lost = self._lost_duel()
+            probed = [
+                c for c in probed
+                if not self._half_step_above_chord(c, means) and c[self.dimensions[0].name] != lost
+            ] or probed
         mu = self.predict(probed)
         assert mu is not None
         tied = [c for c, m in zip(probed, mu, strict=True) if m <= min(mu) + 0.01]
@@ -593,11 +612,49 @@ class BayesianOptimiser(BaseOptimiser):
             return None
         if len(self.dimensions) > 1:
             return self._edge_probe()
+        if self._duel_queue:
+            return {self.dimensions[0].name: self._duel_queue[0]}
         gap = self._neighbour_gap()
         if gap is not None or len(self.history.ok) < self.min_probes or self._converged() is None:
             return gap
-        # The last two rules act only where the search would otherwise stop.
-        return self._coverage_gap() or self._flank_gap()
+        # The last three rules act only where the search would otherwise stop.
+        return self._coverage_gap() or self._flank_gap() or self._duel_gap()
+
+    def _duel_gap(self) -> Config | None:
+        """A 1-D search about to answer a half step: plan a duel and return its first read, or None.
+
+        The half step and its better round neighbour (by their readings) are read once more each, in that
+        order, whatever the first read says; then the lower mean of the two wins (``_incumbent``). A half step
+        is probed where the readings of its round neighbours leave room for a narrow optimum between them, and
+        a half step read once is one more chance for noise to crown a worse value — a chance the sweep, which
+        reads each value once and never a half step it does not hold, does not give it. The duel takes that
+        chance back: on r12 (tip at 32, 48 7.7 % worse) a lucky first reading of 48 must be lucky twice, and on
+        vee48 (tip at 48, 32 and 64 16-23 % worse) a correct 48 keeps its place. One duel per search, at most,
+        and only where two probes of the budget are left."""
+        if not self.duel or self._duel is not None or self.budget - self.probes < 2:
+            return None
+        d = self.dimensions[0]
+        half = self._incumbent()[d.name]
+        if half in d.round_values():
+            return None
+        means = self._observed_means()
+        rivals = [v for v in self._round_neighbours(half) if (v,) in means]
+        if not rivals:
+            return None
+        rival = min(rivals, key=lambda v: means[(v,)])
+        self._duel = (half, rival)
+        self._duel_queue = [half, rival]
+        return {d.name: half}
+
+    def _lost_duel(self) -> int | None:
+        """The half step that lost its duel (its mean above its rival's after both were read again), or None."""
+        if self._duel is None or self._duel_queue:
+            return None
+        half, rival = self._duel
+        means = self._observed_means()
+        if (half,) in means and (rival,) in means and means[(rival,)] < means[(half,)]:
+            return half
+        return None
 
     def _round_neighbours(self, x: int) -> list[int]:
         """1-D: the round values on either side of ``x`` (0 is not the neighbour of 1 where it is kept apart)."""
@@ -721,29 +778,34 @@ class BayesianOptimiser(BaseOptimiser):
 
     def _v_gain(self, inc: int, better: int, other: int, half: int, mu: Mapping[int, float]) -> float:
         """How much lower (in log(time)) than the incumbent a V through the incumbent and its two round
-        neighbours puts the half step between the incumbent and its better neighbour; 0 or less where the V
-        has its tip at the incumbent (or nearer to it than to the half step) or the curve is flat.
+        neighbours puts the half step between the incumbent and its better neighbour — negative where the V
+        puts it higher, as where the V's tip is the incumbent itself (a tip beyond the incumbent continues the
+        same line: the further beyond, the lower); minus infinity where the steep side
+        rises less than ``v_floor`` tolerances (a flat stretch, where a half step would only give noise
+        another chance).
 
         The V is symmetric: its slope is the steeper (worse) side's, and the better side's rise then places
         the tip. Both neighbours far worse by about the same amount (random surface r07: 64, with 32 and 128
-        each 38-40 % worse) put the tip at the incumbent, and no half step is probed — before this rule one was,
-        and a lucky reading of a half step 17-22 % worse than the tip answered in 4 of 40 seeds at CV 10 %,
-        where the sweep, which never measures it, was right in all 40. A neighbour nearly level with the
-        incumbent and a steep other side (vee48: 32 and 64 level, 128 34 % up) put the tip between them.
-        The cost: where one reading makes vee48's three look like a V with its tip at 64 (64 read 12 % low, or
-        32 16 % high), 48 is not probed — vee48 at CV 10 %, 100 seeds, 0.79 -> 0.65 (sweep 0.87). Overall the
-        one-knob surfaces more than 5 points below the sweep at CV 10 % went from 8 of 10 to 5 (docs/results.md).
+        each 38-40 % worse) put the tip at the incumbent and the half step 96 some four tolerances above it, and
+        no half step is probed. A neighbour nearly level with the incumbent and a steep other side (vee48: 32
+        and 64 level, 128 34 % up) put the tip between them, the half step 48 two tolerances below. One noisy
+        reading moves that tip: where 64 reads 12 % low, the V through the three puts it at 64 and 48 about
+        level with it. With ``half_step_gain`` 0.5 48 was then never probed — vee48 at CV 10 %, 100 seeds,
+        0.65 against the sweep's 0.87; at -1 it is probed, and the duel (``_duel_gap``) keeps the half steps
+        now probed on curves whose tip is a round value from answering on one lucky reading.
         """
         d = self.dimensions[0]
         zi, zb, zo, zh = (d.to_z(v) for v in (inc, better, other, half))
         rise_other, rise_better = mu[other] - mu[inc], mu[better] - mu[inc]
-        if rise_other <= math.log1p(self.tolerance):
-            return 0.0  # a flat stretch: a half step would only give noise another chance
+        if rise_other <= self.v_floor * math.log1p(self.tolerance):
+            return -math.inf
         slope = rise_other / abs(zo - zi)
         offset = (abs(zb - zi) - rise_better / slope) / 2  # the tip's distance from the incumbent
+        to_half = abs(zh - zi)
         if offset <= 0:
-            return 0.0
-        return slope * offset - slope * abs(abs(zh - zi) - offset)
+            # The tip at or beyond the incumbent: the same line continued, lower the further beyond it lies.
+            return slope * (2 * offset - to_half)
+        return slope * offset - slope * abs(to_half - offset)
 
     def _edge_probe(self) -> Config | None:
         """Joint searches: where the incumbent holds the largest (or smallest) value probed on some knob and
