@@ -389,6 +389,12 @@ class BayesianOptimiser(BaseOptimiser):
     # Before a 1-D search answers a half step, the half step and its better round neighbour are read once
     # more each, and the lower mean wins (see ``_duel_gap``); False turns the duel off.
     duel = True
+    # ... unless the half step's reading lies more than this many tolerances below its rival's: a lucky reading
+    # that far below is rare (r12's 48, 7.7 % worse than 32, would have to read 17 % below 32's reading),
+    # and the duel's two probes are saved where the tip is plain. 0 always duels. On the check surfaces at CV
+    # 10 % (30 seeds) 2 cut the probes from 0.806 to 0.784 of the sweep's, success unchanged; vee48 at 100
+    # seeds 0.80 -> 0.81.
+    duel_skip = 2.0
     # Before a 1-D search stops, the round neighbours of a second basin reading within this many tolerances
     # of the best reading are probed (see ``_coverage_gap``); 0 turns the rule off.
     coverage_window = 2.0
@@ -630,7 +636,8 @@ class BayesianOptimiser(BaseOptimiser):
         reads each value once and never a half step it does not hold, does not give it. The duel takes that
         chance back: on r12 (tip at 32, 48 7.7 % worse) a lucky first reading of 48 must be lucky twice, and on
         vee48 (tip at 48, 32 and 64 16-23 % worse) a correct 48 keeps its place. One duel per search, at most,
-        and only where two probes of the budget are left."""
+        only where two probes of the budget are left, and none where the half step read more than
+        ``duel_skip`` tolerances below its rival."""
         if not self.duel or self._duel is not None or self.budget - self.probes < 2:
             return None
         d = self.dimensions[0]
@@ -642,6 +649,8 @@ class BayesianOptimiser(BaseOptimiser):
         if not rivals:
             return None
         rival = min(rivals, key=lambda v: means[(v,)])
+        if self.duel_skip > 0 and means[(rival,)] - means[(half,)] > self.duel_skip * math.log1p(self.tolerance):
+            return None
         self._duel = (half, rival)
         self._duel_queue = [half, rival]
         return {d.name: half}
