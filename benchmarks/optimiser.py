@@ -51,7 +51,6 @@ import os
 import statistics
 import sys
 import time
-
 from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass, field

@@ -14,8 +14,8 @@ what the optimiser did before a change.
 
 The whole set takes about 25-35 minutes on two cores (the sum of the duration_s fields of the files: 22.8
 minutes for 14 of the 18 on 2026-12-05, the four two-knob hold-out files not re-run); each run takes
-0.3-4 minutes. Before benchmarks/optimiser.py pinned each worker to one BLAS thread it took 75-90. Needs the bench extra (pip install -e '.[bench]': Optuna for TPE, matplotlib for
-the plots).
+0.3-4 minutes. Before benchmarks/optimiser.py pinned each worker to one BLAS thread it took 75-90. Needs the
+bench extra (pip install -e '.[bench]': Optuna for TPE, matplotlib for the plots).
 
 options:
   --only NAME   regenerate only this result (repeatable; names as --list prints them, e.g. random-cv0.10)
