@@ -77,6 +77,10 @@ def _runs() -> list[Run]:
                  "--seeds", "100", "--noise-cv", cv)),
             Run(f"holdout-h2d04-100seeds-cv{cv}", "optimiser",
                 ("--surface", f"{SURFACES}/holdout-2d/h2d04.csv", "--seeds", "100", "--noise-cv", cv)),
+            # One-knob surfaces drawn after the 1-D search's last change (seed 2028), at 30 and 100 seeds.
+            Run(f"holdout-1d-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/holdout-1d/*.csv", *noise), plot=True),
+            Run(f"holdout-1d-100seeds-cv{cv}", "optimiser",
+                ("--surface", f"{SURFACES}/holdout-1d/*.csv", "--seeds", "100", "--noise-cv", cv)),
         ]
     policy = ("--seeds", "30", "--noise-cv", "0.10", "--range", "policy")
     runs += [

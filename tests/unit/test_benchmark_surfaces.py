@@ -14,7 +14,11 @@ GENERATE = SURFACES / "random" / "generate.py"
 
 @pytest.mark.parametrize(
     ("folder", "args", "prefix"),
-    [("random", ["--seed", "2026"], "r"), ("holdout-2d", ["--n", "0", "--n2d", "6", "--seed", "2027"], "h")],
+    [
+        ("random", ["--seed", "2026"], "r"),
+        ("holdout-2d", ["--n", "0", "--n2d", "6", "--seed", "2027"], "h"),
+        ("holdout-1d", ["--n", "16", "--n2d", "0", "--seed", "2028"], "h1d"),
+    ],
 )
 def test_shipped_surfaces_are_reproduced_by_their_generator(tmp_path: Path, folder: str, args: list[str],
                                                             prefix: str) -> None:
