@@ -81,6 +81,10 @@ def _runs() -> list[Run]:
             Run(f"holdout-1d-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/holdout-1d/*.csv", *noise), plot=True),
             Run(f"holdout-1d-100seeds-cv{cv}", "optimiser",
                 ("--surface", f"{SURFACES}/holdout-1d/*.csv", "--seeds", "100", "--noise-cv", cv)),
+            # A second draw (seed 2029), run once after the first had been seen, nothing changed in between.
+            Run(f"holdout-1d-b-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/holdout-1d-b/*.csv", *noise)),
+            Run(f"holdout-1d-b-100seeds-cv{cv}", "optimiser",
+                ("--surface", f"{SURFACES}/holdout-1d-b/*.csv", "--seeds", "100", "--noise-cv", cv)),
         ]
     policy = ("--seeds", "30", "--noise-cv", "0.10", "--range", "policy")
     runs += [
