@@ -12,10 +12,11 @@ Files kept as history — measured on earlier code and quoted as such in docs/re
 -coverage-, -halfstep-rule-, -v-rule-, -joint-*, random-first-run-cv*) — are not regenerated: they record
 what the optimiser did before a change.
 
-The whole set takes about 40-50 minutes on two cores (the sum of the duration_s fields of the files: 22.8
-minutes for 14 of the 22 on 2026-12-05, the four two-knob hold-out files not re-run, and 13.0 minutes for
-the four one-knob hold-out files added that day); each run takes 0.3-5.5 minutes. Before benchmarks/optimiser.py pinned each worker to one BLAS thread it took 75-90. Needs the
-bench extra (pip install -e '.[bench]': Optuna for TPE, matplotlib for the plots).
+The whole set takes about 45-55 minutes on two cores (the sum of the duration_s fields of the files: 22.8
+minutes for 14 of the 26 on 2026-12-05, the four two-knob hold-out files not re-run, and 25.1 minutes for
+the eight one-knob hold-out files added that day); each run takes 0.3-5.5 minutes. Before
+benchmarks/optimiser.py pinned each worker to one BLAS thread it took 75-90. Needs the bench extra
+(pip install -e '.[bench]': Optuna for TPE, matplotlib for the plots).
 
 options:
   --only NAME   regenerate only this result (repeatable; names as --list prints them, e.g. random-cv0.10)
@@ -77,15 +78,13 @@ def _runs() -> list[Run]:
                  "--seeds", "100", "--noise-cv", cv)),
             Run(f"holdout-h2d04-100seeds-cv{cv}", "optimiser",
                 ("--surface", f"{SURFACES}/holdout-2d/h2d04.csv", "--seeds", "100", "--noise-cv", cv)),
-            # One-knob surfaces drawn after the 1-D search's last change (seed 2028), at 30 and 100 seeds.
-            Run(f"holdout-1d-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/holdout-1d/*.csv", *noise), plot=True),
-            Run(f"holdout-1d-100seeds-cv{cv}", "optimiser",
-                ("--surface", f"{SURFACES}/holdout-1d/*.csv", "--seeds", "100", "--noise-cv", cv)),
-            # A second draw (seed 2029), run once after the first had been seen, nothing changed in between.
-            Run(f"holdout-1d-b-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/holdout-1d-b/*.csv", *noise)),
-            Run(f"holdout-1d-b-100seeds-cv{cv}", "optimiser",
-                ("--surface", f"{SURFACES}/holdout-1d-b/*.csv", "--seeds", "100", "--noise-cv", cv)),
         ]
+        # One-knob surfaces drawn after the 1-D search's last change (seed 2028), and a second draw (seed 2029)
+        # made once the first had been seen, nothing changed in between; each at 30 and 100 seeds.
+        for draw in ("holdout-1d", "holdout-1d-b"):
+            for seeds, infix in (("30", ""), ("100", "-100seeds")):
+                runs.append(Run(f"{draw}{infix}-cv{cv}", "optimiser",
+                                ("--surface", f"{SURFACES}/{draw}/*.csv", "--seeds", seeds, "--noise-cv", cv)))
     policy = ("--seeds", "30", "--noise-cv", "0.10", "--range", "policy")
     runs += [
         Run("policy-range-checks-cv0.10", "optimiser", ("--surface", f"{SURFACES}/checks/*.csv", *policy)),
