@@ -329,11 +329,18 @@ class BaseOptimiser:
 
 
 def initial_design(
-    dimensions: Sequence[Dimension], current: Mapping[str, int], starts: Mapping[str, Sequence[int]]
+    dimensions: Sequence[Dimension],
+    current: Mapping[str, int],
+    starts: Mapping[str, Sequence[int]],
+    *,
+    today: bool = True,
 ) -> list[Config]:
     """Today's values first (they are the baseline anyway), then the policy's starting values: for one knob
     the values themselves; for several, every combination of them (3 × 3 = 9 points for two knobs), which
-    puts the special values the seeds point at — concurrency 0, the kernel's readahead — on the grid."""
+    puts the special values the seeds point at — concurrency 0, the kernel's readahead — on the grid.
+
+    ``today=False`` leaves today's values out (unless no starting value is given): the model then probes them
+    only where it asks for them, like any other value. The confirmation measures them in any case."""
     def clamp(d: Dimension, v: int) -> int:
         return d.snap(v)
 
@@ -341,7 +348,7 @@ def initial_design(
     per_dim = [[clamp(d, v) for v in starts.get(d.name, ())] or [clamp(d, current[d.name])] for d in dimensions]
     for combo in itertools.product(*per_dim):
         design.append({d.name: v for d, v in zip(dimensions, combo)})
-    return design
+    return design if today or len(design) == 1 else design[1:]
 
 
 def space_filling(dimensions: Sequence[Dimension], n: int) -> list[Config]:

@@ -42,6 +42,16 @@ class KnobSearch(_Section):
     max: int
     scale: Literal["log2p1", "linear"] = "log2p1"
     initial: tuple[int, ...] = Field(default=(), description="values probed first, before the model proposes")
+    today_first: bool = Field(
+        default=True,
+        description="a one-knob search probes today's value before the starting values (false: only where the "
+        "model asks for it; the confirmation measures today's value anyway)",
+    )
+    joint_initial: tuple[int, ...] = Field(
+        default=(),
+        description="this knob's starting values in a joint search (default: the first, the middle and the last "
+        "of initial)",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> KnobSearch:
@@ -49,7 +59,7 @@ class KnobSearch(_Section):
             raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
         if self.scale == "log2p1" and self.min < 0:
             raise ValueError("log2p1 scale needs min >= 0")
-        outside = [v for v in self.initial if not self.min <= v <= self.max]
+        outside = [v for v in (*self.initial, *self.joint_initial) if not self.min <= v <= self.max]
         if outside:
             raise ValueError(f"initial values {outside} lie outside [{self.min}, {self.max}]")
         return self

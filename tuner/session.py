@@ -50,19 +50,26 @@ def build_optimiser(
 ) -> BayesianOptimiser:
     """The optimiser ``tuner recommend`` runs for these knobs (the benchmarks call this too).
 
-    Initial design: today's values, then the policy's starting values. A joint search takes every combination
-    of at most three per knob — the first, the middle and the last of the policy's list — so that a 3 × 3
+    Initial design: today's values (for one knob, unless its policy sets ``today_first = false``), then the
+    policy's starting values. A joint search takes every combination of at most three per knob — the policy's
+    ``joint_initial``, or the first, the middle and the last of its list — so that a 3 × 3
     start leaves half its budget to the model. A joint search spends its whole budget (its last probes
     re-measure two leaders); a 1-D search may stop early by its own rule.
     """
-    starts = {d.name: tuple(policy.search[d.name].initial) for d in dimensions if d.name in policy.search}
+    search_of = {d.name: policy.search[d.name] for d in dimensions if d.name in policy.search}
+    starts = {k: tuple(s.initial) for k, s in search_of.items()}
     joint = len(dimensions) > 1
     if joint:
-        starts = {k: (v[0], v[len(v) // 2], v[-1]) if len(v) > 3 else v for k, v in starts.items()}
+        starts = {
+            k: tuple(search_of[k].joint_initial) or ((v[0], v[len(v) // 2], v[-1]) if len(v) > 3 else v)
+            for k, v in starts.items()
+        }
+    # One knob: today's value first unless the policy says the model should ask for it like any other value.
+    today = joint or not starts or search_of[dimensions[0].name].today_first
     probes = budget if budget is not None else (policy.budget.joint_probes if joint else policy.budget.probes)
     return BayesianOptimiser(
         dimensions=dimensions,
-        initial=initial_design(dimensions, current, starts),
+        initial=initial_design(dimensions, current, starts, today=today),
         seed=seed,
         budget=probes,
         min_probes=probes if joint else min(policy.budget.min_probes, probes),

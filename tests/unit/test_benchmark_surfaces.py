@@ -19,6 +19,7 @@ GENERATE = SURFACES / "random" / "generate.py"
         ("holdout-2d", ["--n", "0", "--n2d", "6", "--seed", "2027"], "h"),
         ("holdout-1d", ["--n", "16", "--n2d", "0", "--seed", "2028"], "h1d"),
         ("holdout-1d-b", ["--n", "16", "--n2d", "0", "--seed", "2029"], "h1e"),
+        ("holdout-1d-c", ["--n", "16", "--n2d", "0", "--seed", "2030"], "h1f"),
     ],
 )
 def test_shipped_surfaces_are_reproduced_by_their_generator(tmp_path: Path, folder: str, args: list[str],

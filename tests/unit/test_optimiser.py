@@ -481,22 +481,43 @@ def test_joint_leaders_within_noise_of_each_other_are_ranked_by_the_model() -> N
 
 
 @pytest.mark.parametrize("seed", [0, 3])
-def test_default_policy_may_stop_right_after_its_initial_design(seed: int) -> None:
-    """The EBS seed's shape (0 far ahead, 1 the worst): today's value and the four starts measure the answer and
-    its only neighbour, so a sixth probe would buy nothing; the default policy's floor lets the search
-    stop after the initial design (it cost 0.04 of the sweep's probes on the benchmark surfaces)."""
+def test_default_policy_stops_once_the_answer_and_its_neighbour_are_measured(seed: int) -> None:
+    """The EBS seed's curve (0 far ahead, 1 the worst): the five starts, then 0's only neighbour (1, today's
+    value, which the default policy leaves to the model), and the search stops: a seventh probe would buy
+    nothing. The sweep reads all ten values."""
     from tuner.policy import load_policy
     from tuner.session import build_optimiser
 
-    curve = {0: 40_000.0, 1: 98_000.0, 4: 75_000.0, 32: 62_000.0, 256: 58_000.0}
+    curve = {0: 40_263.0, 1: 98_126.0, 2: 55_344.0, 4: 52_506.0, 8: 54_954.0, 16: 54_346.0, 32: 55_197.0,
+             64: 55_058.0, 128: 54_964.0, 256: 54_339.0}
     opt = build_optimiser(load_policy("default"), [DIM], {EIC: 1}, seed=seed)
     probed = []
     while opt.stop_reason() is None:
         cfg = opt.suggest()
         probed.append(cfg[EIC])
         opt.register(cfg, curve[cfg[EIC]])
-    assert probed == [1, 0, 4, 32, 256]
+    assert probed == [0, 4, 16, 64, 256, 1]
     assert opt.recommendation().config == {EIC: 0}
+
+
+def test_a_policy_may_leave_todays_value_to_the_model_in_one_knob_searches_only() -> None:
+    from tuner.policy import load_policy
+    from tuner.session import build_optimiser
+
+    policy = load_policy("default")
+    assert policy.search[EIC].today_first is False
+    one = build_optimiser(policy, [DIM], {EIC: 1}, seed=0)
+    assert [c[EIC] for c in one._initial] == [0, 4, 16, 64, 256]
+    # Today's value that is also a start is probed once, in the starts' order.
+    assert [c[EIC] for c in build_optimiser(policy, [DIM], {EIC: 16}, seed=0)._initial] == [0, 4, 16, 64, 256]
+    # A joint search keeps today's configuration first, then the policy's joint starts (3 x 3).
+    joint = build_optimiser(policy, [DIM, RA_DIM], {EIC: 1, RA: 128}, seed=0)
+    assert joint._initial[0] == {EIC: 1, RA: 128}
+    assert sorted({c[EIC] for c in joint._initial[1:]}) == [0, 32, 256]
+    assert len(joint._initial) == 10
+    # The readahead and WAL knobs keep today's value first (their policies do not set today_first).
+    ra = build_optimiser(policy, [RA_DIM], {RA: 8192}, seed=0)
+    assert ra._initial[0] == {RA: 8192}
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -537,14 +558,18 @@ def test_a_half_step_measured_well_below_that_line_answers() -> None:
     assert opt.recommendation().config[EIC] == 6
 
 
+def _four_start_search(dim: Dimension, *, seed: int) -> BayesianOptimiser:
+    """The default policy's one-knob search as it was when these readings were taken: today's value 1, then the
+    starts 0, 4, 32, 256 (the rules under test act the same on any start design)."""
+    return BayesianOptimiser(dimensions=[dim], initial=[{EIC: v} for v in (1, 0, 4, 32, 256)], seed=seed,
+                             budget=14, min_probes=5, patience=3, tolerance=0.05)
+
+
 def test_a_1d_search_stops_once_only_its_doubt_about_a_probed_reading_is_left() -> None:
     """Random surface r13 (flat past 256) over the default policy's range, one seed's readings at CV 10 %: 1000
     read 15 % low. Every unprobed value (2, 8, 16) is ruled out by its measured neighbours; what improvement
     the model still expects is its doubt about 1000's one reading, which probing 16 or 8 would not settle."""
-    from tuner.policy import load_policy
-    from tuner.session import build_optimiser
-
-    opt = build_optimiser(load_policy("default"), [DIM], {EIC: 1}, seed=0)
+    opt = _four_start_search(DIM, seed=0)
     readings = [(1, 3.25), (0, 3.69), (4, 2.97), (32, 1.34), (256, 1.14), (128, 1.06), (64, 1.23), (1000, 0.85)]
     for v, r in readings:
         opt.register({EIC: v}, 500.0 * r)
@@ -559,10 +584,7 @@ def test_a_1d_search_goes_on_while_the_model_overrules_a_better_reading() -> Non
     """bimodal-2-128 (basins at 2 and 128), one seed's readings at CV 5 %: 128 read 9 % better than 256, and the
     smooth GP, taking the dip for noise on a falling trend, ranks 256 first. No unprobed value is expected to
     improve on 256, yet the search must not stop there: the model and the readings disagree on the answer."""
-    from tuner.policy import load_policy
-    from tuner.session import build_optimiser
-
-    opt = build_optimiser(load_policy("default"), [Dimension(EIC, 0, 256)], {EIC: 1}, seed=4)
+    opt = _four_start_search(Dimension(EIC, 0, 256), seed=4)
     for v, r in [(1, 1.42), (0, 1.45), (4, 1.18), (32, 1.16), (256, 1.04), (128, 0.95)]:
         opt.register({EIC: v}, 500.0 * r)
     assert opt.recommendation().config[EIC] == 256  # the model's pick, against the readings
@@ -576,10 +598,7 @@ def test_the_best_readings_neighbours_are_measured_when_the_model_ranks_another_
     """bimodal-2-128, another seed at CV 5 %: 128 read best (2 % below 256), the GP ranks 256 first, and no
     unprobed value is expected to improve on it. 128's unprobed neighbour 64 is measured before the search
     may stop: the answer must be a local optimum by the readings too, not only by the model."""
-    from tuner.policy import load_policy
-    from tuner.session import build_optimiser
-
-    opt = build_optimiser(load_policy("default"), [Dimension(EIC, 0, 256)], {EIC: 1}, seed=12)
+    opt = _four_start_search(Dimension(EIC, 0, 256), seed=12)
     for v, r in [(1, 1.26), (0, 1.50), (4, 1.27), (32, 1.15), (256, 1.09), (128, 1.07)]:
         opt.register({EIC: v}, 500.0 * r)
     assert opt.recommendation().config[EIC] == 256
@@ -594,11 +613,8 @@ _LEVEL_PAIR = [(1, 4369.3), (0, 4688.6), (4, 2336.0), (32, 1142.9), (256, 959.4)
 def test_a_neighbour_reading_level_with_the_incumbent_gets_the_value_beyond_it_probed() -> None:
     """The GP sees a falling trend, expects nothing of 64 and would stop on 256; 128 reads within two tolerances
     of 256, so the optimum may lie beyond 128 too, and 64 is measured first."""
-    from tuner.policy import load_policy
-    from tuner.session import build_optimiser
-
     def replay(flank_window: float) -> BayesianOptimiser:
-        opt = build_optimiser(load_policy("default"), [Dimension(EIC, 0, 256)], {EIC: 1}, seed=16)
+        opt = _four_start_search(Dimension(EIC, 0, 256), seed=16)
         assert isinstance(opt, BayesianOptimiser)
         opt.flank_window = flank_window
         for v, ms in _LEVEL_PAIR:
