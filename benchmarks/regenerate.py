@@ -79,9 +79,10 @@ def _runs() -> list[Run]:
             Run(f"holdout-h2d04-100seeds-cv{cv}", "optimiser",
                 ("--surface", f"{SURFACES}/holdout-2d/h2d04.csv", "--seeds", "100", "--noise-cv", cv)),
         ]
-        # One-knob surfaces drawn after the 1-D search's last change (seed 2028), and a second draw (seed 2029)
-        # made once the first had been seen, nothing changed in between; each at 30 and 100 seeds.
-        for draw in ("holdout-1d", "holdout-1d-b"):
+        # One-knob surfaces drawn after the 1-D search's duel (seed 2028), a second draw (seed 2029) made once
+        # the first had been seen, and a third (seed 2030) held back until the five-start design was fixed;
+        # each at 30 and 100 seeds.
+        for draw in ("holdout-1d", "holdout-1d-b", "holdout-1d-c"):
             for seeds, infix in (("30", ""), ("100", "-100seeds")):
                 runs.append(Run(f"{draw}{infix}-cv{cv}", "optimiser",
                                 ("--surface", f"{SURFACES}/{draw}/*.csv", "--seeds", seeds, "--noise-cv", cv)))
