@@ -12,9 +12,9 @@ Files kept as history — measured on earlier code and quoted as such in docs/re
 -coverage-, -halfstep-rule-, -v-rule-, -joint-*, random-first-run-cv*) — are not regenerated: they record
 what the optimiser did before a change.
 
-The whole set takes about 45-55 minutes on two cores (the sum of the duration_s fields of the files: 22.8
-minutes for 14 of the 26 on 2026-12-05, the four two-knob hold-out files not re-run, and 25.1 minutes for
-the eight one-knob hold-out files added that day); each run takes 0.3-5.5 minutes. Before
+The whole set of 30 takes about an hour on two cores (the sum of the duration_s fields of the files; the 25
+runs re-made for the five-start design on 2026-12-05 -- all but the two-knob hold-outs and the confidence
+run, which no changed line reaches -- took 56 minutes); each run takes 0.3-5.5 minutes. Before
 benchmarks/optimiser.py pinned each worker to one BLAS thread it took 75-90. Needs the bench extra
 (pip install -e '.[bench]': Optuna for TPE, matplotlib for the plots).
 
