@@ -339,8 +339,9 @@ def initial_design(
     the values themselves; for several, every combination of them (3 × 3 = 9 points for two knobs), which
     puts the special values the seeds point at — concurrency 0, the kernel's readahead — on the grid.
 
-    ``today=False`` leaves today's values out (unless no starting value is given): the model then probes them
-    only where it asks for them, like any other value. The confirmation measures them in any case."""
+    ``today=False`` leaves today's values out (a knob without starting values still starts at today's): the
+    model then probes them only where it asks for them, like any other value. The confirmation measures them
+    in any case."""
     def clamp(d: Dimension, v: int) -> int:
         return d.snap(v)
 
@@ -348,7 +349,7 @@ def initial_design(
     per_dim = [[clamp(d, v) for v in starts.get(d.name, ())] or [clamp(d, current[d.name])] for d in dimensions]
     for combo in itertools.product(*per_dim):
         design.append({d.name: v for d, v in zip(dimensions, combo)})
-    return design if today or len(design) == 1 else design[1:]
+    return design if today else design[1:]
 
 
 def space_filling(dimensions: Sequence[Dimension], n: int) -> list[Config]:

@@ -59,9 +59,10 @@ class KnobSearch(_Section):
             raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
         if self.scale == "log2p1" and self.min < 0:
             raise ValueError("log2p1 scale needs min >= 0")
-        outside = [v for v in (*self.initial, *self.joint_initial) if not self.min <= v <= self.max]
-        if outside:
-            raise ValueError(f"initial values {outside} lie outside [{self.min}, {self.max}]")
+        for key, values in (("initial", self.initial), ("joint_initial", self.joint_initial)):
+            outside = [v for v in values if not self.min <= v <= self.max]
+            if outside:
+                raise ValueError(f"{key} values {outside} lie outside [{self.min}, {self.max}]")
         return self
 
 

@@ -615,7 +615,6 @@ def test_a_neighbour_reading_level_with_the_incumbent_gets_the_value_beyond_it_p
     of 256, so the optimum may lie beyond 128 too, and 64 is measured first."""
     def replay(flank_window: float) -> BayesianOptimiser:
         opt = _four_start_search(Dimension(EIC, 0, 256), seed=16)
-        assert isinstance(opt, BayesianOptimiser)
         opt.flank_window = flank_window
         for v, ms in _LEVEL_PAIR:
             opt.register({EIC: v}, ms)
