@@ -1,6 +1,6 @@
 """Regenerate the benchmark result files that docs/results.md quotes for today's code, in one command.
 
-usage: python benchmarks/regenerate.py [--only NAME ...] [--list] [--out DIR] [--compare DIR]
+usage: python benchmarks/regenerate.py [--only NAME ...] [--list] [--out DIR] [--compare DIR] [--summary [DIR]]
 
 Each result file in benchmarks/results/ was written by one run of benchmarks/optimiser.py or
 benchmarks/confidence.py. This script holds those commands — surfaces, seeds, noise, search range — so that a
@@ -8,11 +8,11 @@ reader can reproduce every current figure, and so that a change to the optimiser
 them at once (any change to tuner/optimiser.py makes every optimiser file stale). It runs them one after the
 other and prints each command and its wall time.
 
-Files kept as history — measured on earlier code and quoted as such in docs/results.md (gaps-100seeds-cv*,
+Files kept as history — measured on earlier code and quoted as such in docs/optimiser-history.md (gaps-100seeds-cv*,
 -coverage-, -halfstep-rule-, -v-rule-, -joint-*, random-first-run-cv*) — are not regenerated: they record
 what the optimiser did before a change.
 
-The whole set of 30 takes about an hour on two cores (the sum of the duration_s fields of the files; the 25
+The whole set of 34 takes about an hour on two cores (the sum of the duration_s fields of the files; the 25
 runs re-made for the five-start design on 2026-12-05 -- all but the two-knob hold-outs and the confidence
 run, which no changed line reaches -- took 56 minutes); each run takes 0.3-5.5 minutes. Before
 benchmarks/optimiser.py pinned each worker to one BLAS thread it took 75-90. Needs the bench extra
@@ -25,6 +25,10 @@ options:
   --compare DIR run nothing: say which result files in DIR differ from benchmarks/results/ in any figure
                 (wall times aside), and where — e.g. after --out DIR, to check that the committed files are
                 today's code's
+  --summary [DIR]
+                run nothing: print one Markdown table of the figures the issue judges, a row per result file,
+                computed from the files in DIR (default benchmarks/results/). docs/results.md's "Current
+                figures" is this table, and a test keeps the two the same.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SURFACES = "benchmarks/surfaces"
-# The six one-knob surfaces still below the sweep at 30 seeds, re-run at 100 (docs/results.md, "Not reached yet").
+# The six one-knob surfaces still below the sweep at 30 seeds, re-run at 100 (docs/optimiser-history.md, "Which gaps are real: 100 seeds").
 HARDEST = ["checks/vee48", "checks/tps-peak64-maximize", "checks/bimodal-2-128",
            "random/r11-two-basins", "random/r12-two-basins", "random/r01-valley"]
 
@@ -80,9 +84,9 @@ def _runs() -> list[Run]:
                 ("--surface", f"{SURFACES}/holdout-2d/h2d04.csv", "--seeds", "100", "--noise-cv", cv)),
         ]
         # One-knob surfaces drawn after the 1-D search's duel (seed 2028), a second draw (seed 2029) made once
-        # the first had been seen, and a third (seed 2030) held back until the five-start design was fixed;
-        # each at 30 and 100 seeds.
-        for draw in ("holdout-1d", "holdout-1d-b", "holdout-1d-c"):
+        # the first had been seen, a third (seed 2030) held back until the five-start design was fixed, and a
+        # fourth (seed 2031) drawn once the third had been seen, with no change since; each at 30 and 100 seeds.
+        for draw in ("holdout-1d", "holdout-1d-b", "holdout-1d-c", "holdout-1d-d"):
             for seeds, infix in (("30", ""), ("100", "-100seeds")):
                 runs.append(Run(f"{draw}{infix}-cv{cv}", "optimiser",
                                 ("--surface", f"{SURFACES}/{draw}/*.csv", "--seeds", seeds, "--noise-cv", cv)))
@@ -141,16 +145,73 @@ def compare(runs: list[Run], fresh_dir: Path) -> int:
     return 1 if differ else 0
 
 
+def _optimiser_row(name: str, r: dict) -> str:  # type: ignore[type-arg]
+    """One summary row: what the issue's targets read in one optimiser result file."""
+    v, surfaces = r["verdict"], r["surfaces"]
+    one = [s for s in surfaces if s["dims"] == 1]
+    two = [s for s in surfaces if s["dims"] == 2]
+    ratio = " / ".join(f"{v[k]:.3f}" if k in v else "–" for k in ("probes_ratio_1d", "probes_ratio_2d"))
+    tuner = sum(s["methods"]["tuner"]["success_rate"] for s in surfaces)
+    sweep = sum(s["methods"]["sweep"]["success_rate"] for s in surfaces)
+    by = v["success_target_by_interval"]
+    missed = ", ".join(by["missed"]) or "none"
+    gaps = sorted(v["success_below_sweep_minus5"], key=lambda g: g["points"])
+    worst = f"{gaps[0]['points']:+.0f} ({gaps[0]['name']})" if gaps else f"{v['success_vs_sweep_min_points']:+.0f}"
+    regret = " / ".join(f"{v[f'regret_sum_tuner_vs_{m}'][i]:.3f}"
+                        for m, i in (("random", 0), ("random", 1), ("optuna_tpe", 1)))
+    size = f"{len(one)}" + (f" + {len(two)} 2-D" if two else "")
+    versus_range = "–"
+    if "success_vs_sweep_range_by_interval" in v:
+        # --range policy: tuner's one-knob probes against a sweep of the range it searched, and the misses then.
+        t = sum(s["methods"]["tuner"]["probes_mean"] for s in one)
+        w = sum(s["methods"]["sweep_range"]["probes_mean"] for s in one)
+        versus_range = f"{t / w:.3f}; {', '.join(v['success_vs_sweep_range_by_interval']['missed']) or 'none'}"
+    return (f"| {name} | {r['noise_cv']:.2f} | {r['seeds']} | {r.get('search_range', 'grid')} | {size} | {ratio} | "
+            f"{tuner:.2f} / {sweep:.2f} | {by['met']} / {by['undecided']} / {len(by['missed'])} | {missed} | "
+            f"{worst} | {regret} | {versus_range} | {r['duration_s']:.0f} s |")
+
+
+def summary(runs: list[Run], results: Path) -> str:
+    """The Markdown table of the issue's figures, one row per optimiser result file, and the confidence line.
+
+    Every figure is read or summed from the files: probes are tuner's mean over the sweep's, summed per
+    dimensionality; success is the sum of per-surface success rates; a surface is met, undecided or missed by
+    the 95 % interval of its paired gap against -5 points; regret is the sum of per-surface medians. Files
+    run over the policy's range (``--range policy``) also compare tuner with a sweep of that range."""
+    lines = ["| result file | CV | seeds | range | surfaces | probes / sweep's, 1-D / 2-D | success summed: tuner / "
+             "sweep | surfaces ≥ sweep − 5: met / undecided / missed | missed (interval below −5) | worst gap "
+             "(points) | median regret summed: tuner / random / TPE | against a sweep of the policy's range: 1-D "
+             "probes; missed | wall time |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    tail = []
+    for run in runs:
+        path = results / f"{run.name}.json"
+        r = json.loads(path.read_text())
+        if run.script == "optimiser":
+            lines.append(_optimiser_row(run.name, r))
+        else:
+            c = r["summary"]
+            tail.append(f"{run.name}: coverage of the 95 % interval {c['coverage_min']:.3f}–{c['coverage_max']:.3f} "
+                        f"over {len(r['cases'])} cases of {r['cases'][0]['reps']} replications; 'change' with the "
+                        f"truth at or below the minimum effect at most {c['change_rate_below_min_effect_max']:.3f} "
+                        f"of the time; power for a 10 % effect at CV 5 % {r['power_10pct']:.3f}; "
+                        f"{r['duration_s']:.0f} s.")
+    return "\n".join(lines + ([""] + tail if tail else [])) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="benchmarks/regenerate.py", description=__doc__.split("\n\n")[0],
-        epilog="docs/results.md says which figures each file holds.")
+        epilog="docs/results.md shows today's figures (--summary); docs/optimiser-history.md, each round's.")
     ap.add_argument("--only", action="append", metavar="NAME", help="regenerate only this result (repeatable)")
     ap.add_argument("--list", action="store_true", help="print the names and commands, run nothing")
     ap.add_argument("--compare", type=Path, metavar="DIR",
                     help="run nothing; say which result files in DIR differ from benchmarks/results/")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results",
                     help="directory for the result files (default benchmarks/results/)")
+    ap.add_argument("--summary", nargs="?", type=Path, const=ROOT / "benchmarks" / "results", metavar="DIR",
+                    help="run nothing; print the table of the issue's figures from the result files in DIR "
+                         "(default benchmarks/results/)")
     args = ap.parse_args(argv)
     runs = _runs()
     if args.only:
@@ -160,6 +221,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"regenerate.py: no result named {unknown[0]!r}; --list prints the names.", file=sys.stderr)
             return 2
         runs = [r for r in runs if r.name in args.only]
+    if args.summary:
+        missing = [r.name for r in runs if not (args.summary / f"{r.name}.json").is_file()]
+        if missing:
+            print(f"regenerate.py: {args.summary} has no {missing[0]}.json; give the --out DIR of a whole run, "
+                  f"or name the files with --only.", file=sys.stderr)
+            return 2
+        try:
+            print(summary(runs, args.summary), end="")
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"regenerate.py: cannot read the result files in {args.summary} ({exc}); regenerate them.",
+                  file=sys.stderr)
+            return 2
+        return 0
     if args.compare:
         if not args.compare.is_dir():
             print(f"regenerate.py: {args.compare} is not a directory; give the --out DIR of an earlier run.",

@@ -765,7 +765,7 @@ class BayesianOptimiser(BaseOptimiser):
         then costs one probe where the pair is level, none where the incumbent's neighbours both read clearly
         worse (a V, a narrow tip) — or where the value beyond is probed already.
         27 one-knob surfaces, 40 seeds, CV 10 %: summed success 22.35 -> 22.60 (the sweep's 21.45) for
-        0.706 -> 0.726 of the sweep's probes; docs/results.md, "What changed in the optimiser", first item."""
+        0.706 -> 0.726 of the sweep's probes; docs/optimiser-history.md, "What changed in the optimiser"."""
         if self.flank_window <= 0:
             return None
         d = self.dimensions[0]
@@ -865,8 +865,8 @@ class BayesianOptimiser(BaseOptimiser):
         the threshold) bought probes at 16 and 8 (0.0 % each) until the patience rule ended the search. When
         they disagree — the GP ranks 256 first on bimodal-2-128 while 128 read 9 % better, a smooth trend
         taken over a dip — those probes reshape the model, and the search goes on as before (without that
-        condition bimodal fell from 0.80 to 0.62 at CV 5 %). docs/results.md, "What changed in the
-        optimiser", first item."""
+        condition bimodal fell from 0.80 to 0.62 at CV 5 %). docs/optimiser-history.md, "What changed in
+        the optimiser"."""
         if not self._opt.models:
             return None
         if len(self.dimensions) == 1:

@@ -92,3 +92,36 @@ def test_an_unwritable_out_dir_is_one_sentence(tmp_path: Path, capsys: pytest.Ca
     assert regenerate.main(["--only", "confidence", "--out", str(blocker / "sub")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--out" in err
+
+
+def test_summary_has_a_row_per_optimiser_file_and_the_confidence_line() -> None:
+    runs = regenerate._runs()
+    table = regenerate.summary(runs, RESULTS)
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| result file")]
+    assert [row.split(" | ")[0][2:] for row in rows] == [r.name for r in runs if r.script == "optimiser"]
+    random10 = json.loads((RESULTS / "random-cv0.10.json").read_text())
+    row = next(r for r in rows if r.startswith("| random-cv0.10 |"))
+    assert f"{random10['verdict']['probes_ratio_1d']:.3f} / {random10['verdict']['probes_ratio_2d']:.3f}" in row
+    tuner = sum(s["methods"]["tuner"]["success_rate"] for s in random10["surfaces"])
+    assert f"| {tuner:.2f} / " in row
+    confidence = json.loads((RESULTS / "confidence.json").read_text())
+    assert f"power for a 10 % effect at CV 5 % {confidence['power_10pct']:.3f}" in table
+
+
+def test_the_docs_current_figures_are_the_summary_of_the_committed_files() -> None:
+    # docs/results.md quotes the table between these markers; a regenerated file without a refreshed page
+    # (or a hand-edited figure) fails here: `python benchmarks/regenerate.py --summary` prints what belongs.
+    doc = (ROOT / "docs" / "results.md").read_text()
+    start, end = "<!-- summary: python benchmarks/regenerate.py --summary -->\n", "<!-- /summary -->"
+    assert start in doc and end in doc
+    quoted = doc.split(start, 1)[1].split(end, 1)[0]
+    assert quoted == regenerate.summary(regenerate._runs(), RESULTS)
+
+
+def test_summary_of_an_incomplete_directory_is_one_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert regenerate.main(["--summary", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "optimiser-cv0.05.json" in err
+    (tmp_path / "confidence.json").write_text("{not json")
+    assert regenerate.main(["--summary", str(tmp_path), "--only", "confidence"]) == 2
+    assert "cannot read" in capsys.readouterr().err
