@@ -2,6 +2,7 @@
 
     python benchmarks/optimiser.py [--surface PATH …] [--seeds 30] [--noise-cv 0.05] [--json OUT]
                                    [--markdown OUT] [--plot OUT.png] [--jobs 2] [--range grid|policy]
+                                   [--policy NAME]
 
 A *surface* is a CSV grid: one column per knob (named as the setting), then ``value`` and ``direction``
 (``minimize``/``maximize``). The simulator interpolates linearly in log2(1 + setting) between grid points,
@@ -14,9 +15,11 @@ gives the i-th probe of every method the i-th draw instead, whatever it measures
 it gives its answer:
 
 * ``sweep`` — what the seed threads did: one probe per grid level, ascending; the best observation wins;
-* ``tuner`` — exactly what ``tuner recommend`` runs: ``BayesianOptimiser`` with the default policy's budget,
-  initial design (today's value — the PostgreSQL default — plus the policy's starting points, or a
-  space-filling design for joint searches) and stopping rule, through ``tuner.session.search``;
+* ``tuner`` — exactly what ``tuner recommend`` runs: ``BayesianOptimiser`` with the policy's budget, initial
+  design (the policy's starting points, with today's value — the PostgreSQL default — first where the policy
+  says so, or a space-filling design for joint searches) and stopping rule, through ``tuner.session.search``.
+  The policy is the default one unless ``--policy NAME`` names another (ssd, hdd, network or one in the
+  configuration directory); the result file then records its name;
 * ``random`` and ``optuna_tpe`` — given the same number of probes tuner used on that seed.
 
 Reported per method (over seeds): median probes, success rate (the answer's true value within 5 % of the
@@ -68,6 +71,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.knobs.devices import readahead_quantum_kb  # noqa: E402
 from tuner.optimiser import BayesianOptimiser, Dimension, RandomOptimiser  # noqa: E402
+from tuner.errors import TunerError  # noqa: E402
 from tuner.policy import load_policy  # noqa: E402
 from tuner.session import build_optimiser, search  # noqa: E402
 from tuner.testing import SyntheticProbe  # noqa: E402
@@ -92,6 +96,8 @@ class Surface:
     direction: str
     # Per knob, the range the search methods are given (``--range policy``); by default the grid's own.
     search_range: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # The policy whose design, budget and stopping rule tuner's optimiser runs with (``--policy``).
+    policy: str = "default"
 
     @classmethod
     def load(cls, path: Path) -> Surface:
@@ -151,8 +157,8 @@ class Surface:
         return dims
 
     def use_policy_range(self) -> None:
-        """Search each knob over the default policy's range, as ``tuner recommend`` does."""
-        search = load_policy("default").search
+        """Search each knob over the policy's range, as ``tuner recommend`` does."""
+        search = load_policy(self.policy).search
         self.search_range = {k: (search[k].min, search[k].max) for k in self.knobs if k in search}
 
     def range_levels(self) -> list[list[int]]:
@@ -229,7 +235,7 @@ def run_sweep(surface: Surface, noise: NoiseStream, *, search_range: bool = Fals
 def tuner_optimiser(surface: Surface, seed: int) -> BayesianOptimiser:
     dims = surface.dims()
     current = {d.name: CURRENT.get(d.name, d.low) for d in dims}
-    return build_optimiser(load_policy("default"), dims, current, seed=seed)
+    return build_optimiser(load_policy(surface.policy), dims, current, seed=seed)
 
 
 def run_tuner(surface: Surface, noise: NoiseStream, seed: int) -> tuple[dict[str, int], int, list[float]]:
@@ -284,9 +290,10 @@ def run_tpe(surface: Surface, noise: NoiseStream, seed: int, probes: int) -> tup
     return _best_observed(history, surface), anytime
 
 
-def one_seed(args: tuple[str, int, float, str, str]) -> dict[str, dict[str, object]]:
-    path, seed, cv, per, search_range = args
+def one_seed(args: tuple[str, int, float, str, str, str]) -> dict[str, dict[str, object]]:
+    path, seed, cv, per, search_range, policy = args
     surface = Surface.load(Path(path))
+    surface.policy = policy
     if search_range == "policy":
         surface.use_policy_range()
     noise = NoiseStream(cv, seed, per=per)
@@ -438,7 +445,8 @@ def _gap_table(surfaces: list[dict], key: str, title: str, name: str, only: str)
 
 def markdown(result: dict[str, object]) -> str:
     lines = [f"Noise CV {result['noise_cv']}, {result['seeds']} seeds, noise draws per {result.get('draws', 'probe')}, "
-             f"search range: {result.get('search_range', 'grid')}, {result['duration_s']} s.", "",
+             f"search range: {result.get('search_range', 'grid')}, "
+             + (f"policy: {result['policy']}, " if "policy" in result else "") + f"{result['duration_s']} s.", "",
              "| surface | dims | method | probes (median) | probes (mean) | success | regret (median) |",
              "|---|---|---|---|---|---|---|"]
     for s in result["surfaces"]:  # type: ignore[union-attr]
@@ -506,8 +514,11 @@ def main() -> None:
                     help="common random numbers per configuration and repeat (default), or per probe index")
     ap.add_argument("--range", dest="search_range", choices=("grid", "policy"), default="grid",
                     help="the range tuner, random search and TPE search: the surface's grid (default) or the "
-                         "default policy's (effective_io_concurrency 0..1000), as tuner recommend searches; "
-                         "policy also reports sweep_range, a sweep of that whole range, for reference")
+                         "policy's (the default policy's effective_io_concurrency 0..1000), as tuner recommend "
+                         "searches; policy also reports sweep_range, a sweep of that whole range, for reference")
+    ap.add_argument("--policy", default="default", metavar="NAME",
+                    help="the policy tuner's optimiser runs with: its starts, budget and stopping rule, and with "
+                         "--range policy its range (default: default; shipped: ssd, hdd, network; or a path)")
     args = ap.parse_args()
     if args.seeds < 1:
         ap.error(f"--seeds must be at least 1, not {args.seeds} (30 is the issue's benchmark)")
@@ -515,15 +526,21 @@ def main() -> None:
         ap.error(f"--noise-cv is a coefficient of variation between 0 and 1, not {args.noise_cv} (try 0.05 or 0.10)")
     if args.jobs < 1:
         ap.error(f"--jobs must be at least 1, not {args.jobs}")
+    try:
+        load_policy(args.policy)
+    except TunerError as exc:
+        ap.error(f"--policy: {exc}" + (f" ({exc.hint})" if exc.hint else ""))
     paths = expand_surfaces(args.surface) if args.surface else DEFAULT_SURFACES
     t0 = time.monotonic()
     result: dict[str, object] = {"noise_cv": args.noise_cv, "seeds": args.seeds, "draws": args.draws,
                                  "search_range": args.search_range, "surfaces": []}
+    if args.policy != "default":
+        result["policy"] = args.policy  # absent: the default policy (as in every file written before --policy)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for path in paths:
             surface = Surface.load(path)
-            runs = list(pool.map(one_seed, [(str(path), seed, args.noise_cv, args.draws, args.search_range)
-                                                for seed in range(args.seeds)]))
+            runs = list(pool.map(one_seed, [(str(path), seed, args.noise_cv, args.draws, args.search_range,
+                                             args.policy) for seed in range(args.seeds)]))
             summary = summarise(surface, runs)
             result["surfaces"].append(summary)  # type: ignore[union-attr]
             t = summary["methods"]

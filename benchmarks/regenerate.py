@@ -12,7 +12,7 @@ Files kept as history — measured on earlier code and quoted as such in docs/op
 -coverage-, -halfstep-rule-, -v-rule-, -joint-*, random-first-run-cv*) — are not regenerated: they record
 what the optimiser did before a change.
 
-The whole set of 34 takes about an hour on two cores (the sum of the duration_s fields of the files; the 25
+The whole set of 43 takes about 75 minutes on two cores (the sum of the duration_s fields of the files; the 25
 runs re-made for the five-start design on 2026-12-05 -- all but the two-knob hold-outs and the confidence
 run, which no changed line reaches -- took 56 minutes); each run takes 0.3-5.5 minutes. Before
 benchmarks/optimiser.py pinned each worker to one BLAS thread it took 75-90. Needs the bench extra
@@ -100,6 +100,15 @@ def _runs() -> list[Run]:
              "--seeds", "100", "--noise-cv", "0.10", "--range", "policy")),
         Run("confidence", "confidence", ("--reps", "1000")),
     ]
+    # The storage-class policies (their own starts, budgets and stopping settings; today's value first) on the
+    # shipped, check and random surfaces, at CV 10 %, on the grid.
+    for policy in ("ssd", "hdd", "network"):
+        flags = ("--seeds", "30", "--noise-cv", "0.10", "--policy", policy)
+        runs += [
+            Run(f"optimiser-{policy}-cv0.10", "optimiser", flags),
+            Run(f"checks-{policy}-cv0.10", "optimiser", ("--surface", f"{SURFACES}/checks/*.csv", *flags)),
+            Run(f"random-{policy}-cv0.10", "optimiser", ("--surface", f"{SURFACES}/random/*.csv", *flags)),
+        ]
     return runs
 
 

@@ -68,3 +68,27 @@ def test_the_range_sweep_adds_the_round_values_past_the_grid_and_reads_the_grid_
             assert answer["effective_io_concurrency"] in (512, 1000)
             differ.append(seed)
     assert differ  # at CV 10 % some seed reads the plateau past 256 lowest (seed 6 today)
+
+
+def test_another_policy_brings_its_own_design_budget_and_range() -> None:
+    # --policy: the storage-class policies are measured with the code tuner recommend runs for them.
+    hdd = Surface.load(SEED)
+    hdd.policy = "hdd"
+    hdd.use_policy_range()
+    opt = tuner_optimiser(hdd, seed=0)
+    default = tuner_optimiser(Surface.load(SEED), seed=0)
+    assert opt.dimensions[0].high == 256  # the hdd policy's range, not the default's 1000
+    assert (opt.budget, opt.min_probes) == (10, 6) and (default.budget, default.min_probes) == (14, 5)
+    # hdd probes today's value (1) first, then its starts; the default leaves today's value to the model
+    assert opt.suggest() == {"effective_io_concurrency": 1}
+    assert default.suggest() == {"effective_io_concurrency": 0}
+
+
+def test_an_unknown_policy_is_one_sentence_naming_the_shipped_ones() -> None:
+    import subprocess
+
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "optimiser.py"), "--policy", "nope"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert "no policy named 'nope'" in last and "ssd" in last and "Traceback" not in done.stderr

@@ -34,6 +34,8 @@ def test_the_runs_match_the_settings_recorded_in_each_file() -> None:
         assert recorded["noise_cv"] == float(args[args.index("--noise-cv") + 1]), run.name
         expected_range = args[args.index("--range") + 1] if "--range" in args else "grid"
         assert recorded.get("search_range", "grid") == expected_range, run.name
+        expected_policy = args[args.index("--policy") + 1] if "--policy" in args else "default"
+        assert recorded.get("policy", "default") == expected_policy, run.name
 
 
 def test_every_surface_pattern_names_files() -> None:
