@@ -12,9 +12,9 @@ Files kept as history — measured on earlier code and quoted as such in docs/op
 -coverage-, -halfstep-rule-, -v-rule-, -joint-*, random-first-run-cv*) — are not regenerated: they record
 what the optimiser did before a change.
 
-The whole set of 43 takes about 75 minutes on two cores (the sum of the duration_s fields of the files; the 25
-runs re-made for the five-start design on 2026-12-05 -- all but the two-knob hold-outs and the confidence
-run, which no changed line reaches -- took 56 minutes); each run takes 0.3-5.5 minutes. Before
+The whole set of 54 takes about two hours on two cores (118 minutes: the sum of the duration_s fields of the
+files; the 25 runs re-made for the five-start design on 2026-12-05 -- all but the two-knob hold-outs and the
+confidence run, which no changed line reaches -- took 56 minutes); each run takes 0.3-6.1 minutes. Before
 benchmarks/optimiser.py pinned each worker to one BLAS thread it took 75-90. Needs the bench extra
 (pip install -e '.[bench]': Optuna for TPE, matplotlib for the plots).
 
@@ -101,14 +101,20 @@ def _runs() -> list[Run]:
         Run("confidence", "confidence", ("--reps", "1000")),
     ]
     # The storage-class policies (their own starts, budgets and stopping settings; today's value first) on the
-    # shipped, check and random surfaces, at CV 10 %, on the grid.
-    for policy in ("ssd", "hdd", "network"):
-        flags = ("--seeds", "30", "--noise-cv", "0.10", "--policy", policy)
-        runs += [
-            Run(f"optimiser-{policy}-cv0.10", "optimiser", flags),
-            Run(f"checks-{policy}-cv0.10", "optimiser", ("--surface", f"{SURFACES}/checks/*.csv", *flags)),
-            Run(f"random-{policy}-cv0.10", "optimiser", ("--surface", f"{SURFACES}/random/*.csv", *flags)),
-        ]
+    # shipped, check and random surfaces, at CV 5 and 10 %, on the grid; and on the random surfaces over the
+    # policy's own range where that is wider than the grid (hdd's 0..256 is the grid's).
+    for cv in ("0.05", "0.10"):
+        for policy in ("ssd", "hdd", "network"):
+            flags = ("--seeds", "30", "--noise-cv", cv, "--policy", policy)
+            runs += [
+                Run(f"optimiser-{policy}-cv{cv}", "optimiser", flags),
+                Run(f"checks-{policy}-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/checks/*.csv", *flags)),
+                Run(f"random-{policy}-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/random/*.csv", *flags)),
+            ]
+    for policy in ("ssd", "network"):
+        runs.append(Run(f"policy-range-random-{policy}-cv0.10", "optimiser",
+                        ("--surface", f"{SURFACES}/random/*.csv", "--seeds", "30", "--noise-cv", "0.10",
+                         "--policy", policy, "--range", "policy")))
     return runs
 
 

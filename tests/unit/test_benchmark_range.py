@@ -78,7 +78,7 @@ def test_another_policy_brings_its_own_design_budget_and_range() -> None:
     opt = tuner_optimiser(hdd, seed=0)
     default = tuner_optimiser(Surface.load(SEED), seed=0)
     assert opt.dimensions[0].high == 256  # the hdd policy's range, not the default's 1000
-    assert (opt.budget, opt.min_probes) == (10, 6) and (default.budget, default.min_probes) == (14, 5)
+    assert (opt.budget, opt.min_probes) == (10, 5) and (default.budget, default.min_probes) == (14, 5)
     # hdd probes today's value (1) first, then its starts; the default leaves today's value to the model
     assert opt.suggest() == {"effective_io_concurrency": 1}
     assert default.suggest() == {"effective_io_concurrency": 0}
