@@ -2,9 +2,10 @@
 values, the answer, its regret and why the search stopped — the per-seed view behind optimiser.py's summary.
 
     python benchmarks/trace.py SURFACE.csv [--noise-cv 0.05] [--seeds 30] [--failures-only]
+                               [--policy NAME] [--range grid|policy]
 
-Same simulator, noise draws and optimiser construction as ``benchmarks/optimiser.py``, so seed N here is
-seed N there.
+Same simulator, noise draws and optimiser construction as ``benchmarks/optimiser.py`` (with the same
+``--policy`` and ``--range``), so seed N here is seed N there.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from optimiser import SUCCESS, NoiseStream, Surface, tuner_optimiser  # noqa: E402
 
+from tuner.errors import TunerError  # noqa: E402
+from tuner.policy import load_policy  # noqa: E402
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -24,10 +28,25 @@ def main() -> None:
     ap.add_argument("--noise-cv", type=float, default=0.05)
     ap.add_argument("--seeds", type=int, default=30)
     ap.add_argument("--failures-only", action="store_true", help="only the seeds whose answer misses by > 5 %%")
+    ap.add_argument("--policy", default="default", metavar="NAME",
+                    help="the policy the optimiser runs with (default: default; shipped: ssd, hdd, network; or a path)")
+    ap.add_argument("--range", dest="search_range", choices=("grid", "policy"), default="grid",
+                    help="search the surface's grid (default) or the policy's range, as optimiser.py --range")
     args = ap.parse_args()
     if not args.surface.is_file():
-        raise SystemExit(f"trace.py: no surface file at {str(args.surface)!r}")
+        ap.error(f"no surface file at {str(args.surface)!r} (the shipped ones are under benchmarks/surfaces/)")
+    if args.seeds < 1:
+        ap.error(f"--seeds must be at least 1, not {args.seeds}")
+    if not 0 <= args.noise_cv < 1:
+        ap.error(f"--noise-cv is a coefficient of variation between 0 and 1, not {args.noise_cv} (try 0.05 or 0.10)")
+    try:
+        load_policy(args.policy)
+    except TunerError as exc:
+        ap.error(f"--policy: {exc}" + (f" ({exc.hint})" if exc.hint else ""))
     surface = Surface.load(args.surface)
+    surface.policy = args.policy
+    if args.search_range == "policy":
+        surface.use_policy_range()
     failures, probes = 0, 0
     for seed in range(args.seeds):
         factor = NoiseStream(args.noise_cv, seed).measure()

@@ -114,3 +114,25 @@ def test_bad_benchmark_arguments_get_one_sentence_not_a_traceback(script: str, a
     assert done.returncode == 2
     assert says in done.stderr and "Traceback" not in done.stderr
     assert done.stdout == ""
+
+
+def test_the_trace_replays_a_result_files_seeds_and_refuses_bad_arguments_in_one_sentence() -> None:
+    # trace.py is the per-seed view behind optimiser.py: with the same --policy and --range, seed N there is
+    # seed N here, so its count of hits is the file's success rate (hdd on r15, CV 10 %: 29 of 30 committed).
+    import json
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    surface = root / "benchmarks" / "surfaces" / "random" / "r15-two-basins.csv"
+    committed = json.loads((root / "benchmarks" / "results" / "random-hdd-cv0.10.json").read_text())
+    rate = next(s for s in committed["surfaces"] if s["name"] == "r15-two-basins")["methods"]["tuner"]["success_rate"]
+    script = [sys.executable, str(root / "benchmarks" / "trace.py")]
+    done = subprocess.run([*script, str(surface), "--noise-cv", "0.10", "--policy", "hdd", "--failures-only"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].startswith(f"{round(rate * 30)}/30 within 5%")
+    for args, says in ((["nothere.csv"], "no surface file at 'nothere.csv'"),
+                       ([str(surface), "--policy", "nope"], "--policy: no policy named 'nope'"),
+                       ([str(surface), "--seeds", "0"], "--seeds must be at least 1")):
+        bad = subprocess.run([*script, *args], capture_output=True, text=True, timeout=120)
+        assert bad.returncode == 2 and says in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
