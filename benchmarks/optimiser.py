@@ -497,6 +497,18 @@ def expand_surfaces(patterns: list[str]) -> list[Path]:
     return out
 
 
+def check_run_arguments(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--seeds, --noise-cv and --policy, shared with trace.py: a bad value is one argparse sentence (exit 2)."""
+    if args.seeds < 1:
+        ap.error(f"--seeds must be at least 1, not {args.seeds} (30 is the issue's benchmark)")
+    if not 0 <= args.noise_cv < 1:
+        ap.error(f"--noise-cv is a coefficient of variation between 0 and 1, not {args.noise_cv} (try 0.05 or 0.10)")
+    try:
+        load_policy(args.policy)
+    except TunerError as exc:
+        ap.error(f"--policy: {exc}" + (f" ({exc.hint})" if exc.hint else ""))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--surface", action="append", metavar="PATH",
@@ -520,16 +532,9 @@ def main() -> None:
                     help="the policy tuner's optimiser runs with: its starts, budget and stopping rule, and with "
                          "--range policy its range (default: default; shipped: ssd, hdd, network; or a path)")
     args = ap.parse_args()
-    if args.seeds < 1:
-        ap.error(f"--seeds must be at least 1, not {args.seeds} (30 is the issue's benchmark)")
-    if not 0 <= args.noise_cv < 1:
-        ap.error(f"--noise-cv is a coefficient of variation between 0 and 1, not {args.noise_cv} (try 0.05 or 0.10)")
+    check_run_arguments(ap, args)
     if args.jobs < 1:
         ap.error(f"--jobs must be at least 1, not {args.jobs}")
-    try:
-        load_policy(args.policy)
-    except TunerError as exc:
-        ap.error(f"--policy: {exc}" + (f" ({exc.hint})" if exc.hint else ""))
     paths = expand_surfaces(args.surface) if args.surface else DEFAULT_SURFACES
     t0 = time.monotonic()
     result: dict[str, object] = {"noise_cv": args.noise_cv, "seeds": args.seeds, "draws": args.draws,

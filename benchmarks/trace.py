@@ -16,10 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from optimiser import SUCCESS, NoiseStream, Surface, tuner_optimiser  # noqa: E402
-
-from tuner.errors import TunerError  # noqa: E402
-from tuner.policy import load_policy  # noqa: E402
+from optimiser import SUCCESS, NoiseStream, Surface, check_run_arguments, tuner_optimiser  # noqa: E402
 
 
 def main() -> None:
@@ -35,14 +32,7 @@ def main() -> None:
     args = ap.parse_args()
     if not args.surface.is_file():
         ap.error(f"no surface file at {str(args.surface)!r} (the shipped ones are under benchmarks/surfaces/)")
-    if args.seeds < 1:
-        ap.error(f"--seeds must be at least 1, not {args.seeds}")
-    if not 0 <= args.noise_cv < 1:
-        ap.error(f"--noise-cv is a coefficient of variation between 0 and 1, not {args.noise_cv} (try 0.05 or 0.10)")
-    try:
-        load_policy(args.policy)
-    except TunerError as exc:
-        ap.error(f"--policy: {exc}" + (f" ({exc.hint})" if exc.hint else ""))
+    check_run_arguments(ap, args)
     surface = Surface.load(args.surface)
     surface.policy = args.policy
     if args.search_range == "policy":
