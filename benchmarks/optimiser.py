@@ -117,6 +117,10 @@ class Surface:
 
     def true(self, config: dict[str, int]) -> float:
         """Multilinear interpolation in log2(1 + setting), clamped to the grid."""
+        return sum(w * self.values[key] for key, w in self.weights(config).items())
+
+    def weights(self, config: dict[str, int]) -> dict[tuple[int, ...], float]:
+        """The grid points ``config``'s true value is interpolated from, with their (nonzero) weights."""
         corners: list[list[tuple[int, float]]] = []
         for k, lv in zip(self.knobs, self.levels):
             x = min(max(config[k], lv[0]), lv[-1])
@@ -127,12 +131,12 @@ class Surface:
             a, b = lv[i], lv[i + 1]
             t = (_z(x) - _z(a)) / (_z(b) - _z(a))
             corners.append([(a, 1 - t), (b, t)])
-        total = 0.0
+        out: dict[tuple[int, ...], float] = {}
         for combo in itertools.product(*corners):
             w = math.prod(c[1] for c in combo)
             if w:
-                total += w * self.values[tuple(c[0] for c in combo)]
-        return total
+                out[tuple(c[0] for c in combo)] = w
+        return out
 
     @property
     def optimum(self) -> tuple[dict[str, int], float]:
@@ -238,7 +242,10 @@ def tuner_optimiser(surface: Surface, seed: int) -> BayesianOptimiser:
     return build_optimiser(load_policy(surface.policy), dims, current, seed=seed)
 
 
-def run_tuner(surface: Surface, noise: NoiseStream, seed: int) -> tuple[dict[str, int], int, list[float]]:
+def run_tuner(surface: Surface, noise: NoiseStream, seed: int,
+              probed: list[dict[str, int]] | None = None) -> tuple[dict[str, int], int, list[float]]:
+    """Tuner's answer, probe count and anytime regret on one seed; ``probed`` (if given) gets the
+    configurations it probed, in order."""
     opt = tuner_optimiser(surface, seed)
     factor = noise.measure()
     anytime: list[float] = []
@@ -256,6 +263,8 @@ def run_tuner(surface: Surface, noise: NoiseStream, seed: int) -> tuple[dict[str
     opt.register = register  # type: ignore[method-assign]
     result = asyncio.run(search(opt, probe, max_consecutive_failures=4))
     assert result.recommendation is not None
+    if probed is not None:
+        probed.extend(dict(c) for c in opt.history.configs)
     return result.recommendation.config, opt.probes, anytime
 
 

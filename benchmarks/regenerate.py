@@ -12,7 +12,7 @@ Files kept as history — measured on earlier code and quoted as such in docs/op
 -coverage-, -halfstep-rule-, -v-rule-, -joint-*, random-first-run-cv*) — are not regenerated: they record
 what the optimiser did before a change.
 
-The whole set of 58 takes about two hours on two cores (130 minutes: the sum of the duration_s fields of the
+The whole set of 61 takes about two hours on two cores (130 minutes: the sum of the duration_s fields of the
 files; the 25 runs re-made for the five-start design on 2026-12-05 -- all but the two-knob hold-outs and the
 confidence run, which no changed line reaches -- took 56 minutes); each run takes 0.3-6.1 minutes. Before
 benchmarks/optimiser.py pinned each worker to one BLAS thread it took 75-90. Needs the bench extra
@@ -101,6 +101,12 @@ def _runs() -> list[Run]:
              "--seeds", "100", "--noise-cv", "0.10", "--range", "policy")),
         Run("confidence", "confidence", ("--reps", "1000")),
     ]
+    # The constructive check that "every surface" cannot be met below the sweep's probes (adversary.py): the
+    # shipped surfaces at both noise levels, and the random set at CV 10 %.
+    for cv in ("0.05", "0.10"):
+        runs.append(Run(f"adversary-cv{cv}", "adversary", ("--seeds", "30", "--noise-cv", cv)))
+    runs.append(Run("adversary-random-cv0.10", "adversary",
+                    ("--surface", f"{SURFACES}/random/*.csv", "--seeds", "30", "--noise-cv", "0.10")))
     # The storage-class policies (their own starts, budgets and stopping settings; today's value first) on the
     # shipped, check and random surfaces, at CV 5 and 10 %, on the grid; and on the random surfaces over the
     # policy's own range where that is wider than the grid (hdd's 0..256 is the grid's).
@@ -187,6 +193,20 @@ def _optimiser_row(name: str, r: dict) -> str:  # type: ignore[type-arg]
             f"{worst} | {regret} | {versus_range} | {r['duration_s']:.0f} s |")
 
 
+def _adversary_line(name: str, r: dict) -> str:  # type: ignore[type-arg]
+    """One summary line for an adversary.py file: how rarely tuner touches its least-touched grid point, and
+    what that does on S'."""
+    s, v = r["surfaces"], r["verdict"]
+    rates = [x["v_touched_rate"] for x in s]
+    tuner = sum(x["success_on_s_prime"]["tuner"] for x in s)
+    sweep = sum(x["success_on_s_prime"]["sweep"] for x in s)
+    return (f"{name}: on each of {len(s)} surfaces (CV {r['noise_cv']:.2f}, {r['seeds']} seeds) tuner touched "
+            f"its least-touched grid point on {min(rates):.2f}–{max(rates):.2f} of the seeds; with that point made "
+            f"{r['gain']} times better (S'), success summed {tuner:.2f} against the sweep's {sweep:.2f}, "
+            f"{len(v['s_prime_missed'])} of {len(s)} an established miss; {v['identical_runs'][0]} of "
+            f"{v['identical_runs'][1]} untouched seeds replayed identically; {r['duration_s']:.0f} s.")
+
+
 def summary(runs: list[Run], results: Path) -> str:
     """The Markdown table of the issue's figures, one row per optimiser result file, and the confidence line.
 
@@ -205,6 +225,8 @@ def summary(runs: list[Run], results: Path) -> str:
         r = json.loads(path.read_text())
         if run.script == "optimiser":
             lines.append(_optimiser_row(run.name, r))
+        elif run.script == "adversary":
+            tail.append(_adversary_line(run.name, r))
         else:
             c = r["summary"]
             tail.append(f"{run.name}: coverage of the 95 % interval {c['coverage_min']:.3f}–{c['coverage_max']:.3f} "

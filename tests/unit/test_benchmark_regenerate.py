@@ -26,12 +26,15 @@ def test_every_run_names_a_committed_result_file() -> None:
 
 def test_the_runs_match_the_settings_recorded_in_each_file() -> None:
     for run in regenerate._runs():
-        if run.script != "optimiser":
+        if run.script == "confidence":
             continue
         recorded = json.loads((RESULTS / f"{run.name}.json").read_text())
         args = list(run.args)
         assert recorded["seeds"] == int(args[args.index("--seeds") + 1]), run.name
         assert recorded["noise_cv"] == float(args[args.index("--noise-cv") + 1]), run.name
+        if run.script == "adversary":
+            assert recorded["policy"] == "default" and "--policy" not in args, run.name
+            continue
         expected_range = args[args.index("--range") + 1] if "--range" in args else "grid"
         assert recorded.get("search_range", "grid") == expected_range, run.name
         expected_policy = args[args.index("--policy") + 1] if "--policy" in args else "default"
@@ -106,6 +109,10 @@ def test_summary_has_a_row_per_optimiser_file_and_the_confidence_line() -> None:
     assert f"{random10['verdict']['probes_ratio_1d']:.3f} / {random10['verdict']['probes_ratio_2d']:.3f}" in row
     tuner = sum(s["methods"]["tuner"]["success_rate"] for s in random10["surfaces"])
     assert f"| {tuner:.2f} / " in row
+    adversary = json.loads((RESULTS / "adversary-cv0.10.json").read_text())
+    line = next(line for line in table.splitlines() if line.startswith("adversary-cv0.10: "))
+    assert f"on each of {len(adversary['surfaces'])} surfaces" in line
+    assert f"{adversary['verdict']['identical_runs'][0]} of {adversary['verdict']['identical_runs'][1]} untouched" in line
     confidence = json.loads((RESULTS / "confidence.json").read_text())
     assert f"power for a 10 % effect at CV 5 % {confidence['power_10pct']:.3f}" in table
 
