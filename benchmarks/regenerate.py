@@ -12,7 +12,7 @@ Files kept as history — measured on earlier code and quoted as such in docs/op
 -coverage-, -halfstep-rule-, -v-rule-, -joint-*, random-first-run-cv*) — are not regenerated: they record
 what the optimiser did before a change.
 
-The whole set of 61 takes about two hours on two cores (130 minutes: the sum of the duration_s fields of the
+The whole set of 65 takes about two and a half hours on two cores (149 minutes: the sum of the duration_s fields of the
 files; the 25 runs re-made for the five-start design on 2026-12-05 -- all but the two-knob hold-outs and the
 confidence run, which no changed line reaches -- took 56 minutes); each run takes 0.3-6.1 minutes. Before
 benchmarks/optimiser.py pinned each worker to one BLAS thread it took 75-90. Needs the bench extra
@@ -85,9 +85,9 @@ def _runs() -> list[Run]:
         ]
         # One-knob surfaces drawn after the 1-D search's duel (seed 2028), a second draw (seed 2029) made once
         # the first had been seen, a third (seed 2030) held back until the five-start design was fixed, and a
-        # fourth (seed 2031) drawn once the third had been seen, with no change since, and a fifth (seed 2032) the
-        # same way after the fourth; each at 30 and 100 seeds.
-        for draw in ("holdout-1d", "holdout-1d-b", "holdout-1d-c", "holdout-1d-d", "holdout-1d-e"):
+        # fourth (seed 2031) drawn once the third had been seen, with no change since, a fifth (seed 2032) the
+        # same way after the fourth, and a sixth (seed 2033) after the fifth; each at 30 and 100 seeds.
+        for draw in ("holdout-1d", "holdout-1d-b", "holdout-1d-c", "holdout-1d-d", "holdout-1d-e", "holdout-1d-f"):
             for seeds, infix in (("30", ""), ("100", "-100seeds")):
                 runs.append(Run(f"{draw}{infix}-cv{cv}", "optimiser",
                                 ("--surface", f"{SURFACES}/{draw}/*.csv", "--seeds", seeds, "--noise-cv", cv)))

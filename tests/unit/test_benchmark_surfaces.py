@@ -22,6 +22,7 @@ GENERATE = SURFACES / "random" / "generate.py"
         ("holdout-1d-c", ["--n", "16", "--n2d", "0", "--seed", "2030"], "h1f"),
         ("holdout-1d-d", ["--n", "16", "--n2d", "0", "--seed", "2031"], "h1g"),
         ("holdout-1d-e", ["--n", "16", "--n2d", "0", "--seed", "2032"], "h1h"),
+        ("holdout-1d-f", ["--n", "16", "--n2d", "0", "--seed", "2033"], "h1i"),
     ],
 )
 def test_shipped_surfaces_are_reproduced_by_their_generator(tmp_path: Path, folder: str, args: list[str],
