@@ -113,6 +113,14 @@ def test_summary_has_a_row_per_optimiser_file_and_the_confidence_line() -> None:
     line = next(line for line in table.splitlines() if line.startswith("adversary-cv0.10: "))
     assert f"on each of {len(adversary['surfaces'])} surfaces" in line
     assert f"{adversary['verdict']['identical_runs'][0]} of {adversary['verdict']['identical_runs'][1]} untouched" in line
+    # The per-surface target as a rate over the draws: every surface an interval puts below -5 in any
+    # 100-seed one-knob hold-out file, out of all the surfaces in them.
+    files = sorted(RESULTS.glob("holdout-1d*-100seeds-cv*.json"))
+    missed = {m for f in files for m in json.loads(f.read_text())["verdict"]["success_target_by_interval"]["missed"]}
+    total = {x["name"] for f in files for x in json.loads(f.read_text())["surfaces"]}
+    assert (f"one-knob hold-out draws, 100 seeds: established misses at CV 0.05 or 0.10 on {len(missed)} of "
+            f"{len(total)} surfaces in {len(files) // 2} draws") in table
+    assert all(m in table for m in missed) and "two-knob hold-out draws, 30 seeds (100 for the closest surfaces): " in table
     confidence = json.loads((RESULTS / "confidence.json").read_text())
     assert f"power for a 10 % effect at CV 5 % {confidence['power_10pct']:.3f}" in table
 

@@ -17,6 +17,7 @@ GENERATE = SURFACES / "random" / "generate.py"
     [
         ("random", ["--seed", "2026"], "r"),
         ("holdout-2d", ["--n", "0", "--n2d", "6", "--seed", "2027"], "h"),
+        ("holdout-2d-b", ["--n", "0", "--n2d", "6", "--seed", "2034"], "hb"),
         ("holdout-1d", ["--n", "16", "--n2d", "0", "--seed", "2028"], "h1d"),
         ("holdout-1d-b", ["--n", "16", "--n2d", "0", "--seed", "2029"], "h1e"),
         ("holdout-1d-c", ["--n", "16", "--n2d", "0", "--seed", "2030"], "h1f"),
