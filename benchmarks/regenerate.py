@@ -12,7 +12,7 @@ Files kept as history — measured on earlier code and quoted as such in docs/op
 -coverage-, -halfstep-rule-, -v-rule-, -joint-*, random-first-run-cv*) — are not regenerated: they record
 what the optimiser did before a change.
 
-The whole set of 65 takes about two and a half hours on two cores (149 minutes: the sum of the duration_s fields of the
+The whole set of 69 takes about two and a half hours on two cores (157 minutes: the sum of the duration_s fields of the
 files; the 25 runs re-made for the five-start design on 2026-12-05 -- all but the two-knob hold-outs and the
 confidence run, which no changed line reaches -- took 56 minutes); each run takes 0.3-6.1 minutes. Before
 benchmarks/optimiser.py pinned each worker to one BLAS thread it took 75-90. Needs the bench extra
