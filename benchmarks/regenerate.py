@@ -107,7 +107,7 @@ def _runs() -> list[Run]:
              "--seeds", "100", "--noise-cv", "0.10", "--range", "policy")),
         Run("confidence", "confidence", ("--reps", "1000")),
     ]
-    # The constructive check that "every surface" cannot be met below the sweep's probes (adversary.py): the
+    # The constructive check that "every surface" cannot be met at 0.8 of the sweep's probes (adversary.py): the
     # shipped surfaces at both noise levels, and the random set at CV 10 %.
     for cv in ("0.05", "0.10"):
         runs.append(Run(f"adversary-cv{cv}", "adversary", ("--seeds", "30", "--noise-cv", cv)))
