@@ -98,6 +98,11 @@ def least_touched(surface: Surface, runs: list[dict[str, object]]) -> tuple[Key,
     return min(counts, key=counts.__getitem__), counts
 
 
+def _hits(runs: list[dict[str, object]], method: str) -> int:
+    """Seeds on which ``method``'s answer lies within the success tolerance of the optimum."""
+    return sum(float(r[method]["regret"]) <= SUCCESS for r in runs)  # type: ignore[index]
+
+
 def study(surface: Surface, seeds: int, cv: float, gain: float,
           map_: Callable[..., Iterable[dict[str, object]]] = map) -> tuple[dict[str, object], Surface]:
     """The check on one surface: tuner on S, the least-touched grid point v, tuner and the sweep on S'.
@@ -109,10 +114,7 @@ def study(surface: Surface, seeds: int, cv: float, gain: float,
     untouched = [s for s, r in enumerate(before) if v not in {tuple(k) for k in r["touched"]}]  # type: ignore[attr-defined]
     identical = sum(before[s]["probed"] == after[s]["probed"] and before[s]["answer"] == after[s]["answer"]
                     for s in untouched)
-    rate = {m: round(sum(float(r[m]["regret"]) <= SUCCESS for r in after) / seeds, 3)  # type: ignore[index]
-            for m in ("tuner", "sweep")}
-    original = {m: round(sum(float(r[m]["regret"]) <= SUCCESS for r in before) / seeds, 3)  # type: ignore[index]
-                for m in ("tuner", "sweep")}
+    original, rate = ({m: round(_hits(runs, m) / seeds, 3) for m in ("tuner", "sweep")} for runs in (before, after))
     result = {
         "name": surface.name, "dims": len(surface.knobs), "grid_points": len(surface.values),
         "tuner_probes_mean": round(sum(int(r["probes"]) for r in before) / seeds, 2),  # type: ignore[call-overload]
@@ -122,7 +124,7 @@ def study(surface: Surface, seeds: int, cv: float, gain: float,
         "success_on_s": original, "success_on_s_prime": rate,
         "s_prime_vs_sweep": success_vs_sweep(after),
         # The argument's bound: tuner's success on S' cannot exceed the share of seeds that touched v on S.
-        "bound_holds": sum(float(r["tuner"]["regret"]) <= SUCCESS for r in after) <= counts[v],  # type: ignore[index]
+        "bound_holds": _hits(after, "tuner") <= counts[v],
     }
     return result, hard
 
@@ -190,7 +192,11 @@ def main() -> None:
             one, hard = study(surface, args.seeds, args.noise_cv, args.gain, pool.map)
             result["surfaces"].append(one)  # type: ignore[union-attr]
             if args.write_surfaces:
-                write_surface(hard, args.write_surfaces / f"{hard.name}.csv")
+                try:
+                    write_surface(hard, args.write_surfaces / f"{hard.name}.csv")
+                except OSError as exc:
+                    ap.error(f"--write-surfaces: cannot write {hard.name}.csv in {str(args.write_surfaces)!r} "
+                             f"({exc.strerror}); give a writable directory")
             print(f"  {surface.name}: v {one['v']} touched on {one['v_touched_rate']:.2f} of seeds; on S' tuner "
                   f"{one['success_on_s_prime']['tuner']:.2f}, sweep {one['success_on_s_prime']['sweep']:.2f}",  # type: ignore[index]
                   file=sys.stderr, flush=True)
