@@ -1,7 +1,7 @@
 """Calibration of tuner's confirmation step: does its 95 % interval cover, and how often does it say
 "change" when it should not?
 
-It runs the real confirmation loop (``tuner.session.confirm``: ABBA/BAAB blocks, the sequential test with
+It runs the real confirmation loop (``tuner.core.session.confirm``: ABBA/BAAB blocks, the sequential test with
 the default policy's budget) against a synthetic probe whose true effect and noise are known, many times.
 
     python benchmarks/confidence.py [--reps 1000] [--json OUT] [--markdown OUT]
@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.policy import load_policy  # noqa: E402
-from tuner.session import confirm  # noqa: E402
-from tuner.stats import SequentialTest  # noqa: E402
+from tuner.core.session import confirm  # noqa: E402
+from tuner.core.stats import SequentialTest  # noqa: E402
 from tuner.testing import SyntheticProbe  # noqa: E402
 
 EFFECTS = (1.0, 1.03, 1.05, 1.08, 1.10, 1.20, 1.50, 2.00)

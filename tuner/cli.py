@@ -14,7 +14,9 @@ import click
 
 from tuner import __version__
 from tuner import log as tlog
-from tuner.config import KNOWN_FAMILIES, Config, load_config
+from tuner.config import Config, load_config
+from tuner.emit import FORMATS
+from tuner.families import REGISTRY
 from tuner.errors import ConfigError, TunerError
 from tuner.policy import load_policy
 
@@ -85,11 +87,11 @@ def main() -> None:
 @click.option("--dsn", help="Target connection string or URI (overrides [target] dsn). Must be a hot standby or a marked staging clone.")
 @click.option("--sandbox", is_flag=True, help="Create a throwaway primary + hot standby, tune the standby, then remove everything.")
 @click.option("--scale", type=click.IntRange(1, 10000), help="Sandbox dataset size, pgbench-style (100,000 accounts per unit; default 50 ≈ 640 MB).")
-@click.option("--family", "families", multiple=True, type=click.Choice(KNOWN_FAMILIES), help="Knob family to tune (repeatable; default: all the target allows).")
+@click.option("--family", "families", multiple=True, type=click.Choice(REGISTRY.names()), help="Knob family to tune (repeatable; default: all the target allows).")
 @click.option("--policy", help="Policy name (default, ssd, network, hdd) or path to a policy TOML file.")
 @click.option("--budget", type=click.IntRange(3, 500), help="Most optimisation probes per family (overrides the policy).")
 @click.option("--seed", type=int, help="Seed for the optimiser (results are reproducible for a given seed and target).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "sql"]), help="What to print on stdout (default: table).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), help="What to print on stdout (default: table).")
 @click.option("--output", type=click.Path(path_type=Path, file_okay=False), help="Also write report.json, recommendation.sql, rollback.sql and report.txt (and readahead.sh, readahead-rollback.sh, 99-tuner-readahead.rules when readahead changes) into DIR, atomically.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Log detail on stderr (default: info).")
 def recommend(**opts: Any) -> None:
@@ -156,16 +158,16 @@ def recommend(**opts: Any) -> None:
             )
     report = _run(cfg, policy, sandbox=opts["sandbox"], budget=opts["budget"])
 
-    from tuner.recommend.render import RENDERERS, write_outputs
+    from tuner import emit
 
     if cfg.output.directory is not None:
-        written = write_outputs(report, cfg.output.directory)
+        written = emit.write_outputs(report, cfg.output.directory)
         click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
-    click.echo(RENDERERS[cfg.output.format](report), nl=False)
+    click.echo(emit.text(report, cfg.output.format), nl=False)
 
 
 def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None) -> Any:
-    from tuner.workflow import recommend as run_recommend
+    from tuner.runner import recommend as run_recommend
 
     async def guarded() -> Any:
         loop = asyncio.get_running_loop()
@@ -215,7 +217,7 @@ def restore(config_path: Path | None, state_dir: Path | None, dsn: str | None, f
       tuner restore --dsn 'host=staging1 dbname=app'   where the journal's DSN needs other options
     """
     from tuner.config import state_dir as configured_state_dir
-    from tuner.journal import Journal
+    from tuner.actuate import Journal
 
     overrides = {"tuner": {"state_dir": str(state_dir)}} if state_dir else None
     cfg = load_config(config_path, overrides=overrides)
@@ -237,7 +239,7 @@ def restore(config_path: Path | None, state_dir: Path | None, dsn: str | None, f
 
 
 def _writer(cfg: Config) -> Any:
-    from tuner.journal import SysfsWriter
+    from tuner.actuate import SysfsWriter
 
     return SysfsWriter(cfg.readahead.helper_command)
 

@@ -16,16 +16,31 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tuner.errors import ConfigError
 
 ENV_PREFIX = "TUNER_"
 DEFAULT_CONFIG_NAME = "tuner.toml"
 
-Family = Literal["concurrency", "readahead", "wal"]
-KNOWN_FAMILIES: tuple[Family, ...] = ("concurrency", "readahead", "wal")
-OutputFormat = Literal["table", "json", "sql"]
+
+
+def _known_families() -> tuple[str, ...]:
+    from tuner.families import REGISTRY
+
+    return REGISTRY.names()
+
+
+def _known_formats() -> tuple[str, ...]:
+    from tuner.emit import FORMATS
+
+    return FORMATS
+
+
+def _one_of(value: str, known: tuple[str, ...], what: str) -> str:
+    if value not in known:
+        raise ValueError(f"unknown {what} {value!r} (known: {', '.join(known)})")
+    return value
 
 
 class _Section(BaseModel):
@@ -46,13 +61,19 @@ class TargetConfig(_Section):
 
 class TunerSection(_Section):
     policy: str = Field(default="default", description="policy name (policies/NAME.toml) or path to a policy file")
-    families: tuple[Family, ...] = Field(default=KNOWN_FAMILIES)
+    families: tuple[str, ...] = Field(default_factory=_known_families,
+                                      description="knob families to tune (default: every registered family)")
     seed: int = Field(default=20261202, description="seed for the optimiser and the probe order")
     state_dir: Path | None = Field(
         default=None,
         description="the change journal's directory; unset: /var/lib/tuner as root, else ~/.local/state/tuner",
     )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @field_validator("families")
+    @classmethod
+    def _registered(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_one_of(v, _known_families(), "family") for v in value)
 
 
 class WorkloadConfig(_Section):
@@ -90,8 +111,13 @@ class SandboxConfig(_Section):
 
 
 class OutputConfig(_Section):
-    format: OutputFormat = "table"
+    format: str = Field(default="table", description="what `tuner recommend` prints: table, json or sql")
     directory: Path | None = None
+
+    @field_validator("format")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        return _one_of(value, _known_formats(), "format")
 
 
 class Config(_Section):

@@ -67,23 +67,37 @@ class HostCommands(_Frozen):
     udev_rule_file: str
 
 
-class RecommendationOut(_Frozen):
+class DeviceRef(_Frozen):
+    """The block device a device-scope recommendation is about, as the host commands need it."""
+
+    node: str = Field(description="/dev/NAME")
+    name: str
+    sysfs_path: str = Field(description="/sys/block/NAME/queue/read_ahead_kb")
+    match: dict[str, str] = Field(description="udev keys that match this device by its most stable attribute")
+
+
+class Recommendation(_Frozen):
+    """One knob's recommendation as data. SQL, host commands and config-management formats are rendered from
+    it at output time (tuner/emit/); the JSON report carries ``apply_sql``, ``rollback_sql`` and ``host``
+    too, computed when it is written."""
+
     knob: str
     scope: Literal["system", "tablespace", "device"]
     object: str | None
     current: int | str
     recommended: int | str
+    source: str = Field(
+        default="default",
+        description="where today's value comes from: pg_settings.source (default, configuration file, ...); "
+        "'server' for a tablespace that uses the server's value; 'kernel' for a device")
     near_optimal: tuple[int, int] | None
     decision: Literal["change", "keep"]
     reason: str
     effect: EffectOut | None
-    apply_sql: str | None
-    rollback_sql: str | None
     requires: Literal["reload", "restart", "reopen"] = Field(
         description="reload: pg_reload_conf(); restart: a server restart; reopen (readahead): files opened "
         "afterwards use it, so restart PostgreSQL (or recycle its connections) to reach every backend"
     )
-    host: HostCommands | None = None
     run_on: Literal["target", "primary", "host"] = Field(
         default="target",
         description="target: ALTER SYSTEM on each server; primary: ALTER TABLESPACE (replicates); host: as root",
@@ -91,6 +105,7 @@ class RecommendationOut(_Frozen):
     together_with: list[str] = Field(
         default_factory=list, description="other knobs confirmed in the same paired trials: apply them together"
     )
+    device: DeviceRef | None = None
 
 
 class FamilyOutcome(_Frozen):
@@ -166,7 +181,7 @@ class Report(_Frozen):
     target: TargetOut
     session: SessionOut
     families: list[FamilyOutcome]
-    recommendations: list[RecommendationOut]
+    recommendations: list[Recommendation]
     devices: list[DeviceOut] = Field(default_factory=list)
     restored: list[str] = Field(default_factory=list, description="what tuner changed on the host and put back")
     wal_contention: list[WalContentionOut] = Field(default_factory=list)

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tuner.model import CacheEvidence, EffectOut, FamilyOutcome, RecommendationOut, Report, SessionOut, TargetOut, Trial
-from tuner.recommend import sql
-from tuner.recommend.render import atomic_write, to_json, to_table, write_outputs
+from tuner.emit import host, sql, write_outputs
+from tuner.emit.json import parse, to_json
+from tuner.emit.table import to_table
+from tuner.files import atomic_write
+from tuner.model import CacheEvidence, DeviceRef, EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
 
 GOLDEN = Path(__file__).parent.parent / "fixtures" / "golden"
 UPDATE = os.environ.get("TUNER_UPDATE_GOLDEN") == "1"
@@ -18,15 +20,13 @@ T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 
 def report(decision: str = "change") -> Report:
     change = decision == "change"
-    rec = RecommendationOut(
-        knob="effective_io_concurrency", scope="system", object=None, current=1, recommended=256,
+    rec = Recommendation(
+        knob="effective_io_concurrency", scope="system", object=None, current=1, recommended=256, source="default",
         near_optimal=(64, 1000), decision=decision,  # type: ignore[arg-type]
         reason="the whole CI lies above the minimum effect 1.05x" if change else "the whole CI lies below the minimum effect 1.05x",
         effect=EffectOut(metric="execution_time_ms", improvement=3.1 if change else 1.01, ci95=(2.8, 3.4) if change else (0.97, 1.04),
                          decision_ci=(2.6, 3.6) if change else (0.95, 1.06),
                          n_pairs=6, p_value=0.001 if change else 0.6, looks=1, method="t"),
-        apply_sql=sql.alter_system("effective_io_concurrency", 256) if change else None,
-        rollback_sql=sql.rollback_system("effective_io_concurrency", 1, "default") if change else None,
         requires="reload",
     )
     return Report(
@@ -111,36 +111,37 @@ def test_family_outcome_carries_how_the_cache_was_made_cold() -> None:
 
 def readahead_report(tmp_path: Path) -> Report:
     """A device change on a loop device plus an eic change for its tablespace (to run on the primary)."""
+    from tuner.families.readahead import device_ref
     from tuner.knobs.devices import BlockDevice
-    from tuner.recommend import host
 
     dev = BlockDevice(name="loop3", kind="loop", majmin="7:3", description="loop device loop3",
                       sys_dir=tmp_path / "block" / "loop3",
                       match={"KERNEL": "loop*", "ATTR{loop/backing_file}": "/srv/disk.img"})
+    ref = device_ref(dev)
+    assert ref == DeviceRef(node="/dev/loop3", name="loop3", sysfs_path="/sys/block/loop3/queue/read_ahead_kb",
+                            match=dev.match)
     effect = EffectOut(metric="weighted_execution_time_ms", improvement=16.95, ci95=(14.75, 19.47),
                        decision_ci=(14.0, 20.0), n_pairs=6, p_value=1e-6, looks=1, method="t")
-    ra = RecommendationOut(
+    ra = Recommendation(
         knob="read_ahead_kb", scope="device", object="/dev/loop3", current=0, recommended=512, near_optimal=(276, 1888),
-        decision="change", reason="the whole CI lies above the minimum effect 1.05x", effect=effect, apply_sql=None,
-        rollback_sql=None, requires="reopen", run_on="host", host=host.commands(dev, 512, 0), together_with=["effective_io_concurrency"],
+        source="kernel", decision="change", reason="the whole CI lies above the minimum effect 1.05x", effect=effect,
+        requires="reopen", run_on="host", device=ref, together_with=["effective_io_concurrency"],
     )
-    eic = RecommendationOut(
+    eic = Recommendation(
         knob="effective_io_concurrency", scope="tablespace", object="fast", current=1, recommended=64, near_optimal=(32, 128),
-        decision="change", reason="on its own, at read_ahead_kb = 512: above the minimum effect", effect=effect,
-        apply_sql=sql.alter_tablespace("fast", "effective_io_concurrency", 64),
-        rollback_sql=sql.rollback_tablespace("fast", "effective_io_concurrency"), requires="reload", run_on="primary",
-        together_with=["read_ahead_kb"],
+        source="server", decision="change", reason="on its own, at read_ahead_kb = 512: above the minimum effect",
+        effect=effect, requires="reload", run_on="primary", together_with=["read_ahead_kb"],
     )
     return report().model_copy(update={"recommendations": [ra, eic]})
 
 
 def test_readahead_commands_count_sectors_and_match_the_device_stably(tmp_path: Path) -> None:
-    r = readahead_report(tmp_path).recommendations[0]
-    assert r.host is not None
-    assert r.host.apply_blockdev == "blockdev --setra 1024 /dev/loop3"
-    assert r.host.apply_sysfs == "echo 512 > /sys/block/loop3/queue/read_ahead_kb"
-    assert r.host.rollback_blockdev == "blockdev --setra 0 /dev/loop3"
-    assert r.host.udev_rule == ('ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="loop*", '
+    r = host.commands(readahead_report(tmp_path).recommendations[0])
+    assert r is not None
+    assert r.apply_blockdev == "blockdev --setra 1024 /dev/loop3"
+    assert r.apply_sysfs == "echo 512 > /sys/block/loop3/queue/read_ahead_kb"
+    assert r.rollback_blockdev == "blockdev --setra 0 /dev/loop3"
+    assert r.udev_rule == ('ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="loop*", '
                                 'ATTR{loop/backing_file}=="/srv/disk.img", ATTR{queue/read_ahead_kb}="512"')
 
 
@@ -176,3 +177,25 @@ def test_an_enum_setting_is_emitted_as_a_quoted_literal() -> None:
     assert sql.rollback_system("wal_compression", "off", "configuration file") == (
         "ALTER SYSTEM SET wal_compression = 'off';")
     assert sql.alter_system("effective_io_concurrency", 256) == "ALTER SYSTEM SET effective_io_concurrency = 256;"
+
+
+def test_json_carries_the_statements_rendered_from_the_data(tmp_path: Path) -> None:
+    doc = json.loads(to_json(readahead_report(tmp_path)))
+    ra, eic = doc["recommendations"]
+    assert ra["apply_sql"] is None and ra["host"]["apply_blockdev"] == "blockdev --setra 1024 /dev/loop3"
+    assert eic["apply_sql"] == "ALTER TABLESPACE fast SET (effective_io_concurrency = 64);"
+    assert eic["rollback_sql"] == "ALTER TABLESPACE fast RESET (effective_io_concurrency);"
+    keep = json.loads(to_json(report("keep")))["recommendations"][0]
+    assert keep["apply_sql"] is None and keep["rollback_sql"] is None and keep["host"] is None
+
+
+def test_a_written_report_reads_back_as_the_same_data(tmp_path: Path) -> None:
+    for rep in (report("change"), report("keep"), readahead_report(tmp_path)):
+        assert parse(to_json(rep)) == rep
+
+
+def test_a_tablespace_with_a_value_of_its_own_rolls_back_to_it() -> None:
+    rec = Recommendation(knob="effective_io_concurrency", scope="tablespace", object="fast", current=8,
+                         recommended=64, source="tablespace", near_optimal=None, decision="change", reason="r",
+                         effect=None, requires="reload", run_on="primary")
+    assert sql.rollback_sql(rec) == "ALTER TABLESPACE fast SET (effective_io_concurrency = 8);"

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import asyncio
 
-from tuner.session import confirm
-from tuner.stats import SequentialTest
+from tuner.core.session import confirm
+from tuner.core.stats import SequentialTest
 from tuner.testing import SyntheticProbe, seed_like_surface
 
 EIC = "effective_io_concurrency"

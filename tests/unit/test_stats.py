@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tuner.stats import SequentialTest, abba_blocks, log_ratio, p_value, t_interval
+from tuner.core.stats import SequentialTest, abba_blocks, log_ratio, p_value, t_interval
 
 
 def test_abba_blocks_alternate_so_each_arm_leads_half_the_time() -> None:

@@ -1,1 +1,10 @@
-"""Knob families: each plans, probes, confirms and recommends one group of knobs."""
+"""Knob families, one module each. A new family is one module plus one line here (``name: "module:Class"``);
+the order here is only the order of the report when the families' ``after`` leaves a choice."""
+
+from tuner.families.base import Registry
+
+REGISTRY = Registry({
+    "readahead": "tuner.families.readahead:Readahead",
+    "concurrency": "tuner.families.concurrency:Concurrency",
+    "wal": "tuner.families.wal:Wal",
+})

@@ -22,25 +22,22 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import asyncpg
 
-from tuner.config import Config
-from tuner.errors import RefusedError, TunerError
-from tuner.journal import Journal
+from tuner.actuate import Journal
+from tuner.core import space
+from tuner.core.decide import decide, recommendation
+from tuner.core.session import Progress, build_optimiser, search
+from tuner.errors import TunerError
+from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs
 from tuner.knobs import catalog
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome, RecommendationOut, Trial, WalContentionOut, WalScalingOut
-from tuner.optimiser import Dimension
+from tuner.model import FamilyOutcome, Recommendation, Trial, WalContentionOut, WalScalingOut
 from tuner.policy import Policy
 from tuner.probes import walload
-from tuner.recommend import sql as sql_emit
-from tuner.session import Progress, build_optimiser, confirm, effect_out, search
-from tuner.stats import SequentialTest
-from tuner.target import interlock
-from tuner.target.connection import connect, redact, sets_marker_from_client
-from tuner.target.facts import gather
+from tuner.target.connection import connect, redact
 
 log = get_logger("tuner.wal")
 
@@ -53,13 +50,12 @@ INSERT_LOCKS = 8  # NUM_XLOGINSERT_LOCKS in every PostgreSQL release
 
 @dataclass
 class WalResult:
-    outcome: FamilyOutcome
+    """What the WAL family gathers while it runs; its report section is ``contention``, ``scaling``, ``summary``."""
+
     trials: list[Trial] = field(default_factory=list)
-    recommendations: list[RecommendationOut] = field(default_factory=list)
+    recommendations: list[Recommendation] = field(default_factory=list)
     contention: list[WalContentionOut] = field(default_factory=list)
     scaling: list[WalScalingOut] = field(default_factory=list)
-    summary: str | None = None
-    restored: list[str] = field(default_factory=list)
 
 
 class WalProbe:
@@ -129,166 +125,117 @@ class WalProbe:
         return t
 
 
-def _test(policy: Policy) -> SequentialTest:
-    return SequentialTest(min_pairs=policy.budget.confirm_min_pairs, max_pairs=policy.budget.confirm_max_pairs,
-                          alpha=policy.decision.alpha, min_effect=policy.decision.min_effect)
+class Wal:
+    name: ClassVar[str] = FAMILY
+    needs: ClassVar[Needs] = Needs(writable=True, superuser=True)
+    after: ClassVar[tuple[str, ...]] = ()
+    summary: ClassVar[str] = "commit_delay, wal_writer_* (searched), wal_compression, wal_buffers (screened)"
 
+    def applicable(self, ctx: FamilyContext) -> str | None:
+        return None
 
-async def run(
-    cfg: Config, policy: Policy, dsn: str | None, restart: Callable[[], Awaitable[None]] | None, journal: Journal,
-    *, budget: int | None, progress: Progress, sandbox_dir: str | None = None,
-) -> WalResult:
-    def skipped(reason: str) -> WalResult:
-        return WalResult(FamilyOutcome(family=FAMILY, status="skipped", reason=reason))
-
-    conn = await connect(dsn, timeout_s=cfg.target.connect_timeout_s)
-    try:
-        facts = await gather(conn)
-        if facts.in_recovery:
-            return skipped("WAL probes need writes, and the target is a hot standby: point tuner at a writable "
-                           f"clone marked {interlock.MARKER} = '{interlock.MARKER_VALUE}'")
+    async def run(self, ctx: FamilyContext) -> FamilyResult:
+        where = ctx.writable
+        assert where is not None  # the family needs a writable endpoint: the orchestrator checked it
+        async with ctx.connection(where) as conn:
+            rows = await conn.fetch(
+                "SELECT name, setting, context, vartype, enumvals, source FROM pg_settings WHERE name = ANY($1::text[])",
+                [*catalog.load().names("wal"), COMPRESSION])
+            settings = {r["name"]: dict(r) for r in rows}
+            await walload.prepare(conn)
+            identity = {"system_identifier": where.facts.system_identifier,
+                        "port": int(await conn.fetchval("SHOW port")), "sandbox_dir": ctx.sandbox_dir}
+        result, restored = WalResult(), []
+        probe = _probe(ctx, where, settings, identity)
         try:
-            interlock.check(facts, client_sets_marker=sets_marker_from_client(dsn))
-        except RefusedError as exc:
-            return skipped(f"{exc}")
-        if not facts.is_superuser:
-            return skipped("WAL probes need a superuser (commit_delay and wal_compression are superuser settings, "
-                           "ALTER SYSTEM too)")
-        rows = await conn.fetch(
-            "SELECT name, setting, context, vartype, enumvals, source FROM pg_settings WHERE name = ANY($1::text[])",
-            [*catalog.load().names("wal"), COMPRESSION])
-        settings = {r["name"]: dict(r) for r in rows}
-        await walload.prepare(conn)
-        identity = {"system_identifier": facts.system_identifier, "port": int(await conn.fetchval("SHOW port")),
-                    "sandbox_dir": sandbox_dir}
-    finally:
-        await conn.close()
+            await _tune(ctx, where, probe, settings, result)
+        finally:
+            restored = await _put_back(probe, ctx.journal, where.dsn, where.restart, ctx.cfg.target.connect_timeout_s)
+        wp = ctx.policy.wal
+        place = ("the sandbox's primary (tuner's own, marked staging)" if ctx.sandbox_dir
+                 else f"{redact(where.dsn)} ({where.facts.server_version})")
+        knobs = _knobs(ctx, where, settings)
+        return FamilyResult(
+            FamilyOutcome(family=FAMILY, status="done",
+                          reason=f"searched, confirmed and measured the scaling curve on {place}",
+                          workload=[f"{wp.clients} clients x INSERT of {wp.rows_per_tx} rows per transaction "
+                                    f"into {walload.TABLE}, {wp.duration_s:g} s per probe"],
+                          optimiser="bayesian" if knobs else None),
+            trials=result.trials, recommendations=result.recommendations, restored=restored,
+            section={"wal_contention": result.contention, "wal_scaling": result.scaling,
+                     "wal_summary": _summary(result.contention, where.facts.major)},
+        )
 
-    wp = policy.wal
-    if restart is not None and not policy.guardrails.allow_restart:
-        restart = None
-    knobs = [k for k in policy.search if (s := catalog.load().spec(k, facts.server_version_num)) and s.family == "wal"
-             and k in settings and k != BUFFERS]
-    contexts = {k: settings[k]["context"] for k in settings}
-    probe = WalProbe(dsn=dsn, journal=journal, restart=restart, contexts=contexts, clients=wp.clients,
-                     rows_per_tx=wp.rows_per_tx, duration_s=wp.duration_s, warmup_s=wp.warmup_s, identity=identity,
-                     connect_timeout_s=cfg.target.connect_timeout_s)
-    result = WalResult(FamilyOutcome(family=FAMILY, status="done", reason=""))
+
+def _knobs(ctx: FamilyContext, where: Endpoint, settings: dict[str, dict[str, Any]]) -> list[str]:
+    """The policy's searched WAL knobs this server has (wal_buffers is screened, never searched)."""
+    return [k for k in ctx.policy.search if (s := space.spec(k, where.facts)) and s.family == FAMILY
+            and k in settings and k != BUFFERS]
+
+
+def _probe(ctx: FamilyContext, where: Endpoint, settings: dict[str, dict[str, Any]],
+           identity: dict[str, Any]) -> WalProbe:
+    wp = ctx.policy.wal
+    return WalProbe(dsn=where.dsn, journal=ctx.journal, restart=where.restart,
+                    contexts={k: settings[k]["context"] for k in settings}, clients=wp.clients,
+                    rows_per_tx=wp.rows_per_tx, duration_s=wp.duration_s, warmup_s=wp.warmup_s, identity=identity,
+                    connect_timeout_s=ctx.cfg.target.connect_timeout_s)
+
+
+async def _tune(ctx: FamilyContext, where: Endpoint, probe: WalProbe, settings: dict[str, dict[str, Any]],
+                result: WalResult) -> None:
+    policy, wp = ctx.policy, ctx.policy.wal
+    knobs = _knobs(ctx, where, settings)
     current = {k: int(settings[k]["setting"]) for k in knobs}
     recommended: dict[str, Any] = dict(current)
     log.info("plan", family=FAMILY, knobs=knobs, current=current, clients=wp.clients, rows_per_tx=wp.rows_per_tx,
              duration_s=wp.duration_s, insert_locks=INSERT_LOCKS)
-    try:
-        if knobs:
-            dims = []
+    if knobs:
+        dims = []
+        for k in knobs:
+            dim = space.dimension(k, policy, where.facts)
+            if isinstance(dim, str):
+                raise TunerError(f"cannot search {k}: {dim}")
+            dims.append(dim)
+        optimiser = build_optimiser(policy, dims, current, seed=ctx.cfg.tuner.seed, budget=ctx.budget)
+        found = await search(optimiser, probe, max_consecutive_failures=policy.guardrails.max_failed_probes,
+                             progress=ctx.progress)
+        result.trials.extend(found.trials)
+        if found.recommendation is not None:
+            decided = await decide(current, found.recommendation.config, probe, policy, metric=METRIC,
+                                   near_optimal=found.recommendation.near_optimal, progress=ctx.progress)
+            result.trials.extend(decided.trials)
             for k in knobs:
-                sp, ks = policy.search[k], catalog.load().spec(k, facts.server_version_num)
-                assert ks is not None
-                dims.append(Dimension(k, max(sp.min, ks.min or sp.min), min(sp.max, ks.max or sp.max), sp.scale))
-            optimiser = build_optimiser(policy, dims, current, seed=cfg.tuner.seed, budget=budget)
-            found = await search(optimiser, probe, max_consecutive_failures=policy.guardrails.max_failed_probes,
-                                 progress=progress)
-            result.trials.extend(found.trials)
-            if found.recommendation is not None:
-                cand = found.recommendation.config
-                recs, adopted = await _decide(policy, probe, current, cand, found.recommendation.near_optimal,
-                                              settings, result, progress)
-                result.recommendations.extend(recs)
-                recommended.update(adopted)
-        # Screens: one alternative each, paired against today's value.
-        comp = _compression_candidate(settings.get(COMPRESSION), wp.wal_compression)
-        if comp is not None:
-            recs, adopted = await _screen(policy, probe, COMPRESSION, settings[COMPRESSION]["setting"], comp,
-                                          recommended, settings, result, progress, requires="reload")
-            result.recommendations.extend(recs)
-            recommended.update(adopted)
-        if BUFFERS in settings and wp.wal_buffers:
-            if restart is None:
-                log.info("plan.skip", knob=BUFFERS, reason="restart-level: needs [target] restart_command and "
-                         "guardrails.allow_restart")
-            else:
-                now = int(settings[BUFFERS]["setting"])
-                cand_b = next((b for b in wp.wal_buffers if b != now), None)
-                if cand_b is not None:
-                    recs, adopted = await _screen(policy, probe, BUFFERS, now, cand_b, recommended, settings,
-                                                  result, progress, requires="restart")
-                    result.recommendations.extend(recs)
-                    recommended.update(adopted)
-        await _scaling(probe, policy, current_cfg(settings, recommended, knobs), recommended, result, progress)
-    finally:
-        result.restored = await _put_back(probe, journal, dsn, restart, cfg.target.connect_timeout_s)
-    result.summary = _summary(result.contention, facts.major)
-    where = "the sandbox's primary (tuner's own, marked staging)" if sandbox_dir else f"{redact(dsn)} ({facts.server_version})"
-    result.outcome = FamilyOutcome(family=FAMILY, status="done",
-                                   reason=f"searched, confirmed and measured the scaling curve on {where}",
-                                   workload=[f"{wp.clients} clients x INSERT of {wp.rows_per_tx} rows per transaction "
-                                             f"into {walload.TABLE}, {wp.duration_s:g} s per probe"],
-                                   optimiser="bayesian" if knobs else None)
-    return result
+                rec = recommendation(k, decided, source=settings[k]["source"], requires=_requires(settings[k]))
+                result.recommendations.append(rec)
+                if rec.decision == "change":
+                    recommended[k] = rec.recommended
+    # Screens: one alternative each, paired against today's value.
+    screens: list[tuple[str, Any, Any]] = []
+    comp = _compression_candidate(settings.get(COMPRESSION), wp.wal_compression)
+    if comp is not None:
+        screens.append((COMPRESSION, settings[COMPRESSION]["setting"], comp))
+    if BUFFERS in settings and wp.wal_buffers:
+        now = int(settings[BUFFERS]["setting"])
+        if probe.restart is None:
+            log.info("plan.skip", knob=BUFFERS, reason="restart-level: needs [target] restart_command and "
+                     "guardrails.allow_restart")
+        elif (alt := next((b for b in wp.wal_buffers if b != now), None)) is not None:
+            screens.append((BUFFERS, now, alt))
+    for knob, now, alt in screens:
+        decided = await decide({**recommended, knob: now}, {**recommended, knob: alt}, probe, policy, metric=METRIC,
+                               progress=ctx.progress)
+        result.trials.extend(decided.trials)
+        rec = recommendation(knob, decided, source=settings[knob]["source"], requires=_requires(settings[knob]))
+        result.recommendations.append(rec)
+        if rec.decision == "change":
+            recommended[knob] = alt
+    today = {k: (settings[k]["setting"] if k == COMPRESSION else int(settings[k]["setting"])) for k in recommended}
+    await _scaling(probe, policy, today, recommended, result, ctx.progress)
 
 
-def current_cfg(settings: dict[str, dict[str, Any]], recommended: dict[str, Any], knobs: list[str]) -> dict[str, Any]:
-    """Today's values of every knob the scaling curve compares."""
-    return {k: (settings[k]["setting"] if k == COMPRESSION else int(settings[k]["setting"])) for k in recommended}
-
-
-async def _decide(
-    policy: Policy, probe: WalProbe, current: dict[str, int], cand: dict[str, int], near: dict[str, tuple[int, int]],
-    settings: dict[str, dict[str, Any]], result: WalResult, progress: Progress,
-) -> tuple[list[RecommendationOut], dict[str, Any]]:
-    look, failure = None, None
-    test = _test(policy)
-    if cand != current:
-        checked = await confirm(current, cand, probe, test, progress=progress)
-        result.trials.extend(checked.trials)
-        look, failure = checked.look, checked.failure
-    recs = []
-    adopted: dict[str, Any] = {}
-    for k in current:
-        if cand[k] == current[k]:
-            decision, reason, effect = "keep", "today's value is in the model's predicted optimum", None
-        elif look is None:
-            decision, reason, effect = "keep", f"confirmation could not finish: {failure}", None
-        else:
-            decision = "change" if look.verdict == "change" else "keep"
-            reason, effect = look.reason, effect_out(look, test, metric=METRIC)
-        if decision == "change":
-            adopted[k] = cand[k]
-        recs.append(_rec(k, current[k], cand[k], near.get(k), decision, reason, effect, settings[k],
-                         together=[o for o in current if o != k and cand[o] != current[o]] if decision == "change" else []))
-    return recs, adopted
-
-
-async def _screen(
-    policy: Policy, probe: WalProbe, knob: str, now: Any, alt: Any, base: dict[str, Any],
-    settings: dict[str, dict[str, Any]], result: WalResult, progress: Progress, *, requires: str,
-) -> tuple[list[RecommendationOut], dict[str, Any]]:
-    test = _test(policy)
-    a, b = {**base, knob: now}, {**base, knob: alt}
-    checked = await confirm(a, b, probe, test, progress=progress)
-    result.trials.extend(checked.trials)
-    if checked.look is None:
-        rec = _rec(knob, now, alt, None, "keep", f"confirmation could not finish: {checked.failure}", None, settings[knob])
-        return [rec], {}
-    decision = "change" if checked.look.verdict == "change" else "keep"
-    rec = _rec(knob, now, alt, None, decision, checked.look.reason, effect_out(checked.look, test, metric=METRIC),
-               settings[knob], requires=requires)
-    return [rec], ({knob: alt} if decision == "change" else {})
-
-
-def _rec(knob: str, current: Any, recommended: Any, near: tuple[int, int] | None, decision: str, reason: str,
-         effect: Any, setting: dict[str, Any], *, together: list[str] | None = None,
-         requires: str | None = None) -> RecommendationOut:
-    change = decision == "change"
-    needs = requires or ("restart" if setting["context"] == "postmaster" else "reload")
-    return RecommendationOut(
-        knob=knob, scope="system", object=None, current=current, recommended=recommended, near_optimal=near,
-        decision=decision,  # type: ignore[arg-type]
-        reason=reason, effect=effect, requires=needs,  # type: ignore[arg-type]
-        apply_sql=sql_emit.alter_system(knob, recommended) if change else None,
-        rollback_sql=sql_emit.rollback_system(knob, current, setting["source"]) if change else None,
-        together_with=together or [],
-    )
+def _requires(setting: dict[str, Any]) -> Literal["reload", "restart"]:
+    return "restart" if setting["context"] == "postmaster" else "reload"
 
 
 def _compression_candidate(setting: dict[str, Any] | None, wanted: tuple[str, ...]) -> str | None:

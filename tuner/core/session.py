@@ -12,9 +12,9 @@ from tuner.log import get_logger
 from tuner.model import EffectOut, Trial
 from tuner.optimiser import BaseOptimiser, BayesianOptimiser, Dimension, Recommendation, initial_design
 from tuner.policy import Policy
-from tuner.stats import Look, SequentialTest, abba_blocks, log_ratio
+from tuner.core.stats import Look, SequentialTest, abba_blocks, log_ratio
 
-log = get_logger("tuner.session")
+log = get_logger("tuner.core.session")
 
 
 class Probe(Protocol):

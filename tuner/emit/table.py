@@ -1,20 +1,16 @@
-"""Report renderers and atomic file output."""
+"""The terminal report: a table of recommendations with their evidence, devices, WAL scaling, what was put back."""
 
 from __future__ import annotations
 
 import io
-from pathlib import Path
+from typing import ClassVar
 
 from rich.console import Console
 from rich.table import Table
 
-from tuner.files import atomic_write
+from tuner.emit import host as host_emit
+from tuner.emit import sql
 from tuner.model import Report
-from tuner.recommend import host, sql
-
-
-def to_json(report: Report) -> str:
-    return report.model_dump_json(indent=2) + "\n"
 
 
 def to_table(report: Report, *, width: int = 120) -> str:
@@ -51,13 +47,14 @@ def to_table(report: Report, *, width: int = 120) -> str:
         console.print(f"{r.knob}{f' ({r.object})' if r.object else ''}: {r.reason}")
         reload = " SELECT pg_reload_conf();" if r.scope == "system" else ""
         where = "  (on the primary)" if r.run_on == "primary" else ""
-        if r.host is not None:
-            console.print(f"  apply:    {r.host.apply_blockdev}   (as root on {report.session.host})")
-            console.print(f"  persist:  {r.host.udev_rule}")
-            console.print(f"  rollback: {r.host.rollback_blockdev}")
-        elif r.apply_sql:
-            console.print(f"  apply:    {r.apply_sql}{reload}{where}")
-            console.print(f"  rollback: {r.rollback_sql}{reload}")
+        host, apply = host_emit.commands(r), sql.apply_sql(r)
+        if host is not None:
+            console.print(f"  apply:    {host.apply_blockdev}   (as root on {report.session.host})")
+            console.print(f"  persist:  {host.udev_rule}")
+            console.print(f"  rollback: {host.rollback_blockdev}")
+        elif apply:
+            console.print(f"  apply:    {apply}{reload}{where}")
+            console.print(f"  rollback: {sql.rollback_sql(r)}{reload}")
         if r.together_with and r.decision == "change":
             console.print(f"  confirmed together with {', '.join(r.together_with)}: apply both")
     for d in report.devices:
@@ -98,25 +95,11 @@ def to_table(report: Report, *, width: int = 120) -> str:
     return buf.getvalue()
 
 
-__all__ = ["RENDERERS", "atomic_write", "to_json", "to_table", "write_outputs"]
+class TableReport:
+    """What a person reads in a terminal (and report.txt)."""
 
-RENDERERS = {"json": to_json, "sql": sql.render, "table": to_table}
+    name: ClassVar[str] = "table"
+    stdout: ClassVar[bool] = True
 
-
-def write_outputs(report: Report, directory: Path) -> list[Path]:
-    """Every format into ``directory``: report.json, recommendation.sql, rollback.sql, report.txt."""
-    files = {
-        "report.json": to_json(report),
-        "recommendation.sql": sql.render(report),
-        "rollback.sql": sql.render_rollback(report),
-        "report.txt": to_table(report),
-    }
-    if any(r.host is not None and r.decision == "change" for r in report.recommendations):
-        files["readahead.sh"] = host.render_script(report)
-        files["readahead-rollback.sh"] = host.render_script(report, rollback=True)
-        files["99-tuner-readahead.rules"] = host.render_rules(report)
-    written = []
-    for name, text in files.items():
-        atomic_write(directory / name, text)
-        written.append(directory / name)
-    return written
+    def render(self, report: Report) -> dict[str, str]:
+        return {"report.txt": to_table(report)}

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from tuner.model import RecommendationOut, Report
+from typing import ClassVar
+
+from tuner.emit import host as host_emit
+from tuner.model import Recommendation, Report
 
 
 def _ident(name: str) -> str:
@@ -46,7 +49,31 @@ def rollback_tablespace(tablespace: str, knob: str) -> str:
     return f"ALTER TABLESPACE {_quote_ident(tablespace)} RESET ({_ident(knob)});"
 
 
-def _label(rec: RecommendationOut) -> str:
+def apply_sql(rec: Recommendation) -> str | None:
+    """The statement that applies a change (None: keep, or not SQL — a device's readahead)."""
+    if rec.decision != "change":
+        return None
+    if rec.scope == "system":
+        return alter_system(rec.knob, rec.recommended)
+    if rec.scope == "tablespace" and rec.object is not None:
+        return alter_tablespace(rec.object, rec.knob, int(rec.recommended))
+    return None
+
+
+def rollback_sql(rec: Recommendation) -> str | None:
+    """The statement that takes :func:`apply_sql` back to today's value and its source."""
+    if rec.decision != "change":
+        return None
+    if rec.scope == "system":
+        return rollback_system(rec.knob, rec.current, rec.source)
+    if rec.scope == "tablespace" and rec.object is not None:
+        if rec.source == "server":
+            return rollback_tablespace(rec.object, rec.knob)
+        return alter_tablespace(rec.object, rec.knob, int(rec.current))
+    return None
+
+
+def _label(rec: Recommendation) -> str:
     if rec.scope == "tablespace":
         return f"{rec.knob} of tablespace {rec.object}"
     if rec.scope == "device":
@@ -54,7 +81,7 @@ def _label(rec: RecommendationOut) -> str:
     return rec.knob
 
 
-def _evidence(rec: RecommendationOut, report: Report) -> list[str]:
+def _evidence(rec: Recommendation, report: Report) -> list[str]:
     lines = [f"-- {_label(rec)}: {rec.current} -> {rec.recommended} ({rec.decision})"]
     if rec.effect is not None:
         e = rec.effect
@@ -79,18 +106,19 @@ def render(report: Report) -> str:
         "-- ALTER SYSTEM is not replicated: run this on every server that uses the same storage.",
         "",
     ]
-    changes = [r for r in report.recommendations if r.decision == "change" and (r.apply_sql or r.host)]
+    changes = [r for r in report.recommendations if apply_sql(r) or host_emit.commands(r)]
     for rec in report.recommendations:
         out.extend(_evidence(rec, report))
-        if rec.decision == "change" and rec.host is not None:
-            out.append(f"-- on host {s.host}, as root (not SQL): {rec.host.apply_blockdev}")
-            out.append(f"--   persist with the udev rule in 99-tuner-readahead.rules: {rec.host.udev_rule}")
-            out.append(f"--   rollback: {rec.host.rollback_blockdev}")
-        elif rec.decision == "change" and rec.apply_sql:
+        host, apply = host_emit.commands(rec), apply_sql(rec)
+        if host is not None:
+            out.append(f"-- on host {s.host}, as root (not SQL): {host.apply_blockdev}")
+            out.append(f"--   persist with the udev rule in 99-tuner-readahead.rules: {host.udev_rule}")
+            out.append(f"--   rollback: {host.rollback_blockdev}")
+        elif apply:
             if rec.run_on == "primary":
                 out.append("-- run on the primary: ALTER TABLESPACE cannot run on a standby, and it replicates from there")
-            out.append(rec.apply_sql)
-            out.append(f"-- rollback: {rec.rollback_sql}")
+            out.append(apply)
+            out.append(f"-- rollback: {rollback_sql(rec)}")
         else:
             out.append("-- keep what you have: no statement.")
         out.append("")
@@ -107,15 +135,26 @@ def render(report: Report) -> str:
 
 
 def render_rollback(report: Report) -> str:
-    changes = [r for r in report.recommendations if r.decision == "change" and (r.rollback_sql or r.host)]
+    changes = [r for r in report.recommendations if rollback_sql(r) or host_emit.commands(r)]
     out = [f"-- rollback for tuner session {report.session.id}"]
     for r in changes:
-        if r.host is not None:
-            out.append(f"-- on host {report.session.host}, as root: {r.host.rollback_blockdev} (see readahead-rollback.sh)")
-        elif r.rollback_sql:
-            out.append(("-- on the primary:\n" if r.run_on == "primary" else "") + r.rollback_sql)
+        host, back = host_emit.commands(r), rollback_sql(r)
+        if host is not None:
+            out.append(f"-- on host {report.session.host}, as root: {host.rollback_blockdev} (see readahead-rollback.sh)")
+        elif back:
+            out.append(("-- on the primary:\n" if r.run_on == "primary" else "") + back)
     if any(r.scope == "system" for r in changes):
         out.append("SELECT pg_reload_conf();")
     if not changes:
         out.append("-- nothing to roll back.")
     return "\n".join(out) + "\n"
+
+
+class Sql:
+    """``ALTER SYSTEM`` / ``ALTER TABLESPACE`` with evidence, and the rollback twin."""
+
+    name: ClassVar[str] = "sql"
+    stdout: ClassVar[bool] = True
+
+    def render(self, report: Report) -> dict[str, str]:
+        return {"recommendation.sql": render(report), "rollback.sql": render_rollback(report)}

@@ -1,0 +1,1 @@
+from tuner.journal import Journal, SysfsWriter  # TEMP until split-sbx lands

@@ -1,0 +1,163 @@
+"""What a knob family is, what it is given, and what it returns — the seam the orchestrator, the daemon and
+new families plug into.
+
+A family declares what it needs from the target (``Needs``) and which families must run before it
+(``after``); the orchestrator checks the needs, orders the families and hands each one a
+:class:`FamilyContext`. A family returns one :class:`FamilyResult`: its outcome, its trials, its
+recommendations as data, and a report section of its own. Adding a family is one module with a class that
+implements :class:`Family`, plus one line in :data:`tuner.families.REGISTRY`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import asyncpg
+
+from tuner.model import FamilyOutcome, Recommendation, Trial
+from tuner.target.connection import connect
+
+if TYPE_CHECKING:
+    from tuner.actuate import Journal
+    from tuner.config import Config
+    from tuner.core.session import Progress
+    from tuner.policy import Policy
+    from tuner.target.facts import TargetFacts
+
+Restart = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a family needs from the target before it can run at all."""
+
+    local_host: bool = False  # tuner runs on the staging host (it reads the data directory, writes sysfs)
+    writable: bool = False  # a writable clone marked staging (the sandbox's own primary): the family writes
+    superuser: bool = False  # on the server it probes
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A server a family may probe: how to reach it, restart it, and what it is."""
+
+    dsn: str | None
+    restart: Restart | None  # None: cannot be restarted, or the policy does not allow restarts
+    facts: TargetFacts
+    refusal: str | None = None  # why families that need this endpoint cannot use it
+
+
+@dataclass
+class FamilyContext:
+    """Everything a family may use: one per session, shared by every family."""
+
+    cfg: Config
+    policy: Policy
+    target: Endpoint  # the server probed read-only: a hot standby or a marked clone
+    writable: Endpoint | None  # where families that write probe (None: nothing asked for one)
+    journal: Journal
+    progress: Progress
+    budget: int | None  # optimisation probes per search (None: the policy's)
+    sandbox: bool = False
+    own_devices: frozenset[str] = frozenset()  # block devices that are tuner's own (a sandbox's loop device)
+    sandbox_dir: str | None = None
+
+    @property
+    def facts(self) -> TargetFacts:
+        return self.target.facts
+
+    @asynccontextmanager
+    async def connection(self, endpoint: Endpoint | None = None) -> AsyncIterator[asyncpg.Connection]:
+        """A fresh connection to ``endpoint`` (default: the target), closed when the block ends."""
+        conn = await connect((endpoint or self.target).dsn, timeout_s=self.cfg.target.connect_timeout_s)
+        try:
+            yield conn
+        finally:
+            await conn.close()
+
+
+@dataclass
+class FamilyResult:
+    """One family's part of the report."""
+
+    outcome: FamilyOutcome
+    trials: list[Trial] = field(default_factory=list)
+    recommendations: list[Recommendation] = field(default_factory=list)
+    # Report fields this family fills (e.g. ``devices``, ``wal_scaling``): lists are extended, others set.
+    section: dict[str, Any] = field(default_factory=dict)
+    restored: list[str] = field(default_factory=list)  # what the family put back itself, as sentences
+
+
+class Family(Protocol):
+    """A knob family. ``applicable`` is cheap and changes nothing; ``run`` probes."""
+
+    name: ClassVar[str]
+    needs: ClassVar[Needs]
+    after: ClassVar[tuple[str, ...]]  # families that run before this one when both are chosen
+    summary: ClassVar[str]  # one line for --help
+
+    def applicable(self, ctx: FamilyContext) -> str | None:
+        """None when the family can run on this target, else the reason it cannot (one sentence)."""
+
+    async def run(self, ctx: FamilyContext) -> FamilyResult: ...
+
+
+def unmet_needs(needs: Needs, ctx: FamilyContext) -> str | None:
+    """The first of ``needs`` the context does not meet, as a sentence; None when all are met."""
+    endpoint = ctx.writable if needs.writable else ctx.target
+    if needs.writable and (endpoint is None or endpoint.refusal):
+        return endpoint.refusal if endpoint is not None else "no writable staging server was prepared"
+    assert endpoint is not None
+    if needs.local_host and endpoint.facts.local_data_directory() is None:
+        where = endpoint.facts.data_directory or "hidden from this role"
+        return (f"tuner is not running on the staging host: the target's data directory ({where}) was not found "
+                "here with the server's system identifier")
+    if needs.superuser and not endpoint.facts.is_superuser:
+        return "it needs a superuser on the server it probes"
+    return None
+
+
+def skipped(name: str, reason: str, **section: Any) -> FamilyResult:
+    return FamilyResult(FamilyOutcome(family=name, status="skipped", reason=reason), section=dict(section))
+
+
+class Registry:
+    """Families by name, imported when first used (``"module:Class"``), so that the command line and the
+    configuration can list them without importing what they probe with."""
+
+    def __init__(self, entries: Mapping[str, str]) -> None:
+        self._where = dict(entries)
+        self._loaded: dict[str, Family] = {}
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._where)
+
+    def register(self, family: type[Family]) -> None:
+        """Add (or replace) a family class; for families that live outside tuner, and tests."""
+        self._where[family.name] = f"{family.__module__}:{family.__qualname__}"
+        self._loaded[family.name] = family()
+
+    def unregister(self, name: str) -> None:
+        self._where.pop(name, None)
+        self._loaded.pop(name, None)
+
+    def get(self, name: str) -> Family:
+        if name not in self._loaded:
+            module, _, cls = self._where[name].partition(":")
+            self._loaded[name] = getattr(importlib.import_module(module), cls)()
+        return self._loaded[name]
+
+    def ordered(self, names: Iterable[str]) -> list[Family]:
+        """The chosen families, each after the ones it names in ``after`` (registry order otherwise)."""
+        chosen = [n for n in self._where if n in set(names)]
+        done: list[str] = []
+        while len(done) < len(chosen):
+            ready = [n for n in chosen if n not in done and all(a in done or a not in chosen
+                                                                 for a in self.get(n).after)]
+            if not ready:
+                raise ValueError(f"families {sorted(set(chosen) - set(done))} wait for each other (see 'after')")
+            done.append(ready[0])
+        return [self.get(n) for n in done]

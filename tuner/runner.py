@@ -1,0 +1,138 @@
+"""One tuning session from start to end: journal → servers → facts → interlock → every chosen family in its
+declared order → the report. Nothing here knows a family by name: families say what they need
+(:class:`tuner.families.base.Needs`) and the registry orders them.
+"""
+
+from __future__ import annotations
+
+import platform
+import socket
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from tuner.actuate import Journal, SysfsWriter
+from tuner.config import Config, state_dir
+from tuner.core.session import NullProgress, Progress
+from tuner.errors import RefusedError
+from tuner.families import REGISTRY
+from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Registry, skipped, unmet_needs
+from tuner.log import get_logger
+from tuner.model import FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
+from tuner.policy import Policy
+from tuner.target import interlock
+from tuner.target.connection import connect, redact, sets_marker_from_client
+from tuner.target.facts import TargetFacts, gather
+from tuner.target.server import Restart, servers
+
+log = get_logger("tuner.runner")
+
+WRITES_NEED = (f"it writes, and the target is a hot standby: point tuner at a writable clone marked "
+               f"{interlock.MARKER} = '{interlock.MARKER_VALUE}'")
+
+
+async def _endpoint(cfg: Config, dsn: str | None, restart: Restart | None, *, writable: bool) -> tuple[Endpoint, Any]:
+    """Connect, learn the server and check the interlock. The read-only target must pass it (else
+    :class:`RefusedError`); a writable endpoint that does not pass carries the refusal for the families that need it."""
+    conn = await connect(dsn, timeout_s=cfg.target.connect_timeout_s)
+    try:
+        facts: TargetFacts = await gather(conn)
+    finally:
+        await conn.close()
+    if not writable:
+        clearance = interlock.check(facts, client_sets_marker=sets_marker_from_client(dsn))
+        return Endpoint(dsn, restart, facts), clearance
+    refusal = WRITES_NEED if facts.in_recovery else None
+    if refusal is None:
+        try:
+            interlock.check(facts, client_sets_marker=sets_marker_from_client(dsn))
+        except RefusedError as exc:
+            refusal = str(exc)
+    return Endpoint(dsn, restart, facts, refusal), None
+
+
+def _merge(into: dict[str, Any], result: FamilyResult) -> None:
+    for key, value in result.section.items():
+        if key not in Report.model_fields or key in ("target", "session", "families", "recommendations", "trials"):
+            raise ValueError(f"family {result.outcome.family} fills an unknown report section {key!r}")
+        if isinstance(value, list):
+            into.setdefault(key, []).extend(value)
+        else:
+            into[key] = value
+
+
+async def recommend(
+    cfg: Config,
+    policy: Policy,
+    *,
+    use_sandbox: bool,
+    families: tuple[str, ...],
+    budget: int | None = None,
+    progress: Progress | None = None,
+    registry: Registry = REGISTRY,
+) -> Report:
+    """Run one session over ``families`` and return its report; everything it changed is put back."""
+    progress = progress or NullProgress()
+    started, t0, session_id = datetime.now(UTC), time.monotonic(), uuid.uuid4().hex[:12]
+    chosen = registry.ordered(families)
+    trials: list[Trial] = []
+    outcomes: list[FamilyOutcome] = []
+    recs: list[Recommendation] = []
+    sections: dict[str, Any] = {}
+
+    # The journal first: whatever a crashed session left is put back before anything else happens.
+    journal = Journal(state_dir(cfg), writer=SysfsWriter(cfg.readahead.helper_command))
+    restored = [f"left by an earlier session: {r.sentence()}" for r in journal.open(session_id)]
+
+    def put_back() -> None:
+        # Synchronous, so it runs while a cancellation (SIGTERM) or Ctrl-C unwinds too; a second call finds nothing.
+        for r in journal.restore():
+            log.info("restored", detail=r.sentence())
+            restored.append(r.sentence())
+
+    writes = any(f.needs.writable for f in chosen)
+    try:
+        async with servers(cfg, use_sandbox=use_sandbox, progress=progress, writable=writes) as where:
+            try:
+                allow = policy.guardrails.allow_restart
+                target, clearance = await _endpoint(cfg, where.dsn, where.restart if allow else None, writable=False)
+                log.info("target", dsn=redact(where.dsn), server_version=target.facts.server_version,
+                         mode=clearance.mode, reason=clearance.reason)
+                writable = None
+                if writes:
+                    writable, _ = await _endpoint(cfg, where.writable_dsn,
+                                                  where.writable_restart if allow else None, writable=True)
+                ctx = FamilyContext(cfg=cfg, policy=policy, target=target, writable=writable, journal=journal,
+                                    progress=progress, budget=budget, sandbox=use_sandbox,
+                                    own_devices=where.own_devices, sandbox_dir=where.sandbox_dir)
+                for family in chosen:
+                    why_not = unmet_needs(family.needs, ctx) or family.applicable(ctx)
+                    result = skipped(family.name, why_not) if why_not else await family.run(ctx)
+                    log.info("family", family=family.name, status=result.outcome.status, reason=result.outcome.reason)
+                    outcomes.append(result.outcome)
+                    trials.extend(result.trials)
+                    recs.extend(result.recommendations)
+                    restored.extend(result.restored)
+                    _merge(sections, result)
+            finally:
+                # While the servers still exist: a sandbox's loop device is detached when the sandbox closes, and
+                # writing the journal's (attached-time) value after that would change a device nobody uses.
+                put_back()
+    finally:
+        put_back()  # when the servers never came up; a no-op otherwise
+    facts = target.facts
+    return Report(
+        target=TargetOut(
+            server_version_num=facts.server_version_num, server_version=facts.server_version,
+            in_recovery=facts.in_recovery, system_identifier=facts.system_identifier, mode=clearance.mode,
+            dsn=redact(where.dsn) if not use_sandbox else "sandbox (removed)", sandbox=use_sandbox,
+        ),
+        session=SessionOut(
+            id=session_id, started_at=started, duration_s=round(time.monotonic() - t0, 1), probes=len(trials),
+            policy=policy.policy.name, seed=cfg.tuner.seed,
+            cache="; ".join(f"{o.family}: {o.cache}" for o in outcomes if o.cache) or "no probes ran",
+            host=socket.gethostname(), kernel=platform.release(),
+        ),
+        families=outcomes, recommendations=recs, restored=restored, trials=trials, **sections,
+    )

@@ -1,0 +1,78 @@
+"""The servers a session probes — the configured target, or a sandbox tuner starts itself — and how to restart them."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from tuner.config import Config
+from tuner.core.session import Progress
+from tuner.errors import TunerError
+from tuner.target.sandbox import Sandbox
+
+Restart = Callable[[], Awaitable[None]]
+
+
+def restart_command(command: str) -> Restart:
+    """``[target] restart_command`` as an awaitable that raises :class:`TunerError` when the command fails."""
+
+    async def restart() -> None:
+        # Output goes to a file, not a pipe, and the command runs in a session of its own: if tuner dies
+        # mid-restart (SIGKILL), pg_ctl must not die of SIGPIPE between stopping and starting the server.
+        with tempfile.TemporaryFile() as out:
+            proc = await asyncio.create_subprocess_shell(
+                command, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+            )
+            await asyncio.shield(proc.wait())
+            out.seek(0)
+            text = out.read().decode(errors="replace")
+        if proc.returncode != 0:
+            detail = text.strip().splitlines()
+            raise TunerError(f"restart_command failed: {detail[-1] if detail else 'exit ' + str(proc.returncode)}")
+
+    return restart
+
+
+@dataclass(frozen=True)
+class Servers:
+    """Where a session probes: ``dsn`` read-only (a hot standby or a marked clone), ``writable_dsn`` where families
+    that write run (the target itself, or in a sandbox its primary, marked staging)."""
+
+    dsn: str | None
+    restart: Restart | None
+    writable_dsn: str | None
+    writable_restart: Restart | None
+    own_devices: frozenset[str] = frozenset()  # block devices that belong to tuner (a sandbox's loop device)
+    sandbox_dir: str | None = None
+
+
+@asynccontextmanager
+async def servers(
+    cfg: Config, *, use_sandbox: bool, progress: Progress, writable: bool
+) -> AsyncIterator[Servers]:
+    """The configured target, or a sandbox (with a primary marked staging when ``writable`` families run) that
+    is removed when the block ends."""
+    if not use_sandbox:
+        restart = restart_command(cfg.target.restart_command) if cfg.target.restart_command else None
+        yield Servers(cfg.target.dsn, restart, cfg.target.dsn, restart)
+        return
+    progress.phase("sandbox", None)
+    sandbox = Sandbox(
+        base_dir=cfg.sandbox.base_dir,
+        scale=cfg.sandbox.scale,
+        bin_dir=cfg.sandbox.bin_dir,
+        keep=cfg.sandbox.keep,
+        on_step=progress.advance,
+        disk=cfg.sandbox.disk,
+        staging_primary=writable,
+    )
+    async with sandbox:
+        yield Servers(
+            sandbox.dsn("standby"), sandbox.restart_standby,
+            sandbox.dsn("primary"), sandbox.restart_primary,
+            own_devices=frozenset([sandbox.device] if sandbox.device else []),
+            sandbox_dir=str(sandbox.root),
+        )
