@@ -180,7 +180,7 @@ def test_a_target_whose_data_directory_is_elsewhere_skips_readahead(clone: Clone
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads(proc.stdout)
     [fam] = doc["families"]
-    assert fam["status"] == "skipped" and "not running on it" in fam["reason"], fam
+    assert fam["status"] == "skipped" and "not running on the staging host" in fam["reason"], fam
     assert "\n" not in fam["reason"] and doc["recommendations"] == []
     assert clone.disk.read_ahead_kb() == 0
 

@@ -101,13 +101,7 @@ def range_query(c: Candidate, pages_fraction: float) -> ProbeQuery | None:
         f"SELECT count(ctid) FROM {c.relation} "
         f"WHERE {c.column_sql} BETWEEN {_literal(lo, c.column_type)} AND {_literal(hi, c.column_type)}"
     )
-    return ProbeQuery(
-        name=f"{c.relation}.{c.column_sql} range",
-        sql=sql,
-        relation=c.relation,
-        kind="range",
-        expected_pages=int(round(pages_fraction * c.relpages)),
-    )
+    return _bitmap_query(c, "range", sql, pages_fraction)
 
 
 def sample_query(c: Candidate, pages_fraction: float) -> ProbeQuery | None:
@@ -124,13 +118,12 @@ def sample_query(c: Candidate, pages_fraction: float) -> ProbeQuery | None:
         f"SELECT count(ctid) FROM {c.relation} WHERE {c.column_sql} = ANY (ARRAY("
         f"SELECT {lo} + (hashint8(g) & 9223372036854775807) % {span} FROM generate_series(1, {n}) AS g))"
     )
-    return ProbeQuery(
-        name=f"{c.relation}.{c.column_sql} sample",
-        sql=sql,
-        relation=c.relation,
-        kind="sample",
-        expected_pages=int(round(pages_fraction * c.relpages)),
-    )
+    return _bitmap_query(c, "sample", sql, pages_fraction)
+
+
+def _bitmap_query(c: Candidate, kind: Literal["range", "sample"], sql: str, pages_fraction: float) -> ProbeQuery:
+    return ProbeQuery(name=f"{c.relation}.{c.column_sql} {kind}", sql=sql, relation=c.relation, kind=kind,
+                      expected_pages=int(round(pages_fraction * c.relpages)))
 
 
 async def candidates(conn: asyncpg.Connection, min_pages: int = MIN_PAGES) -> list[Candidate]:

@@ -1,0 +1,50 @@
+"""The family seam with real probes: a fourth family registered from its own module runs through the same
+orchestrator as the shipped ones, on a real hot standby."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuner.config import Config
+from tuner.emit import sql
+from tuner.families import REGISTRY
+from tuner.policy import load_policy
+from tuner.runner import recommend
+
+from .conftest import Running
+from .toy_family import Toy
+
+
+def test_a_registered_fourth_family_runs_through_the_orchestrator(sandbox15: Running, tmp_path: Path) -> None:
+    cfg = Config.model_validate({"target": {"dsn": sandbox15.sandbox.dsn("standby")},
+                                 "tuner": {"state_dir": str(tmp_path / "state")}})
+    REGISTRY.register(Toy)  # the one registry line a new family needs
+    try:
+        report = sandbox15.run(recommend(cfg, load_policy("default"), use_sandbox=False, families=("toy",), budget=5))
+    finally:
+        REGISTRY.unregister("toy")
+    assert [(f.family, f.status) for f in report.families] == [("toy", "done")]
+    assert report.target.mode == "hot_standby"
+    [rec] = report.recommendations
+    assert rec.knob == "work_mem" and rec.scope == "system" and rec.source == "default"
+    assert rec.decision in ("change", "keep")
+    # Real probes: every value measured, the search's own plus the paired confirmation (when it ran).
+    assert len(report.trials) >= 5 and all(t.status == "ok" and t.value and t.value > 0 for t in report.trials)
+    assert report.session.probes == len(report.trials)
+    if rec.recommended != rec.current:
+        assert rec.effect is not None or rec.reason.startswith("confirmation could not finish")
+        assert {t.arm for t in report.trials if t.phase == "confirm"} == {"baseline", "candidate"}
+    rendered = sql.render(report)
+    if rec.decision == "change":
+        assert f"ALTER SYSTEM SET work_mem = {rec.recommended};" in rendered
+    else:
+        assert "keep what you have" in rendered
+
+
+def test_a_family_whose_needs_are_not_met_is_skipped_with_the_reason(sandbox15: Running, tmp_path: Path) -> None:
+    cfg = Config.model_validate({"target": {"dsn": sandbox15.sandbox.dsn("standby")},
+                                 "tuner": {"state_dir": str(tmp_path / "state")}})
+    report = sandbox15.run(recommend(cfg, load_policy("default"), use_sandbox=False, families=("wal",)))
+    [fam] = report.families
+    assert fam.family == "wal" and fam.status == "skipped" and "hot standby" in fam.reason, fam
+    assert report.trials == [] and report.recommendations == []
