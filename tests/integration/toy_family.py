@@ -19,7 +19,7 @@ from tuner.model import FamilyOutcome, Trial
 from tuner.optimiser import Dimension
 
 KNOB = "work_mem"
-SORT = "SELECT g FROM generate_series(1, 300000) AS g ORDER BY (g * 7919) % 300007"
+SORT = "SELECT g FROM generate_series(1, 300000) AS g ORDER BY (g::bigint * 7919) % 300007"
 
 
 class Toy:
