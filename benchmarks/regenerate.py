@@ -47,6 +47,9 @@ SURFACES = "benchmarks/surfaces"
 # The six one-knob surfaces still below the sweep at 30 seeds, re-run at 100 (docs/optimiser-history.md, "Which gaps are real: 100 seeds").
 HARDEST = ["checks/vee48", "checks/tps-peak64-maximize", "checks/bimodal-2-128",
            "random/r11-two-basins", "random/r12-two-basins", "random/r01-valley"]
+# Draws of surfaces/random/generate.py by file prefix, in the order they were made: five spent ones, now in
+# surfaces/dev/, and the sealed one in surfaces/holdout/ (run only to judge a change, never to tune).
+ONE_KNOB_DRAWS = [("dev", "h1d"), ("dev", "h1e"), ("dev", "h1f"), ("dev", "h1g"), ("dev", "h1h"), ("holdout", "h1i")]
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,11 @@ class Run:
     script: str  # benchmarks/<script>.py
     args: tuple[str, ...]
     plot: bool = False
+    draw: str = ""  # the generator draw it runs (a file prefix in surfaces/dev/ or surfaces/holdout/), if any
+
+    @property
+    def seeds(self) -> int:
+        return int(self.args[self.args.index("--seeds") + 1]) if "--seeds" in self.args else 0
 
     def command(self, out: Path) -> list[str]:
         """The command line, run from the repository's root (paths under it are written relative to it)."""
@@ -67,6 +75,16 @@ class Run:
         return cmd
 
 
+def _draw(folder: str, draw: str, seeds: str, cv: str, only: tuple[str, ...] = ()) -> Run:
+    """A run on one draw in surfaces/FOLDER/ (its files DRAW*.csv, or just ONLY): named FOLDER-DRAW-…, or
+    FOLDER-ONLY-… for a single surface."""
+    infix = "" if seeds == "30" else f"-{seeds}seeds"
+    label = only[0] if len(only) == 1 else draw
+    patterns = [f"{SURFACES}/{folder}/{s}.csv" for s in only] or [f"{SURFACES}/{folder}/{draw}*.csv"]
+    return Run(f"{folder}-{label}{infix}-cv{cv}", "optimiser",
+               (*[a for p in patterns for a in ("--surface", p)], "--seeds", seeds, "--noise-cv", cv), draw=draw)
+
+
 def _runs() -> list[Run]:
     runs: list[Run] = []
     for cv in ("0.05", "0.10"):
@@ -75,28 +93,19 @@ def _runs() -> list[Run]:
             Run(f"optimiser-cv{cv}", "optimiser", noise, plot=True),
             Run(f"checks-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/checks/*.csv", *noise), plot=True),
             Run(f"random-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/random/*.csv", *noise), plot=True),
-            Run(f"holdout-2d-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/holdout-2d/*.csv", *noise)),
-            # A second two-knob draw (seed 2034), made after the joint search's last change and run once.
-            Run(f"holdout-2d-b-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/holdout-2d-b/*.csv", *noise)),
+            _draw("dev", "h2d", "30", cv),
+            _draw("holdout", "hb2d", "30", cv),
             Run(f"policy-range-cv{cv}", "optimiser", (*noise, "--range", "policy")),
             Run(f"gaps-100seeds-flank-rule-cv{cv}", "optimiser",
                 (*[a for s in HARDEST for a in ("--surface", f"{SURFACES}/{s}.csv")],
                  "--seeds", "100", "--noise-cv", cv)),
-            Run(f"holdout-h2d04-100seeds-cv{cv}", "optimiser",
-                ("--surface", f"{SURFACES}/holdout-2d/h2d04.csv", "--seeds", "100", "--noise-cv", cv)),
-            # The second two-knob draw's two surfaces more than 5 points below the sweep at 30 seeds, at 100.
-            Run(f"holdout-hb2d-100seeds-cv{cv}", "optimiser",
-                (*[a for s in ("hb2d01", "hb2d04") for a in ("--surface", f"{SURFACES}/holdout-2d-b/{s}.csv")],
-                 "--seeds", "100", "--noise-cv", cv)),
+            # The closest two-knob surfaces at 30 seeds, at 100: h2d04 (spent), hb2d01 and hb2d04 (sealed).
+            _draw("dev", "h2d", "100", cv, ("h2d04",)),
+            _draw("holdout", "hb2d", "100", cv, ("hb2d01", "hb2d04")),
         ]
-        # One-knob surfaces drawn after the 1-D search's duel (seed 2028), a second draw (seed 2029) made once
-        # the first had been seen, a third (seed 2030) held back until the five-start design was fixed, and a
-        # fourth (seed 2031) drawn once the third had been seen, with no change since, a fifth (seed 2032) the
-        # same way after the fourth, and a sixth (seed 2033) after the fifth; each at 30 and 100 seeds.
-        for draw in ("holdout-1d", "holdout-1d-b", "holdout-1d-c", "holdout-1d-d", "holdout-1d-e", "holdout-1d-f"):
-            for seeds, infix in (("30", ""), ("100", "-100seeds")):
-                runs.append(Run(f"{draw}{infix}-cv{cv}", "optimiser",
-                                ("--surface", f"{SURFACES}/{draw}/*.csv", "--seeds", seeds, "--noise-cv", cv)))
+        # The one-knob draws in the order they were made (surfaces/dev/README.md, surfaces/holdout/README.md),
+        # each at 30 and 100 seeds.
+        runs += [_draw(folder, draw, seeds, cv) for folder, draw in ONE_KNOB_DRAWS for seeds in ("30", "100")]
     policy = ("--seeds", "30", "--noise-cv", "0.10", "--range", "policy")
     runs += [
         Run("policy-range-checks-cv0.10", "optimiser", ("--surface", f"{SURFACES}/checks/*.csv", *policy)),
@@ -215,34 +224,36 @@ def _adversary_line(name: str, r: dict) -> str:  # type: ignore[type-arg]
 
 def _holdout_lines(runs: list[Run], results: Path) -> list[str]:
     """The per-surface target read as a rate over the generator's draws (docs/results.md, "Not reached yet"):
-    how many hold-out surfaces are established misses — one-knob draws at 100 seeds, two-knob draws at 30 —
-    at either noise level, with a Wilson 95 % interval for the share."""
+    how many surfaces of its draws — spent (surfaces/dev/) and sealed (surfaces/holdout/) — are established
+    misses, one-knob draws at 100 seeds, two-knob draws at 30 (and 100 where re-run), at either noise level,
+    with a Wilson 95 % interval for the share; and how many of them are in the sealed draw."""
     from optimiser import _wilson
 
     lines = []
-    one_knob = ("one-knob hold-out draws, 100 seeds", lambda n: n.startswith("holdout-1d") and "-100seeds-" in n)
-    # Two-knob draws run at 30 seeds; their surfaces re-run at 100 (holdout-h2d04-…, holdout-hb2d-…) count too.
+    one_knob = ("one-knob hold-out draws, 100 seeds", lambda r: r.draw.startswith("h1") and r.seeds == 100)
     two_knob = ("two-knob hold-out draws, 30 seeds (100 for the closest surfaces)",
-                lambda n: n.startswith(("holdout-2d", "holdout-h2d", "holdout-hb2d")))
+                lambda r: r.draw != "" and not r.draw.startswith("h1"))
     for label, pick in (one_knob, two_knob):
-        names = [r.name for r in runs if r.script == "optimiser" and pick(r.name)]
-        if not names:
+        picked = [r for r in runs if r.script == "optimiser" and pick(r)]
+        if not picked:
             continue
         surfaces: set[str] = set()
+        sealed: set[str] = set()
         missed: dict[str, list[str]] = {}
-        draws = set()
-        for name in names:
-            r = json.loads((results / f"{name}.json").read_text())
-            if name.startswith(("holdout-1d", "holdout-2d")):
-                draws.add(name.rsplit("-cv", 1)[0])
-            surfaces |= {s["name"] for s in r["surfaces"]}
+        for run in picked:
+            r = json.loads((results / f"{run.name}.json").read_text())
+            names = {s["name"] for s in r["surfaces"]}
+            surfaces |= names
+            if run.name.startswith("holdout-"):
+                sealed |= names
             for m in r["verdict"]["success_target_by_interval"]["missed"]:
                 missed.setdefault(m, []).append(f"CV {r['noise_cv']:.2f}, {r['seeds']} seeds")
         lo, hi = _wilson(len(missed), len(surfaces), 1.959964)
         which = "; ".join(f"{m} ({', '.join(cvs)})" for m, cvs in sorted(missed.items())) or "none"
         lines.append(f"{label}: established misses at CV 0.05 or 0.10 on {len(missed)} of {len(surfaces)} surfaces "
-                     f"in {len(draws)} draws ({100 * len(missed) / len(surfaces):.1f} %, 95 % interval "
-                     f"{100 * lo:.1f}–{100 * hi:.1f} %): {which}.")
+                     f"in {len({r.draw for r in picked})} draws ({100 * len(missed) / len(surfaces):.1f} %, 95 % "
+                     f"interval {100 * lo:.1f}–{100 * hi:.1f} %), {len(sealed & set(missed))} of {len(sealed)} "
+                     f"in the sealed draw: {which}.")
     return lines
 
 

@@ -115,7 +115,7 @@ def test_summary_has_a_row_per_optimiser_file_and_the_confidence_line() -> None:
     assert f"{adversary['verdict']['identical_runs'][0]} of {adversary['verdict']['identical_runs'][1]} untouched" in line
     # The per-surface target as a rate over the draws: every surface an interval puts below -5 in any
     # 100-seed one-knob hold-out file, out of all the surfaces in them.
-    files = sorted(RESULTS.glob("holdout-1d*-100seeds-cv*.json"))
+    files = sorted([*RESULTS.glob("dev-h1*-100seeds-cv*.json"), *RESULTS.glob("holdout-h1*-100seeds-cv*.json")])
     missed = {m for f in files for m in json.loads(f.read_text())["verdict"]["success_target_by_interval"]["missed"]}
     total = {x["name"] for f in files for x in json.loads(f.read_text())["surfaces"]}
     assert (f"one-knob hold-out draws, 100 seeds: established misses at CV 0.05 or 0.10 on {len(missed)} of "
