@@ -1,34 +1,38 @@
-"""Regenerate the benchmark result files that docs/results.md quotes for today's code, in one command.
+"""Run every benchmark docs/results.md reports, for today's code, in one command, and rewrite its figures.
 
-usage: python benchmarks/regenerate.py [--only NAME ...] [--list] [--out DIR] [--compare DIR] [--summary [DIR]]
+usage: python benchmarks/regenerate.py [--only NAME ...] [--kept] [--list] [--out DIR] [--compare DIR] [--summary [DIR]]
 
-Each result file in benchmarks/results/ was written by one run of benchmarks/optimiser.py or
-benchmarks/confidence.py. This script holds those commands — surfaces, seeds, noise, search range — so that a
-reader can reproduce every current figure, and so that a change to the optimiser can be re-measured on all of
-them at once (any change to tuner/optimiser.py makes every optimiser file stale). It runs them one after the
-other and prints each command and its wall time.
+Each run is one command of benchmarks/optimiser.py, confidence.py or adversary.py; this script holds them all —
+surfaces, seeds, noise, search range, policy — so that a change to the optimiser can be re-measured on every
+set at once (any change to tuner/optimiser.py makes every optimiser figure stale). It runs them one after the
+other, prints each command and its wall time, writes each run's NAME.json, NAME.md (and for some NAME.png) into
+--out, and, once that directory holds every run's JSON, rewrites the summary block of docs/results.md (between
+its "<!-- summary" markers) from them: one row per run. That block is the one committed record of every run's
+figures; `git diff docs/results.md` after a run shows what changed.
 
-Files kept as history — measured on earlier code and quoted as such in docs/optimiser-history.md (gaps-100seeds-cv*,
--coverage-, -halfstep-rule-, -v-rule-, -joint-*, random-first-run-cv*) — are not regenerated: they record
-what the optimiser did before a change.
+Result files are not committed, except the ten in KEPT below — the files docs/results.md's headline figures
+come from, which the unit tests check its rows against. benchmarks/results/ (the default --out) ignores every
+other file (its .gitignore lists the same ten).
 
-The whole set of 69 takes about two and a half hours on two cores (157 minutes: the sum of the duration_s fields of the
-files; the 25 runs re-made for the five-start design on 2026-12-05 -- all but the two-knob hold-outs and the
-confidence run, which no changed line reaches -- took 56 minutes); each run takes 0.3-6.1 minutes. Before
-benchmarks/optimiser.py pinned each worker to one BLAS thread it took 75-90. Needs the bench extra
-(pip install -e '.[bench]': Optuna for TPE, matplotlib for the plots).
+The surfaces: the shipped ones, checks/, random/ and dev/ (the spent hold-out draws) are development sets; the
+runs named holdout-* read surfaces/holdout/, the sealed hold-out set — run only to judge a change, never to
+tune against (its README).
+
+All 69 runs take about two and a half hours on two cores (157 minutes: the sum of the result files' duration_s
+on 2026-12-05); each takes 0.3-6.1 minutes. Needs the bench extra (pip install -e '.[bench]': Optuna for TPE,
+matplotlib for the plots).
 
 options:
-  --only NAME   regenerate only this result (repeatable; names as --list prints them, e.g. random-cv0.10)
-  --list        print the names and commands (with --only: just those), run nothing
-  --out DIR     write the files here instead of benchmarks/results/ (to compare before replacing)
-  --compare DIR run nothing: say which result files in DIR differ from benchmarks/results/ in any figure
-                (wall times aside), and where — e.g. after --out DIR, to check that the committed files are
-                today's code's
+  --only NAME   run only this one (repeatable; names as --list prints them, e.g. random-cv0.10)
+  --kept        only the runs whose result files are committed (KEPT; with --only, those too): about 21 minutes
+  --list        print the names and commands (with --only or --kept: just those), run nothing
+  --out DIR     write the result files here (default benchmarks/results/, unversioned but for KEPT)
+  --compare DIR run nothing: say which of the committed (KEPT) result files differ from the ones in DIR in any
+                figure (wall times aside), and where — e.g. after --out DIR, before replacing them
   --summary [DIR]
-                run nothing: print one Markdown table of the figures the issue judges, a row per result file,
-                computed from the files in DIR (default benchmarks/results/). docs/results.md's "Current
-                figures" is this table, and a test keeps the two the same.
+                run nothing: print the summary block (a Markdown table of the figures the issue judges, a row
+                per run, and a line per confidence and adversary run) from the files in DIR (default
+                benchmarks/results/)
 """
 
 from __future__ import annotations
@@ -44,17 +48,35 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SURFACES = "benchmarks/surfaces"
-# The six one-knob surfaces still below the sweep at 30 seeds, re-run at 100 (docs/optimiser-history.md, "Which gaps are real: 100 seeds").
+RESULTS = ROOT / "benchmarks" / "results"
+DOC = ROOT / "docs" / "results.md"
+SUMMARY_START, SUMMARY_END = "<!-- summary: python benchmarks/regenerate.py --summary -->\n", "<!-- /summary -->"
+# The committed result files (JSON only): the ones docs/results.md's headline figures come from — the shipped,
+# check and random sets, the random set over the policy's range, the confirmation, the adversary's construction,
+# and the established misses of a spent draw and of both sealed draws. Every other run's figures are its row
+# in docs/results.md. benchmarks/results/.gitignore lists the same files.
+KEPT = ("optimiser-cv0.05", "optimiser-cv0.10", "checks-cv0.10", "random-cv0.10", "policy-range-random-cv0.10",
+        "confidence", "adversary-cv0.10", "dev-h1f-100seeds-cv0.10", "holdout-h1i-100seeds-cv0.10",
+        "holdout-hb2d-100seeds-cv0.10")
+# The six one-knob surfaces still below the sweep at 30 seeds when the flank rule landed, re-run at 100.
 HARDEST = ["checks/vee48", "checks/tps-peak64-maximize", "checks/bimodal-2-128",
            "random/r11-two-basins", "random/r12-two-basins", "random/r01-valley"]
+# Draws of surfaces/random/generate.py by file prefix, in the order they were made: five spent ones, now in
+# surfaces/dev/, and the sealed one in surfaces/holdout/ (run only to judge a change, never to tune).
+ONE_KNOB_DRAWS = [("dev", "h1d"), ("dev", "h1e"), ("dev", "h1f"), ("dev", "h1g"), ("dev", "h1h"), ("holdout", "h1i")]
 
 
 @dataclass(frozen=True)
 class Run:
-    name: str  # result file stem in benchmarks/results/
+    name: str  # result file stem
     script: str  # benchmarks/<script>.py
     args: tuple[str, ...]
     plot: bool = False
+    draw: str = ""  # the generator draw it runs (a file prefix in surfaces/dev/ or surfaces/holdout/), if any
+
+    @property
+    def seeds(self) -> int:
+        return int(self.args[self.args.index("--seeds") + 1]) if "--seeds" in self.args else 0
 
     def command(self, out: Path) -> list[str]:
         """The command line, run from the repository's root (paths under it are written relative to it)."""
@@ -67,6 +89,16 @@ class Run:
         return cmd
 
 
+def _draw(folder: str, draw: str, seeds: str, cv: str, only: tuple[str, ...] = ()) -> Run:
+    """A run on one draw in surfaces/FOLDER/ (its files DRAW*.csv, or just ONLY): named FOLDER-DRAW-…, or
+    FOLDER-ONLY-… for a single surface."""
+    infix = "" if seeds == "30" else f"-{seeds}seeds"
+    label = only[0] if len(only) == 1 else draw
+    patterns = [f"{SURFACES}/{folder}/{s}.csv" for s in only] or [f"{SURFACES}/{folder}/{draw}*.csv"]
+    return Run(f"{folder}-{label}{infix}-cv{cv}", "optimiser",
+               (*[a for p in patterns for a in ("--surface", p)], "--seeds", seeds, "--noise-cv", cv), draw=draw)
+
+
 def _runs() -> list[Run]:
     runs: list[Run] = []
     for cv in ("0.05", "0.10"):
@@ -75,28 +107,19 @@ def _runs() -> list[Run]:
             Run(f"optimiser-cv{cv}", "optimiser", noise, plot=True),
             Run(f"checks-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/checks/*.csv", *noise), plot=True),
             Run(f"random-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/random/*.csv", *noise), plot=True),
-            Run(f"holdout-2d-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/holdout-2d/*.csv", *noise)),
-            # A second two-knob draw (seed 2034), made after the joint search's last change and run once.
-            Run(f"holdout-2d-b-cv{cv}", "optimiser", ("--surface", f"{SURFACES}/holdout-2d-b/*.csv", *noise)),
+            _draw("dev", "h2d", "30", cv),
+            _draw("holdout", "hb2d", "30", cv),
             Run(f"policy-range-cv{cv}", "optimiser", (*noise, "--range", "policy")),
             Run(f"gaps-100seeds-flank-rule-cv{cv}", "optimiser",
                 (*[a for s in HARDEST for a in ("--surface", f"{SURFACES}/{s}.csv")],
                  "--seeds", "100", "--noise-cv", cv)),
-            Run(f"holdout-h2d04-100seeds-cv{cv}", "optimiser",
-                ("--surface", f"{SURFACES}/holdout-2d/h2d04.csv", "--seeds", "100", "--noise-cv", cv)),
-            # The second two-knob draw's two surfaces more than 5 points below the sweep at 30 seeds, at 100.
-            Run(f"holdout-hb2d-100seeds-cv{cv}", "optimiser",
-                (*[a for s in ("hb2d01", "hb2d04") for a in ("--surface", f"{SURFACES}/holdout-2d-b/{s}.csv")],
-                 "--seeds", "100", "--noise-cv", cv)),
+            # The closest two-knob surfaces at 30 seeds, at 100: h2d04 (spent), hb2d01 and hb2d04 (sealed).
+            _draw("dev", "h2d", "100", cv, ("h2d04",)),
+            _draw("holdout", "hb2d", "100", cv, ("hb2d01", "hb2d04")),
         ]
-        # One-knob surfaces drawn after the 1-D search's duel (seed 2028), a second draw (seed 2029) made once
-        # the first had been seen, a third (seed 2030) held back until the five-start design was fixed, and a
-        # fourth (seed 2031) drawn once the third had been seen, with no change since, a fifth (seed 2032) the
-        # same way after the fourth, and a sixth (seed 2033) after the fifth; each at 30 and 100 seeds.
-        for draw in ("holdout-1d", "holdout-1d-b", "holdout-1d-c", "holdout-1d-d", "holdout-1d-e", "holdout-1d-f"):
-            for seeds, infix in (("30", ""), ("100", "-100seeds")):
-                runs.append(Run(f"{draw}{infix}-cv{cv}", "optimiser",
-                                ("--surface", f"{SURFACES}/{draw}/*.csv", "--seeds", seeds, "--noise-cv", cv)))
+        # The one-knob draws in the order they were made (surfaces/dev/README.md, surfaces/holdout/README.md),
+        # each at 30 and 100 seeds.
+        runs += [_draw(folder, draw, seeds, cv) for folder, draw in ONE_KNOB_DRAWS for seeds in ("30", "100")]
     policy = ("--seeds", "30", "--noise-cv", "0.10", "--range", "policy")
     runs += [
         Run("policy-range-checks-cv0.10", "optimiser", ("--surface", f"{SURFACES}/checks/*.csv", *policy)),
@@ -155,10 +178,14 @@ def first_difference(committed: object, fresh: object, path: str = "") -> str | 
 
 
 def compare(runs: list[Run], fresh_dir: Path) -> int:
-    """Print, per run, whether ``fresh_dir`` holds the same figures as the committed file; 1 if any differ."""
+    """Print, per run, whether ``fresh_dir`` holds the same figures as the committed file; 1 if any differ.
+    Runs whose file is not committed are named as such (their figures are their row in docs/results.md)."""
     differ = 0
     for r in runs:
-        new, old = fresh_dir / f"{r.name}.json", ROOT / "benchmarks" / "results" / f"{r.name}.json"
+        new, old = fresh_dir / f"{r.name}.json", RESULTS / f"{r.name}.json"
+        if r.name not in KEPT:
+            print(f"{r.name}: no committed file (its figures are its row in docs/results.md)")
+            continue
         if not new.is_file():
             print(f"{r.name}: not in {fresh_dir}")
             continue
@@ -215,34 +242,36 @@ def _adversary_line(name: str, r: dict) -> str:  # type: ignore[type-arg]
 
 def _holdout_lines(runs: list[Run], results: Path) -> list[str]:
     """The per-surface target read as a rate over the generator's draws (docs/results.md, "Not reached yet"):
-    how many hold-out surfaces are established misses — one-knob draws at 100 seeds, two-knob draws at 30 —
-    at either noise level, with a Wilson 95 % interval for the share."""
+    how many surfaces of its draws — spent (surfaces/dev/) and sealed (surfaces/holdout/) — are established
+    misses, one-knob draws at 100 seeds, two-knob draws at 30 (and 100 where re-run), at either noise level,
+    with a Wilson 95 % interval for the share; and how many of them are in the sealed draw."""
     from optimiser import _wilson
 
     lines = []
-    one_knob = ("one-knob hold-out draws, 100 seeds", lambda n: n.startswith("holdout-1d") and "-100seeds-" in n)
-    # Two-knob draws run at 30 seeds; their surfaces re-run at 100 (holdout-h2d04-…, holdout-hb2d-…) count too.
+    one_knob = ("one-knob hold-out draws, 100 seeds", lambda r: r.draw.startswith("h1") and r.seeds == 100)
     two_knob = ("two-knob hold-out draws, 30 seeds (100 for the closest surfaces)",
-                lambda n: n.startswith(("holdout-2d", "holdout-h2d", "holdout-hb2d")))
+                lambda r: r.draw != "" and not r.draw.startswith("h1"))
     for label, pick in (one_knob, two_knob):
-        names = [r.name for r in runs if r.script == "optimiser" and pick(r.name)]
-        if not names:
+        picked = [r for r in runs if r.script == "optimiser" and pick(r)]
+        if not picked:
             continue
         surfaces: set[str] = set()
+        sealed: set[str] = set()
         missed: dict[str, list[str]] = {}
-        draws = set()
-        for name in names:
-            r = json.loads((results / f"{name}.json").read_text())
-            if name.startswith(("holdout-1d", "holdout-2d")):
-                draws.add(name.rsplit("-cv", 1)[0])
-            surfaces |= {s["name"] for s in r["surfaces"]}
+        for run in picked:
+            r = json.loads((results / f"{run.name}.json").read_text())
+            names = {s["name"] for s in r["surfaces"]}
+            surfaces |= names
+            if run.name.startswith("holdout-"):
+                sealed |= names
             for m in r["verdict"]["success_target_by_interval"]["missed"]:
                 missed.setdefault(m, []).append(f"CV {r['noise_cv']:.2f}, {r['seeds']} seeds")
         lo, hi = _wilson(len(missed), len(surfaces), 1.959964)
         which = "; ".join(f"{m} ({', '.join(cvs)})" for m, cvs in sorted(missed.items())) or "none"
         lines.append(f"{label}: established misses at CV 0.05 or 0.10 on {len(missed)} of {len(surfaces)} surfaces "
-                     f"in {len(draws)} draws ({100 * len(missed) / len(surfaces):.1f} %, 95 % interval "
-                     f"{100 * lo:.1f}–{100 * hi:.1f} %): {which}.")
+                     f"in {len({r.draw for r in picked})} draws ({100 * len(missed) / len(surfaces):.1f} %, 95 % "
+                     f"interval {100 * lo:.1f}–{100 * hi:.1f} %), {len(sealed & set(missed))} of {len(sealed)} "
+                     f"in the sealed draw: {which}.")
     return lines
 
 
@@ -277,18 +306,50 @@ def summary(runs: list[Run], results: Path) -> str:
     return "\n".join(lines + ([""] + tail if tail else [])) + "\n"
 
 
+def rewrite_summary(text: str, doc: Path = DOC) -> None:
+    """Put ``text`` between the summary markers of ``doc`` (docs/results.md), leaving the rest as it is."""
+    page = doc.read_text()
+    if SUMMARY_START not in page or SUMMARY_END not in page:
+        raise ValueError(f"{doc} has no summary markers")
+    head, rest = page.split(SUMMARY_START, 1)
+    doc.write_text(head + SUMMARY_START + text + SUMMARY_END + rest.split(SUMMARY_END, 1)[1])
+
+
+def _missing(runs: list[Run], results: Path) -> list[str]:
+    return [r.name for r in runs if not (results / f"{r.name}.json").is_file()]
+
+
+def _refresh_docs(out: Path, doc: Path = DOC) -> None:
+    """After runs: rewrite the summary block of ``doc`` (docs/results.md) from ``out`` if it holds every run's
+    file."""
+    missing = _missing(_runs(), out)
+    if missing:
+        print(f"docs/results.md left as it is: {out} lacks {len(missing)} of the result files (e.g. "
+              f"{missing[0]}.json); run without --only to make them all.")
+        return
+    try:
+        rewrite_summary(summary(_runs(), out), doc)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"regenerate.py: docs/results.md not rewritten ({exc}).", file=sys.stderr)
+        return
+    print(f"docs/results.md: summary block rewritten from {out} (git diff docs/results.md shows what changed)")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="benchmarks/regenerate.py", description=__doc__.split("\n\n")[0],
-        epilog="docs/results.md shows today's figures (--summary); docs/optimiser-history.md, each round's.")
-    ap.add_argument("--only", action="append", metavar="NAME", help="regenerate only this result (repeatable)")
+        epilog="docs/results.md shows today's figures (its summary block).")
+    ap.add_argument("--only", action="append", metavar="NAME", help="run only this one (repeatable)")
+    ap.add_argument("--kept", action="store_true",
+                    help="only the runs whose result files are committed (the ten in KEPT; about 21 minutes)")
     ap.add_argument("--list", action="store_true", help="print the names and commands, run nothing")
     ap.add_argument("--compare", type=Path, metavar="DIR",
-                    help="run nothing; say which result files in DIR differ from benchmarks/results/")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results",
-                    help="directory for the result files (default benchmarks/results/)")
-    ap.add_argument("--summary", nargs="?", type=Path, const=ROOT / "benchmarks" / "results", metavar="DIR",
-                    help="run nothing; print the table of the issue's figures from the result files in DIR "
+                    help="run nothing; say which committed result files differ from the ones in DIR")
+    ap.add_argument("--out", type=Path, default=RESULTS,
+                    help="directory for the result files (default benchmarks/results/, unversioned but for the "
+                         "ten committed ones); docs/results.md is rewritten once it holds every run's file")
+    ap.add_argument("--summary", nargs="?", type=Path, const=RESULTS, metavar="DIR",
+                    help="run nothing; print the summary block from the result files in DIR "
                          "(default benchmarks/results/)")
     args = ap.parse_args(argv)
     runs = _runs()
@@ -298,9 +359,10 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             print(f"regenerate.py: no result named {unknown[0]!r}; --list prints the names.", file=sys.stderr)
             return 2
-        runs = [r for r in runs if r.name in args.only]
+    if args.only or args.kept:
+        runs = [r for r in runs if r.name in (args.only or []) or (args.kept and r.name in KEPT)]
     if args.summary:
-        missing = [r.name for r in runs if not (args.summary / f"{r.name}.json").is_file()]
+        missing = _missing(runs, args.summary)
         if missing:
             print(f"regenerate.py: {args.summary} has no {missing[0]}.json; give the --out DIR of a whole run, "
                   f"or name the files with --only.", file=sys.stderr)
@@ -345,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
             return done.returncode
         print(f"    {time.monotonic() - t0:.0f} s", flush=True)
     print(f"{len(runs)} result files regenerated in {(time.monotonic() - started) / 60:.1f} min under {args.out}")
+    _refresh_docs(args.out)
     return 0
 
 

@@ -118,16 +118,17 @@ def test_bad_benchmark_arguments_get_one_sentence_not_a_traceback(script: str, a
 
 def test_the_trace_replays_a_result_files_seeds_and_refuses_bad_arguments_in_one_sentence() -> None:
     # trace.py is the per-seed view behind optimiser.py: with the same --policy and --range, seed N there is
-    # seed N here, so its count of hits is the file's success rate (hdd on r15, CV 10 %: 29 of 30 committed).
+    # seed N here, so its count of hits is the file's success rate (r12 over the policy's range, CV 10 %: 10 of
+    # 30 in the committed file).
     import json
     import subprocess
 
     root = Path(__file__).resolve().parents[2]
-    surface = root / "benchmarks" / "surfaces" / "random" / "r15-two-basins.csv"
-    committed = json.loads((root / "benchmarks" / "results" / "random-hdd-cv0.10.json").read_text())
-    rate = next(s for s in committed["surfaces"] if s["name"] == "r15-two-basins")["methods"]["tuner"]["success_rate"]
+    surface = root / "benchmarks" / "surfaces" / "random" / "r12-two-basins.csv"
+    committed = json.loads((root / "benchmarks" / "results" / "policy-range-random-cv0.10.json").read_text())
+    rate = next(s for s in committed["surfaces"] if s["name"] == "r12-two-basins")["methods"]["tuner"]["success_rate"]
     script = [sys.executable, str(root / "benchmarks" / "trace.py")]
-    done = subprocess.run([*script, str(surface), "--noise-cv", "0.10", "--policy", "hdd", "--failures-only"],
+    done = subprocess.run([*script, str(surface), "--noise-cv", "0.10", "--range", "policy", "--failures-only"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1].startswith(f"{round(rate * 30)}/30 within 5%")

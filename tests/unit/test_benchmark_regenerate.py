@@ -1,4 +1,5 @@
-"""benchmarks/regenerate.py: its list of runs matches the result files docs/results.md quotes."""
+"""benchmarks/regenerate.py: its runs match the committed result files, and docs/results.md's summary block
+has a row per run, equal to what the committed files give."""
 
 from __future__ import annotations
 
@@ -12,25 +13,32 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import regenerate  # noqa: E402
+from optimiser import expand_surfaces  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 
 
-def test_every_run_names_a_committed_result_file() -> None:
-    # A name with no file would be a run nobody quotes; a renamed file would leave the script regenerating
-    # under the old name.
-    for run in regenerate._runs():
+KEPT_RUNS = [r for r in regenerate._runs() if r.name in regenerate.KEPT]
+
+
+def test_the_committed_result_files_are_runs_and_only_they_escape_the_ignore_file() -> None:
+    # A kept name that is no run would be a file nobody regenerates; one missing from .gitignore's exceptions
+    # would not be committed, and a run not kept but excepted there would be committed by the next full run.
+    assert len(KEPT_RUNS) == len(regenerate.KEPT) <= 10
+    for run in KEPT_RUNS:
         assert (RESULTS / f"{run.name}.json").is_file(), run.name
-        assert (RESULTS / f"{run.name}.md").is_file(), run.name
+    rules = (RESULTS / ".gitignore").read_text().split()
+    assert "*" in rules
+    assert {r[1:-len(".json")] for r in rules if r.startswith("!") and r.endswith(".json")} == set(regenerate.KEPT)
 
 
 def test_the_runs_match_the_settings_recorded_in_each_file() -> None:
-    for run in regenerate._runs():
+    for run in KEPT_RUNS:
         if run.script == "confidence":
             continue
         recorded = json.loads((RESULTS / f"{run.name}.json").read_text())
         args = list(run.args)
-        assert recorded["seeds"] == int(args[args.index("--seeds") + 1]), run.name
+        assert recorded["seeds"] == run.seeds, run.name
         assert recorded["noise_cv"] == float(args[args.index("--noise-cv") + 1]), run.name
         if run.script == "adversary":
             assert recorded["policy"] == "default" and "--policy" not in args, run.name
@@ -39,6 +47,9 @@ def test_the_runs_match_the_settings_recorded_in_each_file() -> None:
         assert recorded.get("search_range", "grid") == expected_range, run.name
         expected_policy = args[args.index("--policy") + 1] if "--policy" in args else "default"
         assert recorded.get("policy", "default") == expected_policy, run.name
+        if "--surface" in args:  # the surfaces the run reads now are the ones the file was measured on
+            paths = expand_surfaces([str(ROOT / args[i + 1]) for i, a in enumerate(args) if a == "--surface"])
+            assert [s["name"] for s in recorded["surfaces"]] == [p.stem for p in paths], run.name
 
 
 def test_every_surface_pattern_names_files() -> None:
@@ -75,10 +86,12 @@ def test_first_difference_ignores_wall_times_and_names_the_path() -> None:
 def test_compare_reports_each_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     committed = json.loads((RESULTS / "confidence.json").read_text())
     (tmp_path / "confidence.json").write_text(json.dumps({**committed, "duration_s": 1.0}))
-    runs = [r for r in regenerate._runs() if r.name in ("confidence", "random-cv0.10")]
+    names = ("confidence", "random-cv0.10", "random-cv0.05")
+    runs = [r for r in regenerate._runs() if r.name in names]
     assert regenerate.compare(runs, tmp_path) == 0
     out = capsys.readouterr().out
     assert "confidence: same figures" in out and "random-cv0.10: not in" in out
+    assert "random-cv0.05: no committed file" in out
     (tmp_path / "confidence.json").write_text(json.dumps({**committed, "power_10pct": 0.5}))
     assert regenerate.compare(runs, tmp_path) == 1
     assert "confidence: differs at .power_10pct" in capsys.readouterr().out
@@ -100,10 +113,9 @@ def test_an_unwritable_out_dir_is_one_sentence(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_summary_has_a_row_per_optimiser_file_and_the_confidence_line() -> None:
-    runs = regenerate._runs()
-    table = regenerate.summary(runs, RESULTS)
+    table = regenerate.summary(KEPT_RUNS, RESULTS)
     rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| result file")]
-    assert [row.split(" | ")[0][2:] for row in rows] == [r.name for r in runs if r.script == "optimiser"]
+    assert [row.split(" | ")[0][2:] for row in rows] == [r.name for r in KEPT_RUNS if r.script == "optimiser"]
     random10 = json.loads((RESULTS / "random-cv0.10.json").read_text())
     row = next(r for r in rows if r.startswith("| random-cv0.10 |"))
     assert f"{random10['verdict']['probes_ratio_1d']:.3f} / {random10['verdict']['probes_ratio_2d']:.3f}" in row
@@ -114,25 +126,74 @@ def test_summary_has_a_row_per_optimiser_file_and_the_confidence_line() -> None:
     assert f"on each of {len(adversary['surfaces'])} surfaces" in line
     assert f"{adversary['verdict']['identical_runs'][0]} of {adversary['verdict']['identical_runs'][1]} untouched" in line
     # The per-surface target as a rate over the draws: every surface an interval puts below -5 in any
-    # 100-seed one-knob hold-out file, out of all the surfaces in them.
-    files = sorted(RESULTS.glob("holdout-1d*-100seeds-cv*.json"))
+    # 100-seed one-knob draw file, out of all the surfaces in them, and how many of those are sealed.
+    files = sorted(RESULTS.glob("*-h1*-100seeds-cv*.json"))
     missed = {m for f in files for m in json.loads(f.read_text())["verdict"]["success_target_by_interval"]["missed"]}
     total = {x["name"] for f in files for x in json.loads(f.read_text())["surfaces"]}
+    sealed = {x["name"] for f in files if f.name.startswith("holdout-") for x in json.loads(f.read_text())["surfaces"]}
+    assert len(files) == 2 and missed and sealed
     assert (f"one-knob hold-out draws, 100 seeds: established misses at CV 0.05 or 0.10 on {len(missed)} of "
-            f"{len(total)} surfaces in {len(files) // 2} draws") in table
+            f"{len(total)} surfaces in {len(files)} draws") in table
+    assert f"{len(missed & sealed)} of {len(sealed)} in the sealed draw: " in table
     assert all(m in table for m in missed) and "two-knob hold-out draws, 30 seeds (100 for the closest surfaces): " in table
     confidence = json.loads((RESULTS / "confidence.json").read_text())
     assert f"power for a 10 % effect at CV 5 % {confidence['power_10pct']:.3f}" in table
 
 
-def test_the_docs_current_figures_are_the_summary_of_the_committed_files() -> None:
-    # docs/results.md quotes the table between these markers; a regenerated file without a refreshed page
-    # (or a hand-edited figure) fails here: `python benchmarks/regenerate.py --summary` prints what belongs.
+def _docs_block() -> list[str]:
     doc = (ROOT / "docs" / "results.md").read_text()
-    start, end = "<!-- summary: python benchmarks/regenerate.py --summary -->\n", "<!-- /summary -->"
-    assert start in doc and end in doc
-    quoted = doc.split(start, 1)[1].split(end, 1)[0]
-    assert quoted == regenerate.summary(regenerate._runs(), RESULTS)
+    assert regenerate.SUMMARY_START in doc and regenerate.SUMMARY_END in doc
+    return doc.split(regenerate.SUMMARY_START, 1)[1].split(regenerate.SUMMARY_END, 1)[0].splitlines()
+
+
+def test_the_docs_summary_has_a_row_per_run_in_order() -> None:
+    # A run added, dropped or renamed without a full regeneration leaves the block out of step with the runs.
+    block = _docs_block()
+    rows = [line.split(" | ")[0][2:] for line in block[2:] if line.startswith("| ")]
+    runs = regenerate._runs()
+    assert rows == [r.name for r in runs if r.script == "optimiser"]
+    tail = [line.split(": ")[0] for line in block if line and not line.startswith("|")]
+    assert tail == [r.name for r in runs if r.script != "optimiser"] + [
+        "one-knob hold-out draws, 100 seeds", "two-knob hold-out draws, 30 seeds (100 for the closest surfaces)"]
+
+
+def test_the_docs_rows_of_the_committed_files_are_their_summary() -> None:
+    # A committed file regenerated without a refreshed page (or a hand-edited figure) fails here:
+    # `python benchmarks/regenerate.py --summary` prints what belongs, a full run rewrites the block.
+    block = set(_docs_block())
+    computed = regenerate.summary(KEPT_RUNS, RESULTS).splitlines()
+    mine = [line for line in computed if line.startswith(tuple(f"| {n} |" for n in regenerate.KEPT))
+            or line.startswith(tuple(f"{n}: " for n in regenerate.KEPT))]
+    assert len(mine) == len(regenerate.KEPT)
+    assert [line for line in mine if line not in block] == []
+    # The draw-rate lines sum over files that are not all committed; each miss in the committed ones is there.
+    rate = next(line for line in block if line.startswith("one-knob hold-out draws, 100 seeds: "))
+    for f in RESULTS.glob("*-h1*-100seeds-cv*.json"):
+        r = json.loads(f.read_text())
+        for m in r["verdict"]["success_target_by_interval"]["missed"]:
+            assert f"{m} (CV {r['noise_cv']:.2f}, 100 seeds" in rate, m
+
+
+def test_rewrite_summary_replaces_only_the_block(tmp_path: Path) -> None:
+    doc = tmp_path / "results.md"
+    doc.write_text(f"before\n{regenerate.SUMMARY_START}old\n{regenerate.SUMMARY_END}\nafter\n")
+    regenerate.rewrite_summary("new\n", doc)
+    assert doc.read_text() == f"before\n{regenerate.SUMMARY_START}new\n{regenerate.SUMMARY_END}\nafter\n"
+    doc.write_text("no markers\n")
+    with pytest.raises(ValueError):
+        regenerate.rewrite_summary("new\n", doc)
+
+
+def test_a_run_rewrites_the_docs_only_from_a_complete_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    doc = tmp_path / "results.md"
+    page = f"text\n{regenerate.SUMMARY_START}old\n{regenerate.SUMMARY_END}\nmore\n"
+    doc.write_text(page)
+    regenerate._refresh_docs(tmp_path, doc)  # no result files there
+    assert doc.read_text() == page and "left as it is" in capsys.readouterr().out
+    monkeypatch.setattr(regenerate, "_runs", lambda: KEPT_RUNS)
+    regenerate._refresh_docs(RESULTS, doc)
+    assert doc.read_text() == page.replace("old\n", regenerate.summary(KEPT_RUNS, RESULTS))
 
 
 def test_summary_of_an_incomplete_directory_is_one_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,7 +3,7 @@
 The shipped surfaces are measurements and the check surfaces one folder over are shapes written by hand. Both
 were in view while the optimiser was tuned, so neither says how it does on a surface nobody picked. These are
 drawn at random from a family of I/O-like curves, with a fixed seed, and were not looked at before the first
-benchmark run on them (docs/optimiser-history.md has that run). Same CSV format as every other surface.
+benchmark run on them (docs/decisions.md, 2026-12-03). Same CSV format as every other surface.
 
 1-D curves over effective_io_concurrency {0, 1, 2, 4, …, 256}, in z = log2(1 + eic), one of:
 
