@@ -215,7 +215,7 @@ def restore(config_path: Path | None, state_dir: Path | None, dsn: str | None, f
       tuner restore --dsn 'host=staging1 dbname=app'   where the journal's DSN needs other options
     """
     from tuner.config import state_dir as configured_state_dir
-    from tuner.journal import Journal
+    from tuner.actuate import Journal
 
     overrides = {"tuner": {"state_dir": str(state_dir)}} if state_dir else None
     cfg = load_config(config_path, overrides=overrides)
@@ -237,7 +237,7 @@ def restore(config_path: Path | None, state_dir: Path | None, dsn: str | None, f
 
 
 def _writer(cfg: Config) -> Any:
-    from tuner.journal import SysfsWriter
+    from tuner.actuate import SysfsWriter
 
     return SysfsWriter(cfg.readahead.helper_command)
 

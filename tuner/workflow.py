@@ -17,7 +17,7 @@ from typing import Any, Literal
 from tuner.config import Config, state_dir
 from tuner.errors import ProbeError, TunerError
 from tuner.families import readahead, wal
-from tuner.journal import Journal, SysfsWriter
+from tuner.actuate import Journal, SysfsWriter
 from tuner.knobs import catalog
 from tuner.log import get_logger
 from tuner.model import DeviceOut, FamilyOutcome, RecommendationOut, Report, SessionOut, TargetOut, Trial

@@ -28,7 +28,7 @@ import asyncpg
 
 from tuner import sqlfiles
 from tuner.config import Config
-from tuner.journal import Journal
+from tuner.actuate import Journal
 from tuner.knobs import catalog
 from tuner.knobs.devices import DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
 from tuner.log import get_logger

@@ -28,7 +28,7 @@ import asyncpg
 
 from tuner.config import Config
 from tuner.errors import RefusedError, TunerError
-from tuner.journal import Journal
+from tuner.actuate import Journal
 from tuner.knobs import catalog
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, RecommendationOut, Trial, WalContentionOut, WalScalingOut
