@@ -230,11 +230,17 @@ def load_config(
 
 def state_dir(cfg: Config) -> Path:
     """Where the journal lives: ``[tuner] state_dir``, else the default for this user."""
-    from tuner.journal import default_state_dir
-
     if cfg.tuner.state_dir is None:
         return default_state_dir()
     return resolve_path(cfg, cfg.tuner.state_dir)
+
+
+def default_state_dir() -> Path:
+    """``/var/lib/tuner`` for root (a system service), else ``$XDG_STATE_HOME/tuner`` (``~/.local/state/tuner``)."""
+    if os.geteuid() == 0:
+        return Path("/var/lib/tuner")
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "tuner"
 
 
 def resolve_path(cfg: Config, value: Path) -> Path:

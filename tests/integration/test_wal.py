@@ -138,7 +138,7 @@ def test_tuner_restore_puts_back_an_alter_system_a_killed_session_left(clone: Cl
     script = (
         "import asyncio, os\n"
         "from pathlib import Path\n"
-        "from tuner.journal import Journal\n"
+        "from tuner.actuate import Journal\n"
         "from tuner.target.connection import connect\n"
         "async def main():\n"
         f"    j = Journal(Path({str(state)!r})); j.open('killed')\n"

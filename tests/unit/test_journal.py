@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.journal import Journal, JournalError, SysfsWriter, owner_alive, process_start
+from tuner.actuate import Journal, JournalError, SysfsWriter, owner_alive, process_start
 
 
 def _attr(tmp_path: Path, value: str = "128") -> Path:
@@ -51,7 +51,7 @@ def test_a_journal_of_a_dead_session_is_restored_at_the_next_open(tmp_path: Path
     script = (
         "import os, sys\n"
         "from pathlib import Path\n"
-        "from tuner.journal import Journal\n"
+        "from tuner.actuate import Journal\n"
         f"j = Journal(Path({str(state)!r})); j.open('dead')\n"
         f"j.set_sysfs(Path({str(attr)!r}), 4096, device='/dev/x', name='read_ahead_kb')\n"
         "os._exit(0)  # no restore: like SIGKILL\n"
@@ -82,7 +82,7 @@ def test_a_recycled_pid_is_not_a_live_owner() -> None:
     me = {"pid": os.getpid(), "start": process_start(os.getpid())}
     import socket
 
-    from tuner.journal import boot_id
+    from tuner.actuate import boot_id
 
     alive = {**me, "host": socket.gethostname(), "boot_id": boot_id()}
     assert owner_alive(alive)

