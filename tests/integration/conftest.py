@@ -34,9 +34,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _readahead_untouched() -> Iterator[None]:
-    """Every block device's read_ahead_kb is what it was when the suite started (restored, then failed, if not)."""
+    """Every host disk's read_ahead_kb is what it was when the suite started (restored, then failed, if not).
+    Loop devices are left out: each belongs to whoever attached it (another test run on this machine, say), and
+    the suite's own are detached before it ends."""
     def snapshot() -> dict[Path, str]:
-        return {f: f.read_text().strip() for f in Path("/sys/block").glob("*/queue/read_ahead_kb")}
+        return {f: f.read_text().strip() for f in Path("/sys/block").glob("*/queue/read_ahead_kb")
+                if not f.parent.parent.name.startswith("loop")}
 
     before = snapshot()
     yield
