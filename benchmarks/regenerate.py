@@ -5,7 +5,7 @@ usage: python benchmarks/regenerate.py [--only NAME ...] [--list] [--out DIR] [-
 Each result file in benchmarks/results/ was written by one run of benchmarks/optimiser.py or
 benchmarks/confidence.py. This script holds those commands — surfaces, seeds, noise, search range — so that a
 reader can reproduce every current figure, and so that a change to the optimiser can be re-measured on all of
-them at once (any change to tuner/optimiser.py makes every optimiser file stale). It runs them one after the
+them at once (any change to tuner/optimiser/ makes every optimiser file stale). It runs them one after the
 other and prints each command and its wall time.
 
 Files kept as history — measured on earlier code and quoted as such in docs/optimiser-history.md (gaps-100seeds-cv*,
