@@ -4,7 +4,7 @@ usage: python benchmarks/regenerate.py [--only NAME ...] [--kept] [--list] [--ou
 
 Each run is one command of benchmarks/optimiser.py, confidence.py or adversary.py; this script holds them all —
 surfaces, seeds, noise, search range, policy — so that a change to the optimiser can be re-measured on every
-set at once (any change to tuner/optimiser.py makes every optimiser figure stale). It runs them one after the
+set at once (any change to tuner/optimiser/ makes every optimiser figure stale). It runs them one after the
 other, prints each command and its wall time, writes each run's NAME.json, NAME.md (and for some NAME.png) into
 --out, and, once that directory holds every run's JSON, rewrites the summary block of docs/results.md (between
 its "<!-- summary" markers) from them: one row per run. That block is the one committed record of every run's

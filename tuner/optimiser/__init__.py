@@ -1,0 +1,40 @@
+"""Search over knob values: a Bayesian optimiser (scikit-optimize, ask/tell) and a random-search twin.
+
+Both optimisers share one interface:
+
+* ``suggest()`` returns the next configuration to probe (the initial design first);
+* ``register(config, value_ms)`` records a probe — ``None`` for a failed probe, which is kept as failed and
+  never told to the model as a number;
+* ``recommendation()`` returns the configuration to confirm and its near-optimal range;
+* ``stop_reason()`` says why the search should end now, or None.
+
+The model works on log(time) (multiplicative noise becomes additive), over each knob's transformed scale
+(``log2p1``: log2(1 + value), so 0 is reachable and 1, 3, 7, 15 … are evenly spaced). The recommendation
+comes from the model's posterior mean, not from the luckiest observation (winner's curse).
+
+Modules: ``space`` (knobs, configurations, the answer, the history), ``design`` (where a search starts),
+``base`` (shared bookkeeping, random search), ``gp`` (the Bayesian optimiser; the only module that imports
+scikit-optimize), ``rules`` (the gap rules it mixes in, each with its constant and its reason).
+"""
+
+from tuner.optimiser.base import BaseOptimiser, RandomOptimiser
+from tuner.optimiser.design import initial_design, space_filling
+from tuner.optimiser.gp import BayesianOptimiser
+from tuner.optimiser.space import Config, Dimension, Recommendation
+
+OPTIMISERS: dict[str, type[BaseOptimiser]] = {
+    BayesianOptimiser.kind: BayesianOptimiser,
+    RandomOptimiser.kind: RandomOptimiser,
+}
+
+__all__ = [
+    "OPTIMISERS",
+    "BaseOptimiser",
+    "BayesianOptimiser",
+    "Config",
+    "Dimension",
+    "RandomOptimiser",
+    "Recommendation",
+    "initial_design",
+    "space_filling",
+]

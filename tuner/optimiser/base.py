@@ -1,0 +1,206 @@
+"""The optimisers' shared bookkeeping (``BaseOptimiser``) and the random-search baseline."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from tuner.optimiser.space import Config, Dimension, History, Recommendation, key_of
+
+
+class BaseOptimiser:
+    """Shared bookkeeping: initial design, validation, history, stopping rule."""
+
+    kind = "base"
+
+    def __init__(
+        self,
+        *,
+        dimensions: Sequence[Dimension],
+        initial: Sequence[Mapping[str, int]] = (),
+        seed: int = 0,
+        budget: int = 14,
+        min_probes: int = 7,
+        patience: int = 3,
+        tolerance: float = 0.05,
+    ) -> None:
+        if not dimensions:
+            raise ValueError("at least one dimension")
+        self.dimensions = tuple(dimensions)
+        self.seed = seed
+        self.budget = budget
+        self.min_probes = min(min_probes, budget)
+        self.patience = patience
+        self.tolerance = tolerance
+        # Probes at the end of the budget spent re-measuring the leading candidates (joint searches): two,
+        # on two configurations. Four left the model only six proposals after today's value and the 3 x 3
+        # start, and where a narrow optimum lies between the starts it often never probed a good one.
+        self.remeasure = 2 if len(dimensions) > 1 else 0
+        self._remeasure_plan: list[Config] | None = None
+        # Stop when the best expected improvement (in log-time) is below a quarter of the tolerance.
+        self.ei_stop = math.log1p(tolerance) / 4
+        self._initial: list[Config] = []
+        # The initial design, kept after it has been probed (joint re-measurements look back at it).
+        self._start_keys: set[tuple[int, ...]] = set()
+        for cfg in initial:
+            clean = self._validate(cfg)
+            if key_of(clean, self.dimensions) not in self._start_keys:
+                self._start_keys.add(key_of(clean, self.dimensions))
+                self._initial.append(clean)
+        self.history = History()
+        # After each successful probe: the recommended config, its predicted log(time), its near-optimal box.
+        self._best_trace: list[tuple[tuple[int, ...], float, dict[str, tuple[int, int]]]] = []
+
+    # -- public, validating -------------------------------------------------------------------------
+    def suggest(self) -> Config:
+        """The next configuration to probe."""
+        if self._initial:
+            return dict(self._initial[0])
+        remaining = self.budget - self.probes
+        if remaining <= self.remeasure:
+            # The last probes re-measure the leading candidates: one noisy probe each cannot rank values
+            # a few per cent apart, and the answer is chosen among them.
+            # The list is fixed when the phase begins: ranks recomputed after each re-measurement could send
+            # every remaining probe to the same configuration.
+            if self._remeasure_plan is None:
+                self._remeasure_plan = self._leaders(self.remeasure)
+            if self._remeasure_plan:
+                return dict(self._remeasure_plan[(self.remeasure - remaining) % len(self._remeasure_plan)])
+        gap = self._unresolved_gap()
+        if gap is not None:
+            return self._validate(gap)
+        return self._validate(self._suggest())
+
+    def register(self, config: Mapping[str, int], value_ms: float | None) -> None:
+        """Record one probe; ``value_ms=None`` marks it failed."""
+        clean = self._validate(config)
+        if value_ms is not None and not (math.isfinite(value_ms) and value_ms > 0):
+            raise ValueError(f"a probe's value must be a positive number of ms, not {value_ms!r}")
+        if self._initial and key_of(self._initial[0], self.dimensions) == key_of(clean, self.dimensions):
+            self._initial.pop(0)
+        self.history.configs.append(clean)
+        self.history.values_ms.append(value_ms)
+        if value_ms is not None:
+            self._register(clean, math.log(value_ms))
+            rec = self.recommendation()
+            score = math.log(rec.predicted_ms) if rec.predicted_ms else self._observed_mean(rec.config)
+            self._best_trace.append((key_of(rec.config, self.dimensions), score, rec.near_optimal))
+
+    @property
+    def probes(self) -> int:
+        return len(self.history.configs)
+
+    def stop_reason(self) -> str | None:
+        """Why the search should end now, or None to go on."""
+        if self.probes >= self.budget:
+            return f"probe budget of {self.budget} used"
+        n_ok = len(self.history.ok)
+        if n_ok < self.min_probes or self._initial:
+            return None
+        if self._unresolved_gap() is not None:
+            return None
+        return self._converged()
+
+    def _converged(self) -> str | None:
+        ei = self._max_expected_improvement()
+        if ei is not None and ei < self.ei_stop:
+            return f"no value is expected to improve the optimum by more than {math.expm1(self.ei_stop):.1%}"
+        trace = self._best_trace[-(self.patience + 1) :]
+        if len(trace) <= self.patience:
+            return None
+        _, first_score, first_box = trace[0]
+        # Stable: every later pick lies inside the near-optimal box of the pick `patience` probes ago
+        # (in a flat basin the argmin wanders among equally good values; that is not progress).
+        stable = all(
+            first_box[d.name][0] <= k[i] <= first_box[d.name][1]
+            for k, _, _ in trace[1:]
+            for i, d in enumerate(self.dimensions)
+        )
+        no_gain = all(s >= first_score - math.log1p(self.tolerance) / 2 for _, s, _ in trace[1:])
+        if stable and no_gain:
+            return f"the predicted optimum did not move in the last {self.patience} probes"
+        return None
+
+    def recommendation(self) -> Recommendation:
+        ok = self.history.ok
+        if not ok:
+            raise ValueError("no successful probe to recommend from")
+        rec = self._model_recommendation()
+        if rec is not None:
+            return rec
+        means = self._observed_means()
+        best_key = min(means, key=lambda k: means[k])
+        cfg = {d.name: v for d, v in zip(self.dimensions, best_key, strict=True)}
+        tol = math.log1p(self.tolerance)
+        near = [k for k, m in means.items() if m <= means[best_key] + tol]
+        ranges = {
+            d.name: (min(k[i] for k in near), max(k[i] for k in near)) for i, d in enumerate(self.dimensions)
+        }
+        return Recommendation(cfg, None, ranges, "observations")
+
+    # -- helpers ------------------------------------------------------------------------------------
+    def _validate(self, config: Mapping[str, int]) -> Config:
+        names = {d.name for d in self.dimensions}
+        if set(config) != names:
+            raise ValueError(f"a configuration needs exactly {sorted(names)}, got {sorted(config)}")
+        out: Config = {}
+        for d in self.dimensions:
+            v = config[d.name]
+            if isinstance(v, bool) or int(v) != v:
+                raise ValueError(f"{d.name} must be an integer, got {v!r}")
+            if not d.low <= int(v) <= d.high:
+                raise ValueError(f"{d.name}={v} lies outside [{d.low}, {d.high}]")
+            if int(v) % d.quantum:
+                raise ValueError(f"{d.name}={v} is not a multiple of {d.quantum}")
+            out[d.name] = int(v)
+        return out
+
+    def _observed_logs(self) -> dict[tuple[int, ...], list[float]]:
+        """Every successful probe's log(time), per configuration."""
+        acc: dict[tuple[int, ...], list[float]] = defaultdict(list)
+        for cfg, v in self.history.ok:
+            acc[key_of(cfg, self.dimensions)].append(math.log(v))
+        return acc
+
+    def _observed_means(self) -> dict[tuple[int, ...], float]:
+        return {k: sum(v) / len(v) for k, v in self._observed_logs().items()}
+
+    def _observed_mean(self, config: Config) -> float:
+        return self._observed_means()[key_of(config, self.dimensions)]
+
+    # -- private, overridden ------------------------------------------------------------------------
+    def _suggest(self) -> Config:
+        raise NotImplementedError  # abstract: both concrete optimisers override it
+
+    def _register(self, config: Config, log_value: float) -> None:
+        return None
+
+    def _model_recommendation(self) -> Recommendation | None:
+        return None
+
+    def _max_expected_improvement(self) -> float | None:
+        return None
+
+    def _unresolved_gap(self) -> Config | None:
+        return None
+
+    def _leaders(self, n: int) -> list[Config]:
+        """The ``n`` best probed configurations (by observed mean on the base class)."""
+        means = self._observed_means()
+        keys = sorted(means, key=lambda k: means[k])[:n]
+        return [{d.name: v for d, v in zip(self.dimensions, k)} for k in keys]
+
+
+class RandomOptimiser(BaseOptimiser):
+    """Uniform random search on the transformed scale: the baseline and the fallback."""
+
+    kind = "random"
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._rng = random.Random(self.seed)
+
+    def _suggest(self) -> Config:
+        return {d.name: d.from_z(self._rng.uniform(d.z_low, d.z_high)) for d in self.dimensions}
