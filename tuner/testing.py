@@ -38,13 +38,8 @@ class SyntheticProbe:
         self.fail_when = fail_when
         self.calls: list[tuple[dict[str, int], str, str | None]] = []
 
-    async def __call__(
-        self,
-        config: dict[str, int],
-        *,
-        phase: Literal["search", "confirm"] = "search",
-        arm: Literal["baseline", "candidate"] | None = None,
-    ) -> Trial:
+    async def __call__(self, config: dict[str, int], *, phase: Literal["search", "confirm"] = "search",
+                       arm: Literal["baseline", "candidate"] | None = None) -> Trial:
         self.calls.append((dict(config), phase, arm))
         recorded: dict[str, int | str] = dict(config)
         now = datetime.now(UTC)
