@@ -25,8 +25,11 @@ Exit status:
   0  done — also when the decision is "keep what you have"
   1  unexpected failure (the target could not be reached, a probe setup failed, a bug)
   2  bad input: configuration, policy or command-line value
-  3  refused by the safety interlock (a primary, or a writable server without the staging marker);
-     nothing on the target was changed"""
+  3  refused by the safety interlock (a primary, or a writable server without the staging marker),
+     before anything changed — or the server stopped being what it cleared mid-session (a standby
+     promoted, the marker removed): the session stopped, wrote nothing more to it and put back what it could
+  4  nothing could be measured: no recommendation, and a family failed (the report says why and how to fix it)
+  129, 130, 143  stopped by SIGHUP, Ctrl-C or SIGTERM; everything tuner changed was put back"""
 
 CONFIG_TEXT = """\b
 Configuration (later wins):
@@ -164,18 +167,35 @@ def recommend(**opts: Any) -> None:
         written = emit.write_outputs(report, cfg.output.directory)
         click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
     click.echo(emit.text(report, cfg.output.format), nl=False)
+    if not report.recommendations and any(f.status == "failed" for f in report.families):
+        click.echo("tuner: nothing could be measured; the report says why for each family", err=True)
+        sys.exit(4)
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None) -> Any:
     from tuner.runner import recommend as run_recommend
+    from tuner.stop import STOP
 
     async def guarded() -> Any:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
-        # SIGTERM (systemd stop, kill) cancels the work like Ctrl-C does, so every cleanup path runs.
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+
+        def stop(signum: int) -> None:
+            # SIGTERM (systemd stop, kill), Ctrl-C and SIGHUP (a dropped ssh session) all stop the session the
+            # same way, so every clean-up path runs. Only the first cancels: a second signal must not interrupt
+            # the clean-up. The flag makes the stop stick at the next probe boundary even if something
+            # swallowed the cancellation.
+            if not STOP.requested:
+                task.cancel()
+            STOP.request(signum)
+
+        for sig in STOP_SIGNALS:
+            with contextlib.suppress(NotImplementedError, ValueError):
+                loop.add_signal_handler(sig, stop, sig)
         progress_cm: Any = contextlib.nullcontext(None)
         if sys.stderr.isatty():
             from tuner.progress import TerminalProgress
@@ -186,11 +206,14 @@ def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None) -> Any:
                 cfg, policy, use_sandbox=sandbox, families=cfg.tuner.families, budget=budget, progress=progress
             )
 
+    STOP.reset()
     try:
         return asyncio.run(guarded())
     except asyncio.CancelledError:
-        click.echo("tuner: stopped by a signal; everything tuner started was stopped and removed", err=True)
-        sys.exit(143)
+        name = signal.Signals(STOP.signal).name if STOP.signal else "a signal"
+        click.echo(f"tuner: stopped by {name}; everything tuner changed was put back and everything it started "
+                   "was stopped and removed", err=True)
+        sys.exit(128 + (STOP.signal or signal.SIGTERM))
 
 
 @main.command()

@@ -29,6 +29,11 @@ class RefusedError(TunerError):
     exit_code = 3
 
 
+class RoleChangedError(RefusedError):
+    """The server stopped being what the interlock cleared (promoted, unmarked, another server answered): the
+    session stops, puts back what it can without writing to that server, and exits 3."""
+
+
 class TargetError(TunerError):
     """The target could not be reached or did not behave as a PostgreSQL server must (exit 1)."""
 

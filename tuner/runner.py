@@ -21,9 +21,11 @@ from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Registry,
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
 from tuner.policy import Policy
+from tuner.stop import STOP
 from tuner.target import interlock
-from tuner.target.connection import connect, redact, sets_marker_from_client
+from tuner.target.connection import connect, redact
 from tuner.target.facts import TargetFacts, gather
+from tuner.target.guard import Guard
 from tuner.target.server import Restart, servers
 
 log = get_logger("tuner.runner")
@@ -34,22 +36,35 @@ WRITES_NEED = (f"it writes, and the target is a hot standby: point tuner at a wr
 
 async def _endpoint(cfg: Config, dsn: str | None, restart: Restart | None, *, writable: bool) -> tuple[Endpoint, Any]:
     """Connect, learn the server and check the interlock. The read-only target must pass it (else
-    :class:`RefusedError`); a writable endpoint that does not pass carries the refusal for the families that need it."""
+    :class:`RefusedError`); a writable endpoint that does not pass carries the refusal for the families that need
+    it. Every later connection and restart goes through the endpoint's :class:`Guard`."""
     conn = await connect(dsn, timeout_s=cfg.target.connect_timeout_s)
     try:
         facts: TargetFacts = await gather(conn)
     finally:
         await conn.close()
-    if not writable:
-        clearance = interlock.check(facts, client_sets_marker=sets_marker_from_client(dsn))
-        return Endpoint(dsn, restart, facts), clearance
-    refusal = WRITES_NEED if facts.in_recovery else None
-    if refusal is None:
-        try:
-            interlock.check(facts, client_sets_marker=sets_marker_from_client(dsn))
-        except RefusedError as exc:
-            refusal = str(exc)
-    return Endpoint(dsn, restart, facts, refusal), None
+    if writable and facts.in_recovery:
+        return Endpoint(dsn, None, facts, refusal=WRITES_NEED), None
+    try:
+        clearance = interlock.check(facts)
+    except RefusedError as exc:
+        if not writable:
+            raise
+        return Endpoint(dsn, None, facts, refusal=str(exc)), None
+    guard = Guard(dsn, facts, clearance, timeout_s=cfg.target.connect_timeout_s)
+    return Endpoint(dsn, _guarded(restart, guard) if restart else None, facts, guard=guard), clearance
+
+
+def _guarded(restart: Restart, guard: Guard) -> Restart:
+    """``restart``, only after the guard found the server still what was cleared (a promoted standby is not
+    restarted)."""
+
+    async def checked() -> None:
+        await guard.check()
+        log.debug("restart", dsn=redact(guard.dsn))
+        await restart()
+
+    return checked
 
 
 def _merge(into: dict[str, Any], result: FamilyResult) -> None:
@@ -107,6 +122,7 @@ async def recommend(
                                     progress=progress, budget=budget, sandbox=use_sandbox,
                                     own_devices=where.own_devices, sandbox_dir=where.sandbox_dir)
                 for family in chosen:
+                    STOP.check()
                     why_not = unmet_needs(family.needs, ctx) or family.applicable(ctx)
                     result = skipped(family.name, why_not) if why_not else await family.run(ctx)
                     log.info("family", family=family.name, status=result.outcome.status, reason=result.outcome.reason)

@@ -22,7 +22,8 @@ def test_hot_standby_is_cleared() -> None:
 
 
 def test_marked_writable_clone_is_cleared() -> None:
-    c = check(facts(staging_marker="staging", marker_source="/etc/postgresql/15/main/conf.d/tuner.conf:1"))
+    c = check(facts(staging_marker="staging", marker_source="/etc/postgresql/15/main/conf.d/tuner.conf:1",
+                    marker_setting_source="configuration file"))
     assert c.mode == "staging_clone"
     assert "tuner.conf:1" in c.reason
 
@@ -42,4 +43,15 @@ def test_other_marker_values_are_refused() -> None:
 
 def test_marker_set_only_by_the_client_is_refused() -> None:
     with pytest.raises(RefusedError, match="connection's own options"):
-        check(facts(staging_marker="staging"), client_sets_marker=True)
+        check(facts(staging_marker="staging", marker_setting_source="client"))
+
+
+@pytest.mark.parametrize("source, words", [
+    ("database", "ALTER DATABASE"), ("user", "ALTER ROLE"), ("database user", "ALTER ROLE"), ("session", "SET"),
+    (None, "None"),
+])
+def test_a_marker_that_does_not_come_from_a_configuration_file_is_refused(source: str | None, words: str) -> None:
+    # ALTER DATABASE/ROLE ... SET replicate to the primary: a marker set that way would clear the primary too.
+    with pytest.raises(RefusedError, match="not from a configuration file") as err:
+        check(facts(staging_marker="staging", marker_setting_source=source, marker_source="/etc/x.conf:1"))
+    assert words in str(err.value)

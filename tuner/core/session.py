@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from tuner.log import get_logger
+from tuner.stop import STOP
 from tuner.model import EffectOut, Trial
 from tuner.optimiser import BaseOptimiser, BayesianOptimiser, Dimension, Recommendation, initial_design
 from tuner.policy import Policy
@@ -105,6 +106,7 @@ async def search(
             last = result.trials[-1].reason if result.trials else "unknown"
             result.stop_reason = f"{max_consecutive_failures} probes in a row failed (last: {last})"
             break
+        STOP.check()
         config = optimiser.suggest()
         trial = await probe(config, phase="search")
         result.trials.append(trial)
@@ -143,6 +145,7 @@ async def confirm(
             cfg = baseline if arm == "A" else candidate
             arm_name: Literal["baseline", "candidate"] = "baseline" if arm == "A" else "candidate"
             for _attempt in range(retries + 1):
+                STOP.check()
                 trial = await probe(cfg, phase="confirm", arm=arm_name)
                 out.trials.append(trial)
                 if trial.status == "ok" and trial.value is not None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import asyncpg
 
 from tuner.model import FamilyOutcome, Recommendation, Trial
-from tuner.target.connection import connect
+from tuner.target.guard import Guard
 
 if TYPE_CHECKING:
     from tuner.actuate import Journal
@@ -45,9 +45,16 @@ class Endpoint:
     """A server a family may probe: how to reach it, restart it, and what it is."""
 
     dsn: str | None
-    restart: Restart | None  # None: cannot be restarted, or the policy does not allow restarts
+    restart: Restart | None  # None: cannot be restarted, or the policy does not allow restarts; checks the guard
     facts: TargetFacts
     refusal: str | None = None  # why families that need this endpoint cannot use it
+    guard: Guard | None = None  # None only with a refusal
+
+    async def connect(self, **kw: Any) -> asyncpg.Connection:
+        """A connection checked by the interlock (see :class:`tuner.target.guard.Guard`)."""
+        if self.guard is None:
+            raise RuntimeError(f"no cleared connection to {self.dsn}: {self.refusal}")
+        return await self.guard.connect(**kw)
 
 
 @dataclass
@@ -71,8 +78,9 @@ class FamilyContext:
 
     @asynccontextmanager
     async def connection(self, endpoint: Endpoint | None = None) -> AsyncIterator[asyncpg.Connection]:
-        """A fresh connection to ``endpoint`` (default: the target), closed when the block ends."""
-        conn = await connect((endpoint or self.target).dsn, timeout_s=self.cfg.target.connect_timeout_s)
+        """A fresh connection to ``endpoint`` (default: the target), checked by the interlock, closed when the
+        block ends."""
+        conn = await (endpoint or self.target).connect()
         try:
             yield conn
         finally:

@@ -205,9 +205,19 @@ class Readahead:
             result.trials.extend(trials)
             result.recommendations.extend(recs)
             devices.append(out)
-        result.outcome = FamilyOutcome(family=FAMILY, status="done",
-                                       reason=f"searched and confirmed {len(plans)} device(s)",
-                                       workload=workload_sql, optimiser="bayesian", cache=plans[-1][1].describe())
+        measured = sum(1 for d in devices if d.status == "probed")
+        if measured == 0:
+            # Every probe failed or was rejected: say so, why, and how to fix it — not "done".
+            why = "; ".join(f"{d.device}: {d.reason}" for d in devices if d.device in {p.group.device.node for p, _, _ in plans})
+            fix = ("" if ctx.target.restart is not None else " — shared buffers cannot be emptied without a restart: "
+                   "set [target] restart_command (and guardrails.allow_restart in the policy)")
+            result.outcome = FamilyOutcome(family=FAMILY, status="failed", workload=workload_sql,
+                                           reason=f"nothing could be measured on {len(plans)} device(s) ({why}){fix}",
+                                           optimiser="bayesian", cache=plans[-1][1].describe())
+        else:
+            result.outcome = FamilyOutcome(family=FAMILY, status="done",
+                                           reason=f"searched and confirmed {measured} of {len(plans)} device(s)",
+                                           workload=workload_sql, optimiser="bayesian", cache=plans[-1][1].describe())
         result.section = {"devices": devices}
         return result
 
@@ -234,7 +244,7 @@ async def _probe_device(
     probe = ColdProbe(
         dsn=ctx.target.dsn, queries=plan.queries, cache=cache, statement_timeout_s=policy.guardrails.statement_timeout_s,
         min_cold_read_fraction=policy.cache.min_cold_read_fraction, require_bitmap=False,
-        connect_timeout_s=cfg.target.connect_timeout_s, actuators={RA: actuate},
+        connect_timeout_s=cfg.target.connect_timeout_s, actuators={RA: actuate}, connector=ctx.target.connect,
         block_size=int(facts.settings["block_size"].setting) if "block_size" in facts.settings else 8192,
     )
     raw = raw_read_mb_s(plan.heap_files) if plan.heap_files else None

@@ -30,14 +30,15 @@ from tuner.actuate import Journal
 from tuner.core import space
 from tuner.core.decide import decide, recommendation
 from tuner.core.session import Progress, build_optimiser, search
-from tuner.errors import TunerError
-from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs
+from tuner.errors import ProbeError, RefusedError, TunerError
+from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped
 from tuner.knobs import catalog
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Trial, WalContentionOut, WalScalingOut
 from tuner.policy import Policy
 from tuner.probes import walload
-from tuner.target.connection import connect, redact
+from tuner.stop import STOP
+from tuner.target.connection import redact
 
 log = get_logger("tuner.wal")
 
@@ -66,8 +67,10 @@ class WalProbe:
         self, *, dsn: str | None, journal: Journal, restart: Callable[[], Awaitable[None]] | None,
         contexts: dict[str, str], clients: int, rows_per_tx: int, duration_s: float, warmup_s: float,
         identity: dict[str, Any], connect_timeout_s: float,
+        connector: Callable[..., Awaitable[asyncpg.Connection]],
     ) -> None:
         self.dsn, self.journal, self.restart = dsn, journal, restart
+        self.connector = connector  # checked connections to the clone (the session's guard)
         self.contexts = contexts
         self.clients, self.rows_per_tx = clients, rows_per_tx
         self.duration_s, self.warmup_s = duration_s, warmup_s
@@ -80,7 +83,7 @@ class WalProbe:
         changed = {k: v for k, v in wanted.items() if self.applied.get(k) != v}
         if not changed:
             return
-        conn = await connect(self.dsn, timeout_s=self.connect_timeout_s)
+        conn = await self.connector()
         try:
             for name, value in changed.items():
                 await self.journal.alter_system(conn, name, value, dsn=self.dsn, **self.identity)
@@ -106,7 +109,10 @@ class WalProbe:
         try:
             await self.apply_system(system)
             res = await walload.run(self.dsn, clients=clients, rows_per_tx=rows, duration_s=self.duration_s,
-                                    warmup_s=self.warmup_s, settings=session, connect_timeout_s=self.connect_timeout_s)
+                                    warmup_s=self.warmup_s, settings=session, connect_timeout_s=self.connect_timeout_s,
+                                    connector=self.connector)
+        except RefusedError:
+            raise  # the clone is no longer what the interlock cleared: the session stops
         except (TunerError, asyncpg.PostgresError, OSError, asyncpg.InterfaceError) as exc:
             return self._trial(config, None, "failed", phase, arm, {}, f"{type(exc).__name__}: {exc}", started, t0)
         if res.transactions == 0:
@@ -142,7 +148,10 @@ class Wal:
                 "SELECT name, setting, context, vartype, enumvals, source FROM pg_settings WHERE name = ANY($1::text[])",
                 [*catalog.load().names("wal"), COMPRESSION])
             settings = {r["name"]: dict(r) for r in rows}
-            await walload.prepare(conn)
+            try:
+                await walload.prepare(conn)
+            except ProbeError as exc:
+                return skipped(FAMILY, f"{exc} ({exc.hint})")
             identity = {"system_identifier": where.facts.system_identifier,
                         "port": int(await conn.fetchval("SHOW port")), "sandbox_dir": ctx.sandbox_dir}
         result, restored = WalResult(), []
@@ -150,7 +159,7 @@ class Wal:
         try:
             await _tune(ctx, where, probe, settings, result)
         finally:
-            restored = await _put_back(probe, ctx.journal, where.dsn, where.restart, ctx.cfg.target.connect_timeout_s)
+            restored = await _put_back(probe, ctx.journal, where.restart)
         wp = ctx.policy.wal
         place = ("the sandbox's primary (tuner's own, marked staging)" if ctx.sandbox_dir
                  else f"{redact(where.dsn)} ({where.facts.server_version})")
@@ -179,7 +188,7 @@ def _probe(ctx: FamilyContext, where: Endpoint, settings: dict[str, dict[str, An
     return WalProbe(dsn=where.dsn, journal=ctx.journal, restart=where.restart,
                     contexts={k: settings[k]["context"] for k in settings}, clients=wp.clients,
                     rows_per_tx=wp.rows_per_tx, duration_s=wp.duration_s, warmup_s=wp.warmup_s, identity=identity,
-                    connect_timeout_s=ctx.cfg.target.connect_timeout_s)
+                    connect_timeout_s=ctx.cfg.target.connect_timeout_s, connector=where.connect)
 
 
 async def _tune(ctx: FamilyContext, where: Endpoint, probe: WalProbe, settings: dict[str, dict[str, Any]],
@@ -255,6 +264,7 @@ async def _scaling(
     progress.phase("wal scaling", len(wp.scaling_clients) * len(wp.scaling_rows_per_tx) * (2 if differs else 1))
     for rows in wp.scaling_rows_per_tx:
         for n in wp.scaling_clients:
+            STOP.check()
             cur = await probe(today, clients=n, rows_per_tx=rows)
             result.trials.append(cur)
             progress.advance(f"{n} clients x {rows} rows: {cur.metrics.get('tps', 0):.0f} TPS")
@@ -276,11 +286,10 @@ async def _scaling(
             ))
 
 
-async def _put_back(probe: WalProbe, journal: Journal, dsn: str | None,
-                    restart: Callable[[], Awaitable[None]] | None, timeout_s: float) -> list[str]:
+async def _put_back(probe: WalProbe, journal: Journal, restart: Callable[[], Awaitable[None]] | None) -> list[str]:
     """postgresql.auto.conf exactly as it was, reloaded (restarted if a restart-level knob was probed); the
-    scratch schema dropped."""
-    conn = await connect(dsn, timeout_s=timeout_s)
+    scratch schema dropped. Only on the clone the interlock cleared (the guard checks the connection)."""
+    conn = await probe.connector()
     try:
         restored = await journal.restore_system(conn)
         await conn.execute("SELECT pg_reload_conf()")

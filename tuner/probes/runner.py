@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
 import asyncpg
 
-from tuner.errors import TargetError
+from tuner.errors import RefusedError, TargetError
 from tuner.log import get_logger
 from tuner.model import CacheEvidence, Trial
 from tuner.probes import explain
@@ -56,8 +56,10 @@ class ColdProbe:
         connect_timeout_s: float = 10.0,
         actuators: Mapping[str, Actuator] | None = None,
         block_size: int = 8192,
+        connector: Callable[[], Awaitable[asyncpg.Connection]] | None = None,
     ) -> None:
         self.dsn = dsn
+        self.connector = connector  # a checked connection (the session's guard); else connect(dsn)
         self.queries = list(queries)
         self.cache = cache
         self.statement_timeout_s = statement_timeout_s
@@ -72,6 +74,8 @@ class ColdProbe:
         deadline = time.monotonic() + 60
         while True:
             try:
+                if self.connector is not None:
+                    return await self.connector()
                 return await connect(self.dsn, timeout_s=self.connect_timeout_s)
             except TargetError:
                 if time.monotonic() > deadline:
@@ -110,7 +114,9 @@ class ColdProbe:
                     actuator(int(config[name]))  # synchronous: a cancelled probe cannot write after a restore
             await self.cache.make_cold()
             conn = await self._connect()
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a failed trial, not a crash
+        except RefusedError:
+            raise  # the server is no longer what the interlock cleared: the session stops
+        except Exception as exc:  # noqa: BLE001 - every other failure becomes a failed trial, not a crash
             return trial("failed", None, None, f"could not prepare the probe: {exc}")
         total_ms = 0.0
         sums = {"shared_read": 0, "shared_hit": 0, "heap_read": 0, "heap_hit": 0}
@@ -127,6 +133,9 @@ class ColdProbe:
                 await conn.execute("SET track_io_timing = on")
             except asyncpg.InsufficientPrivilegeError:
                 pass  # times are still measured; only the I/O share is missing
+            # The workload runs in a read-only transaction: a custom query cannot write, even on a clone.
+            readonly = conn.transaction(readonly=True)
+            await readonly.start()
             for q in self.queries:
                 if q.plan is not None:
                     for name, text in _PLAN_SETTINGS[q.plan].items():

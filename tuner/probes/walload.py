@@ -20,11 +20,12 @@ import asyncio
 import statistics
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 import asyncpg
 
+from tuner.errors import ProbeError
 from tuner.target.connection import connect
 
 SCHEMA = "tuner_scratch"
@@ -93,14 +94,33 @@ class LoadResult:
         return out
 
 
+# Written on the scratch schema when tuner creates it: tuner writes into, and drops, only a schema that carries it.
+OWN_MARK = "tuner scratch schema: created and dropped by tuner's WAL probes"
+
+
+async def _schema_comment(conn: asyncpg.Connection) -> tuple[bool, str | None]:
+    row = await conn.fetchrow("SELECT obj_description(oid, 'pg_namespace') AS comment FROM pg_namespace "
+                              "WHERE nspname = $1", SCHEMA)
+    return (row is not None, row["comment"] if row is not None else None)
+
+
 async def prepare(conn: asyncpg.Connection) -> None:
-    """Create the scratch schema and table (dropped again by :func:`drop`)."""
+    """Create the scratch schema and table (dropped again by :func:`drop`). A schema of that name that tuner did not
+    create is the user's: :class:`ProbeError`, and nothing is written."""
+    exists, comment = await _schema_comment(conn)
+    if exists and comment != OWN_MARK:
+        raise ProbeError(f"a schema named {SCHEMA} exists and tuner did not create it: tuner will not write into it "
+                         "or drop it", hint=f"rename that schema; tuner creates and drops its own {SCHEMA}")
     await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+    await conn.execute(f"COMMENT ON SCHEMA {SCHEMA} IS '{OWN_MARK}'")
     await conn.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (id bigint, client int, payload text)")
 
 
 async def drop(conn: asyncpg.Connection) -> None:
-    await conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+    """Drop the scratch schema — only tuner's own (see :func:`prepare`)."""
+    exists, comment = await _schema_comment(conn)
+    if exists and comment == OWN_MARK:
+        await conn.execute(f"DROP SCHEMA {SCHEMA} CASCADE")
 
 
 async def _wal_stats(conn: asyncpg.Connection) -> dict[str, float] | None:
@@ -142,15 +162,23 @@ async def run(
     settings: Mapping[str, str] | None = None,
     sample_interval_s: float = 0.1,
     connect_timeout_s: float = 10.0,
+    connector: Callable[..., Awaitable[asyncpg.Connection]] | None = None,
 ) -> LoadResult:
-    """One load point. ``settings`` are SET in every load connection (session knobs)."""
-    admin = await connect(dsn, timeout_s=connect_timeout_s)
+    """One load point. ``settings`` are SET in every load connection (session knobs). ``connector`` opens
+    checked connections (the session's guard; keyword ``server_settings``); else ``connect(dsn)``."""
+
+    async def open_one(**server_settings: str) -> asyncpg.Connection:
+        if connector is not None:
+            return await connector(server_settings=server_settings or None)
+        return await connect(dsn, timeout_s=connect_timeout_s, server_settings=server_settings or None)
+
+    admin = await open_one()
     conns: list[asyncpg.Connection] = []
     try:
         await admin.execute(f"TRUNCATE {TABLE}")
         await admin.execute("CHECKPOINT")
         for _ in range(clients):
-            c = await connect(dsn, timeout_s=connect_timeout_s, server_settings={"application_name": APP})
+            c = await open_one(application_name=APP)
             conns.append(c)
             for name, value in (settings or {}).items():
                 await c.execute(f"SET {name} = '{value}'")

@@ -64,13 +64,17 @@ async def connect(
     *,
     timeout_s: float = 10.0,
     server_settings: Mapping[str, str] | None = None,
+    session_attrs: str | None = None,
 ) -> asyncpg.Connection:
-    """Open one connection. Every failure becomes a :class:`TargetError` with one sentence and a hint."""
+    """Open one connection. Every failure becomes a :class:`TargetError` with one sentence and a hint.
+    ``session_attrs`` forces libpq's ``target_session_attrs`` (e.g. "standby"), whatever the DSN says."""
     settings = {"application_name": "tuner", **(server_settings or {})}
     kwargs: dict[str, object] = {}
     if dsn and not dsn.startswith(("postgres://", "postgresql://")):
         kwargs.update(_keyword_dsn_to_kwargs(dsn))
         dsn = None
+    if session_attrs is not None:
+        kwargs["target_session_attrs"] = session_attrs
     where = redact(dsn) if dsn else "the configured server"
     try:
         return await asyncpg.connect(dsn, timeout=timeout_s, server_settings=settings, **kwargs)  # type: ignore[arg-type]

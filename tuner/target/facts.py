@@ -51,6 +51,9 @@ class TargetFacts(BaseModel):
     system_identifier: str | None
     staging_marker: str | None
     marker_source: str | None  # "file:line" when the marker was found in a configuration file
+    # pg_settings.source of the marker's value in force ("configuration file"; "database", "user" for ALTER
+    # DATABASE/ROLE SET, which replicate to the primary; "client" for the connection's own options)
+    marker_setting_source: str | None = None
     server_addr: str | None
     settings: dict[str, Setting]
     tablespaces: tuple[Tablespace, ...]

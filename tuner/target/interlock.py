@@ -28,8 +28,13 @@ class Clearance:
     reason: str
 
 
-def check(facts: TargetFacts, *, client_sets_marker: bool = False) -> Clearance:
-    """Return the clearance to probe, or raise :class:`RefusedError` with one sentence and how to fix it."""
+def check(facts: TargetFacts) -> Clearance:
+    """Return the clearance to probe, or raise :class:`RefusedError` with one sentence and how to fix it.
+
+    The marker counts only when its value in force comes from a configuration file (``pg_settings.source``):
+    ``ALTER DATABASE … SET`` and ``ALTER ROLE … SET`` replicate to the primary, and a connection's own options
+    (``options=-c tuner.role=staging``, PGOPTIONS, a URI parameter) prove nothing about the server.
+    """
     if facts.in_recovery:
         return Clearance("hot_standby", "the server is a hot standby (pg_is_in_recovery() is true)")
     marker = (facts.staging_marker or "").strip()
@@ -44,11 +49,21 @@ def check(facts: TargetFacts, *, client_sets_marker: bool = False) -> Clearance:
             f"refusing to probe: the server is writable and {MARKER} is '{marker}', not '{MARKER_VALUE}'",
             hint=HOW_TO_MARK,
         )
-    if client_sets_marker and facts.marker_source is None:
+    source = facts.marker_setting_source
+    if source != "configuration file":
         raise RefusedError(
-            f"refusing to probe: {MARKER} is set by this connection's own options (DSN or PGOPTIONS), "
-            "not by the server's configuration",
+            f"refusing to probe: the server is writable and {MARKER} = '{MARKER_VALUE}' comes from "
+            f"{_SOURCES.get(source or '', repr(source))}, not from a configuration file",
             hint=HOW_TO_MARK,
         )
     where = f" ({facts.marker_source})" if facts.marker_source else ""
     return Clearance("staging_clone", f"the server is writable and marked {MARKER} = '{MARKER_VALUE}'{where}")
+
+
+_SOURCES = {
+    "database": "ALTER DATABASE … SET (which replicates to the primary)",
+    "user": "ALTER ROLE … SET (which replicates to the primary)",
+    "database user": "ALTER ROLE … IN DATABASE … SET (which replicates to the primary)",
+    "client": "this connection's own options (the DSN, a URI parameter or PGOPTIONS)",
+    "session": "a SET in this session",
+}

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -16,8 +19,12 @@ from tuner.target.sandbox import Sandbox
 Restart = Callable[[], Awaitable[None]]
 
 
-def restart_command(command: str) -> Restart:
-    """``[target] restart_command`` as an awaitable that raises :class:`TunerError` when the command fails."""
+RESTART_TIMEOUT_S = 300.0
+
+
+def restart_command(command: str, *, timeout_s: float = RESTART_TIMEOUT_S) -> Restart:
+    """``[target] restart_command`` as an awaitable that raises :class:`TunerError` when the command fails or
+    does not finish within ``timeout_s`` (its process group is then killed)."""
 
     async def restart() -> None:
         # Output goes to a file, not a pipe, and the command runs in a session of its own: if tuner dies
@@ -26,7 +33,14 @@ def restart_command(command: str) -> Restart:
             proc = await asyncio.create_subprocess_shell(
                 command, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
             )
-            await asyncio.shield(proc.wait())
+            try:
+                await asyncio.wait_for(asyncio.shield(proc.wait()), timeout_s)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                await proc.wait()
+                raise TunerError(f"restart_command did not finish within {timeout_s:g} s; it was killed",
+                                 hint="check the command by hand; the staging server may be stopped") from None
             out.seek(0)
             text = out.read().decode(errors="replace")
         if proc.returncode != 0:

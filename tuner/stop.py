@@ -1,0 +1,38 @@
+"""A stop request (SIGTERM, SIGINT, SIGHUP) as a flag the session checks between probes.
+
+Signal handlers only set the flag and cancel the session's task (Patroni's rule: handlers do nothing else). The
+cancellation stops whatever is awaited at once; the flag makes sure the session also stops at the next probe
+boundary if a library ever swallows that cancellation — so a stop is never lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+
+class StopRequested(asyncio.CancelledError):
+    """Raised at a probe boundary once a stop was requested."""
+
+
+class Stop:
+    def __init__(self) -> None:
+        self.signal: int | None = None
+
+    @property
+    def requested(self) -> bool:
+        return self.signal is not None
+
+    def request(self, signum: int) -> None:
+        self.signal = self.signal or signum
+
+    def check(self) -> None:
+        """Raise :class:`StopRequested` if a stop was requested."""
+        if self.signal is not None:
+            raise StopRequested(f"stopped by {signal.Signals(self.signal).name}")
+
+    def reset(self) -> None:
+        self.signal = None
+
+
+STOP = Stop()  # the process's one stop flag: there is one session per process
