@@ -51,8 +51,10 @@ class TargetFacts(BaseModel):
     system_identifier: str | None
     staging_marker: str | None
     marker_source: str | None  # "file:line" when the marker was found in a configuration file
-    # pg_settings.source of the marker's value in force ("configuration file"; "database", "user" for ALTER
-    # DATABASE/ROLE SET, which replicate to the primary; "client" for the connection's own options)
+    # Whether the marker's value in force is the one a configuration file sets (pg_file_settings): "configuration
+    # file"; "elsewhere" (no file sets it, or a file sets another value: it comes from ALTER DATABASE/ROLE SET,
+    # which replicate to the primary, or from the connection's options); "hidden" (the role may not read
+    # pg_file_settings); None (not checked)
     marker_setting_source: str | None = None
     server_addr: str | None
     settings: dict[str, Setting]
@@ -98,13 +100,15 @@ async def gather(conn: asyncpg.Connection) -> TargetFacts:
         sysid = await conn.fetchval(sqlfiles.load(_SQL, "system_identifier"))
     except asyncpg.InsufficientPrivilegeError:
         sysid = None
-    marker_source = None
+    marker_source, marker_setting_source = None, None
     try:
         mrow = await conn.fetchrow(sqlfiles.load(_SQL, "marker_in_file"))
         if mrow is not None and mrow["applied"]:
             marker_source = f"{mrow['sourcefile']}:{mrow['sourceline']}"
+        in_file = mrow is not None and mrow["applied"] and mrow["setting"] == row["staging_marker"]
+        marker_setting_source = "configuration file" if in_file else "elsewhere"
     except asyncpg.InsufficientPrivilegeError:
-        pass
+        marker_setting_source = "hidden"
     settings = {
         r["name"]: Setting(**dict(r)) for r in await conn.fetch(sqlfiles.load(_SQL, "settings"), list(FACT_SETTINGS))
     }
@@ -116,6 +120,7 @@ async def gather(conn: asyncpg.Connection) -> TargetFacts:
         **{k: row[k] for k in row.keys()},
         system_identifier=sysid,
         marker_source=marker_source,
+        marker_setting_source=marker_setting_source,
         settings=settings,
         tablespaces=tablespaces,
     )

@@ -16,10 +16,12 @@ from tuner.target.facts import TargetFacts
 
 log = get_logger("tuner.guard")
 
-# One round trip: what the interlock decided on. pg_settings.source is readable by every role.
-_STATE = """SELECT pg_is_in_recovery() AS in_recovery,
-       current_setting('tuner.role', true) AS marker,
-       (SELECT source FROM pg_settings WHERE name = 'tuner.role') AS marker_source"""
+# One round trip: what the interlock decided on.
+_STATE = "SELECT pg_is_in_recovery() AS in_recovery, current_setting('tuner.role', true) AS marker"
+# A clone's marker must still come from a configuration file (pg_file_settings: superuser or pg_read_all_settings,
+# which the interlock required at the start).
+_MARKER_FILE = ("SELECT setting, applied FROM pg_file_settings WHERE name = 'tuner.role' "
+                "ORDER BY seqno DESC LIMIT 1")
 _SYSID = "SELECT system_identifier::text FROM pg_control_system()"
 
 
@@ -37,8 +39,11 @@ class Guard:
     async def connect(self, *, server_settings: dict[str, str] | None = None,
                       timeout_s: float | None = None) -> asyncpg.Connection:
         """A verified connection. A hot standby is reached only as a standby, even through a multi-host DSN."""
-        conn = await connect(self.dsn, timeout_s=timeout_s or self.timeout_s, server_settings=server_settings,
-                             session_attrs="standby" if self.mode == "hot_standby" else None)
+        try:
+            conn = await connect(self.dsn, timeout_s=timeout_s or self.timeout_s, server_settings=server_settings,
+                                 session_attrs="standby" if self.mode == "hot_standby" else None)
+        except asyncpg.TargetServerAttributeNotMatched:
+            self._stop(f"{redact(self.dsn)} is no longer a hot standby (it was promoted, or no standby answers)")
         try:
             await self.verify(conn)
         except BaseException:
@@ -59,7 +64,9 @@ class Guard:
         if self.mode == "hot_standby" and not row["in_recovery"]:
             self._stop(f"{where} is no longer a hot standby (it was promoted, or another server answered)")
         if self.mode == "staging_clone":
-            if row["marker"] != interlock.MARKER_VALUE or row["marker_source"] != "configuration file":
+            in_file = await conn.fetchrow(_MARKER_FILE)
+            if (row["marker"] != interlock.MARKER_VALUE or in_file is None or not in_file["applied"]
+                    or in_file["setting"] != interlock.MARKER_VALUE):
                 self._stop(f"{where} no longer carries {interlock.MARKER} = '{interlock.MARKER_VALUE}' in a "
                            "configuration file (the marker was removed, or another server answered)")
         if self.system_identifier is not None:

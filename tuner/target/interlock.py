@@ -50,20 +50,20 @@ def check(facts: TargetFacts) -> Clearance:
             hint=HOW_TO_MARK,
         )
     source = facts.marker_setting_source
+    if source == "hidden":
+        raise RefusedError(
+            f"refusing to probe: the server is writable and role {facts.user} may not read pg_file_settings, so "
+            f"tuner cannot check that {MARKER} comes from a configuration file",
+            hint=f"GRANT pg_read_all_settings TO {facts.user}; (or connect as a superuser)",
+        )
     if source != "configuration file":
         raise RefusedError(
-            f"refusing to probe: the server is writable and {MARKER} = '{MARKER_VALUE}' comes from "
-            f"{_SOURCES.get(source or '', repr(source))}, not from a configuration file",
+            f"refusing to probe: the server is writable and {MARKER} = '{MARKER_VALUE}' does not come from a "
+            "configuration file (ALTER DATABASE/ROLE … SET replicate to the primary; a connection's own options "
+            "prove nothing about the server)",
             hint=HOW_TO_MARK,
         )
     where = f" ({facts.marker_source})" if facts.marker_source else ""
     return Clearance("staging_clone", f"the server is writable and marked {MARKER} = '{MARKER_VALUE}'{where}")
 
 
-_SOURCES = {
-    "database": "ALTER DATABASE … SET (which replicates to the primary)",
-    "user": "ALTER ROLE … SET (which replicates to the primary)",
-    "database user": "ALTER ROLE … IN DATABASE … SET (which replicates to the primary)",
-    "client": "this connection's own options (the DSN, a URI parameter or PGOPTIONS)",
-    "session": "a SET in this session",
-}

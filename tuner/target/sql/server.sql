@@ -9,5 +9,4 @@ SELECT current_setting('server_version_num')::int AS server_version_num,
        pg_has_role(current_user, 'pg_read_all_settings', 'member') AS can_read_all_settings,
        (SELECT setting FROM pg_settings WHERE name = 'data_directory') AS data_directory,
        current_setting('tuner.role', true) AS staging_marker,
-       (SELECT source FROM pg_settings WHERE name = 'tuner.role') AS marker_setting_source,
        inet_server_addr()::text AS server_addr
