@@ -9,7 +9,6 @@ after it — a probe's restart, its cache drop, its query, an ALTER SYSTEM, a WA
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -234,28 +233,32 @@ def test_sigkill_at_any_point_then_tuner_restore_puts_everything_back(
 
 def _during_a_query(clone: Clone, action: str) -> bool:
     """Wait (≤ 60 s) for one of tuner's probe queries to run on the clone, then terminate its backend or restart
-    the server under it. True when it was done."""
-    async def act() -> bool:
-        conn = await connect(clone.dsn)
+    the server under it. True when it was done. (tuner restarts the clone before each probe, so each look is a
+    connection of its own.)"""
+    async def look() -> int | None:
         try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                pid = await conn.fetchval("SELECT pid FROM pg_stat_activity WHERE application_name = 'tuner' "
-                                          "AND query LIKE 'EXPLAIN%' AND state = 'active' LIMIT 1")
-                if pid is not None:
-                    if action == "terminate":
-                        return bool(await conn.fetchval("SELECT pg_terminate_backend($1)", pid))
-                    await conn.close()
-                    subprocess.run(clone.restart_command, shell=True, check=True, timeout=180,
-                                   capture_output=True)
-                    return True
-                await asyncio.sleep(0.05)
-            return False
+            conn = await connect(clone.dsn, timeout_s=2)
+        except Exception:
+            return None
+        try:
+            pid = await conn.fetchval("SELECT pid FROM pg_stat_activity WHERE application_name = 'tuner' "
+                                      "AND query LIKE 'EXPLAIN%' AND state = 'active' LIMIT 1")
+            if pid is not None and action == "terminate":
+                await conn.fetchval("SELECT pg_terminate_backend($1)", pid)
+            return pid
+        except Exception:
+            return None
         finally:
-            if not conn.is_closed():
-                await conn.close()
+            conn.terminate()
 
-    return clone.running.run(act())
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if clone.running.run(look()) is not None:
+            if action == "restart":
+                subprocess.run(clone.restart_command, shell=True, check=True, timeout=180, capture_output=True)
+            return True
+        time.sleep(0.02)
+    return False
 
 
 def test_a_probe_whose_connection_dies_fails_and_the_session_goes_on(clone: Clone, tmp_path: Path, before: Any) -> None:

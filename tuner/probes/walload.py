@@ -95,7 +95,7 @@ class LoadResult:
 
 
 # Written on the scratch schema when tuner creates it: tuner writes into, and drops, only a schema that carries it.
-OWN_MARK = "tuner scratch schema: created and dropped by tuner's WAL probes"
+OWN_MARK = "tuner scratch schema: created and dropped by the WAL probes of tuner"
 
 
 async def _schema_comment(conn: asyncpg.Connection) -> tuple[bool, str | None]:
