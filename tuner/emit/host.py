@@ -6,55 +6,79 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from tuner.emit import quote
 from tuner.model import DeviceRef, HostCommands, Recommendation, Report
 
 UDEV_RULE_FILE = "/etc/udev/rules.d/99-tuner-readahead.rules"
 UDEV_RELOAD = "udevadm control --reload-rules && udevadm trigger --type=devices --action=change"
 
 
-def _udev_quote(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
-
-
 def udev_rule(device: DeviceRef, read_ahead_kb: int) -> str:
-    """One rule line that matches ``device`` by its most stable attribute and sets its readahead."""
+    """One rule line that matches ``device`` by its most stable attribute and sets its readahead. Raises
+    :class:`quote.Unrenderable` when a value cannot be matched exactly, or when nothing identifies the device
+    (a rule without a match key would set the readahead of every block device)."""
+    if not device.match:
+        raise quote.Unrenderable(f"no udev key identifies {quote.shown(device.node)}")
     keys = ['ACTION=="add|change"', 'SUBSYSTEM=="block"']
-    keys += [f'{k}=="{_udev_quote(v)}"' for k, v in device.match.items()]
+    keys += [quote.udev_value(k, v) for k, v in device.match.items()]
     keys.append(f'ATTR{{queue/read_ahead_kb}}="{int(read_ahead_kb)}"')
     return ", ".join(keys)
 
 
-def commands(rec: Recommendation) -> HostCommands | None:
-    """How to apply a device's readahead change on the host, persist it, and take it back (None: no change)."""
+def _commands(rec: Recommendation) -> HostCommands | None:
     device = rec.device
     if device is None or rec.decision != "change":
         return None
-    recommended_kb, current_kb = int(rec.recommended), int(rec.current)
+    recommended_kb = quote.integer(rec.recommended, "the recommended read_ahead_kb")
+    current_kb = quote.integer(rec.current, "today's read_ahead_kb")
+    if min(recommended_kb, current_kb) < 0:
+        raise quote.Unrenderable(f"a negative read_ahead_kb ({current_kb} -> {recommended_kb})")
+    node, sysfs = quote.device_node(device.node), quote.sysfs_path(device.sysfs_path)
     return HostCommands(
-        apply_blockdev=f"blockdev --setra {2 * recommended_kb} {device.node}",
-        apply_sysfs=f"echo {recommended_kb} > {device.sysfs_path}",
-        rollback_blockdev=f"blockdev --setra {2 * current_kb} {device.node}",
-        rollback_sysfs=f"echo {current_kb} > {device.sysfs_path}",
+        apply_blockdev=f"blockdev --setra {2 * recommended_kb} {node}",
+        apply_sysfs=f"echo {recommended_kb} > {sysfs}",
+        rollback_blockdev=f"blockdev --setra {2 * current_kb} {node}",
+        rollback_sysfs=f"echo {current_kb} > {sysfs}",
         udev_rule=udev_rule(device, recommended_kb),
         udev_rule_file=UDEV_RULE_FILE,
     )
+
+
+def commands(rec: Recommendation) -> HostCommands | None:
+    """How to apply a device's readahead change on the host, persist it, and take it back (None: no change, or
+    a device that cannot be named safely — see :func:`not_rendered`). The device node and sysfs path are
+    checked and shell-quoted, the udev values escaped by :mod:`tuner.emit.quote`."""
+    return quote.attempt(lambda: _commands(rec))[0]
+
+
+def not_rendered(rec: Recommendation) -> str | None:
+    """Why a device's change has no host commands, or None."""
+    return quote.attempt(lambda: _commands(rec))[1]
 
 
 def _device_changes(report: Report) -> list[tuple[Recommendation, HostCommands]]:
     return [(r, h) for r in report.recommendations if (h := commands(r)) is not None]
 
 
+def _comments(report: Report, *lines: str) -> list[str]:
+    """``#`` comment lines (sh and udev alike) of outside text, one line each; then a comment for every
+    device change that is not written, and why."""
+    refused = [f"{r.object}: not written: {why}" for r in report.recommendations if (why := not_rendered(r))]
+    return ["# " + quote.one_line(line) for line in (*lines, *refused)]
+
+
 def render_rules(report: Report) -> str:
     """The udev rules file for every device whose readahead tuner recommends changing."""
     s = report.session
-    out = [
-        f"# tuner readahead rules — session {s.id}, {s.started_at:%Y-%m-%d %H:%M:%S} UTC, host {s.host}, kernel {s.kernel}",
-        f"# Install as {UDEV_RULE_FILE}, then: {UDEV_RELOAD}",
-        "# Rollback: remove this file and run the rollback commands in readahead-rollback.sh.",
-    ]
+    out = _comments(
+        report,
+        f"tuner readahead rules — session {s.id}, {s.started_at:%Y-%m-%d %H:%M:%S} UTC, host {s.host}, kernel {s.kernel}",
+        f"Install as {UDEV_RULE_FILE}, then: {UDEV_RELOAD}",
+        "Rollback: remove this file and run the rollback commands in readahead-rollback.sh.",
+    )
     changes = _device_changes(report)
     for r, host in changes:
-        out.append(f"# {r.object}: read_ahead_kb {r.current} -> {r.recommended}{_evidence(r)}")
+        out.append("# " + quote.one_line(f"{r.object}: read_ahead_kb {r.current} -> {r.recommended}{_evidence(r)}"))
         if 'KERNEL=="' in host.udev_rule and "loop*" not in host.udev_rule:
             out.append("# (matched by kernel name: it has no WWID or serial; kernel names can change across reboots)")
         out.append(host.udev_rule)
@@ -71,13 +95,16 @@ def _evidence(r: Recommendation) -> str:
 
 
 def render_script(report: Report, *, rollback: bool = False) -> str:
-    """A shell script that applies (or rolls back) the readahead changes now and installs (or removes) the rule."""
+    """A shell script that applies (or rolls back) the readahead changes now and installs (or removes) the rule.
+    Its commands are tuner's own with checked, shell-quoted device paths; outside text is only in comments."""
     changes = _device_changes(report)
     what = "rollback" if rollback else "apply"
-    out = ["#!/bin/sh", f"# tuner readahead {what} — session {report.session.id}; run as root on {report.session.host}", "set -e"]
+    out = ["#!/bin/sh", *_comments(report, f"tuner readahead {what} — session {report.session.id}; "
+                                           f"run as root on {report.session.host}"), "set -e"]
     for r, host in changes:
-        out.append(f"# {r.object}: read_ahead_kb {r.recommended if rollback else r.current} -> "
-                   f"{r.current if rollback else r.recommended}{'' if rollback else _evidence(r)}")
+        out.append("# " + quote.one_line(
+            f"{r.object}: read_ahead_kb {r.recommended if rollback else r.current} -> "
+            f"{r.current if rollback else r.recommended}{'' if rollback else _evidence(r)}"))
         out.append(host.rollback_blockdev if rollback else host.apply_blockdev)
         out.append(f"# or: {host.rollback_sysfs if rollback else host.apply_sysfs}")
     if changes:

@@ -1,17 +1,24 @@
 """The machine-readable report (schema_version 1). Recommendations are data; the statements that apply and roll
 them back (``apply_sql``, ``rollback_sql``, ``host``) are computed here, when the report is written, so a
-consumer finds them next to their evidence."""
+consumer finds them next to their evidence; ``not_rendered`` says why a change has none (a name or value from
+outside that cannot be written safely).
+
+The text is UTF-8 JSON that a terminal can show as it is: besides the control characters JSON escapes anyway,
+DEL, C1 controls, format characters, line/paragraph separators and lone surrogates (undecodable host bytes) are
+written as ``\\uXXXX`` escapes, which read back as the same strings."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, ClassVar
 
 from tuner.emit import host as host_emit
-from tuner.emit import sql
+from tuner.emit import quote, sql
 from tuner.model import Report
 
-RENDERED_KEYS = ("apply_sql", "rollback_sql", "host")
+RENDERED_KEYS = ("apply_sql", "rollback_sql", "host", "not_rendered")
+_RAW = re.compile("[\x7f-\U0010ffff]")
 
 
 def to_dict(report: Report) -> dict[str, Any]:
@@ -21,11 +28,19 @@ def to_dict(report: Report) -> dict[str, Any]:
         out["apply_sql"] = sql.apply_sql(rec)
         out["rollback_sql"] = sql.rollback_sql(rec)
         out["host"] = None if host is None else host.model_dump(mode="json")
+        out["not_rendered"] = sql.not_rendered(rec)
     return data
 
 
 def to_json(report: Report) -> str:
-    return json.dumps(to_dict(report), indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(to_dict(report), indent=2, ensure_ascii=False)
+    return _RAW.sub(lambda m: _u_escape(m.group()) if quote.unsafe(m.group()) else m.group(), text) + "\n"
+
+
+def _u_escape(ch: str) -> str:
+    """``ch`` as JSON ``\\uXXXX`` escapes (a surrogate pair above U+FFFF). Such characters only occur inside
+    JSON strings, where the escape means the same character."""
+    return json.dumps(ch)[1:-1] if ord(ch) > 0xFFFF else f"\\u{ord(ch):04x}"
 
 
 def parse(text: str) -> Report:

@@ -5,72 +5,67 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tuner.emit import host as host_emit
+from tuner.emit import quote
 from tuner.model import Recommendation, Report
 
 
-def _ident(name: str) -> str:
-    if not name.replace("_", "").isalnum():
-        raise ValueError(f"not a setting name: {name!r}")
-    return name
-
-
-def _literal(value: int | str) -> str:
-    """A setting's value as SQL: integers bare, enum values (wal_compression = 'lz4') as quoted literals."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    text = str(value)
-    if text.lstrip("-").isdigit():
-        return str(int(text))
-    return "'" + text.replace("'", "''") + "'"
-
-
 def alter_system(knob: str, value: int | str) -> str:
-    return f"ALTER SYSTEM SET {_ident(knob)} = {_literal(value)};"
+    return f"ALTER SYSTEM SET {quote.setting(knob)} = {quote.literal(value)};"
 
 
 def rollback_system(knob: str, old_value: int | str, source: str) -> str:
     """Undo :func:`alter_system`. A value that came from the built-in default is restored by RESET, which
     also removes the line from postgresql.auto.conf; otherwise the old value is set explicitly."""
     if source == "default":
-        return f"ALTER SYSTEM RESET {_ident(knob)};"
-    return f"ALTER SYSTEM SET {_ident(knob)} = {_literal(old_value)};"
+        return f"ALTER SYSTEM RESET {quote.setting(knob)};"
+    return f"ALTER SYSTEM SET {quote.setting(knob)} = {quote.literal(old_value)};"
 
 
-def _quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"' if not (name.isidentifier() and name.islower()) else name
-
-
-def alter_tablespace(tablespace: str, knob: str, value: int) -> str:
-    return f"ALTER TABLESPACE {_quote_ident(tablespace)} SET ({_ident(knob)} = {int(value)});"
+def alter_tablespace(tablespace: str, knob: str, value: int | str) -> str:
+    return f"ALTER TABLESPACE {quote.ident(tablespace)} SET ({quote.setting(knob)} = {quote.literal(value)});"
 
 
 def rollback_tablespace(tablespace: str, knob: str) -> str:
     """Undo :func:`alter_tablespace` for a tablespace that had no value of its own (it used the server's)."""
-    return f"ALTER TABLESPACE {_quote_ident(tablespace)} RESET ({_ident(knob)});"
+    return f"ALTER TABLESPACE {quote.ident(tablespace)} RESET ({quote.setting(knob)});"
 
 
-def apply_sql(rec: Recommendation) -> str | None:
-    """The statement that applies a change (None: keep, or not SQL — a device's readahead)."""
+def _statements(rec: Recommendation) -> tuple[str, str] | None:
+    """The statement that applies a change and the one that takes it back to today's value and its source
+    (None: keep, or not SQL — a device's readahead). Raises :class:`quote.Unrenderable`."""
     if rec.decision != "change":
         return None
     if rec.scope == "system":
-        return alter_system(rec.knob, rec.recommended)
+        return alter_system(rec.knob, rec.recommended), rollback_system(rec.knob, rec.current, rec.source)
     if rec.scope == "tablespace" and rec.object is not None:
-        return alter_tablespace(rec.object, rec.knob, int(rec.recommended))
+        back = (rollback_tablespace(rec.object, rec.knob) if rec.source == "server"
+                else alter_tablespace(rec.object, rec.knob, rec.current))
+        return alter_tablespace(rec.object, rec.knob, rec.recommended), back
     return None
+
+
+def apply_sql(rec: Recommendation) -> str | None:
+    """The statement that applies a change (None: keep, not SQL, or not writable — see :func:`not_rendered`)."""
+    pair = quote.attempt(lambda: _statements(rec))[0]
+    return None if pair is None else pair[0]
 
 
 def rollback_sql(rec: Recommendation) -> str | None:
     """The statement that takes :func:`apply_sql` back to today's value and its source."""
-    if rec.decision != "change":
-        return None
-    if rec.scope == "system":
-        return rollback_system(rec.knob, rec.current, rec.source)
-    if rec.scope == "tablespace" and rec.object is not None:
-        if rec.source == "server":
-            return rollback_tablespace(rec.object, rec.knob)
-        return alter_tablespace(rec.object, rec.knob, int(rec.current))
-    return None
+    pair = quote.attempt(lambda: _statements(rec))[0]
+    return None if pair is None else pair[1]
+
+
+def not_rendered(rec: Recommendation) -> str | None:
+    """Why a change is written neither as SQL nor as host commands (a name or value from outside that cannot
+    be written safely), or None."""
+    if rec.scope == "device":
+        return host_emit.not_rendered(rec)
+    return quote.attempt(lambda: _statements(rec))[1]
+
+
+def _comment(text: str) -> str:
+    return "-- " + quote.one_line(text)
 
 
 def _label(rec: Recommendation) -> str:
@@ -81,44 +76,48 @@ def _label(rec: Recommendation) -> str:
     return rec.knob
 
 
-def _evidence(rec: Recommendation, report: Report) -> list[str]:
-    lines = [f"-- {_label(rec)}: {rec.current} -> {rec.recommended} ({rec.decision})"]
+def _evidence(rec: Recommendation) -> list[str]:
+    lines = [f"{_label(rec)}: {rec.current} -> {rec.recommended} ({rec.decision})"]
     if rec.effect is not None:
         e = rec.effect
         lines.append(
-            f"-- measured: {e.improvement:.2f}x faster ({e.metric}), 95% CI [{e.ci95[0]:.2f}, {e.ci95[1]:.2f}], "
+            f"measured: {e.improvement:.2f}x faster ({e.metric}), 95% CI [{e.ci95[0]:.2f}, {e.ci95[1]:.2f}], "
             f"n = {e.n_pairs} pairs, p = {e.p_value:.2g}"
         )
     if rec.near_optimal is not None:
-        lines.append(f"-- near-optimal range: {rec.near_optimal[0]} .. {rec.near_optimal[1]}")
+        lines.append(f"near-optimal range: {rec.near_optimal[0]} .. {rec.near_optimal[1]}")
     if rec.together_with:
-        lines.append(f"-- confirmed together with {', '.join(rec.together_with)}: apply both")
-    lines.append(f"-- reason: {rec.reason}")
-    return lines
+        lines.append(f"confirmed together with {', '.join(rec.together_with)}: apply both")
+    lines.append(f"reason: {rec.reason}")
+    return [_comment(line) for line in lines]
 
 
 def render(report: Report) -> str:
+    """recommendation.sql: for psql on the servers. Every piece of outside text is in a one-line comment or
+    quoted by :mod:`tuner.emit.quote`, so the statements in it are exactly the ones tuner means."""
     t, s = report.target, report.session
     out = [
         "-- tuner recommendation",
-        f"-- session {s.id}, {s.started_at:%Y-%m-%d %H:%M:%S} UTC, policy {s.policy}, {s.probes} probes",
-        f"-- measured on PostgreSQL {t.server_version} ({t.mode}), host {s.host}, kernel {s.kernel}",
+        _comment(f"session {s.id}, {s.started_at:%Y-%m-%d %H:%M:%S} UTC, policy {s.policy}, {s.probes} probes"),
+        _comment(f"measured on PostgreSQL {t.server_version} ({t.mode}), host {s.host}, kernel {s.kernel}"),
         "-- ALTER SYSTEM is not replicated: run this on every server that uses the same storage.",
         "",
     ]
     changes = [r for r in report.recommendations if apply_sql(r) or host_emit.commands(r)]
     for rec in report.recommendations:
-        out.extend(_evidence(rec, report))
-        host, apply = host_emit.commands(rec), apply_sql(rec)
+        out.extend(_evidence(rec))
+        host, apply, refused = host_emit.commands(rec), apply_sql(rec), not_rendered(rec)
         if host is not None:
-            out.append(f"-- on host {s.host}, as root (not SQL): {host.apply_blockdev}")
-            out.append(f"--   persist with the udev rule in 99-tuner-readahead.rules: {host.udev_rule}")
-            out.append(f"--   rollback: {host.rollback_blockdev}")
+            out.append(_comment(f"on host {s.host}, as root (not SQL): {host.apply_blockdev}"))
+            out.append(_comment(f"  persist with the udev rule in 99-tuner-readahead.rules: {host.udev_rule}"))
+            out.append(_comment(f"  rollback: {host.rollback_blockdev}"))
         elif apply:
             if rec.run_on == "primary":
                 out.append("-- run on the primary: ALTER TABLESPACE cannot run on a standby, and it replicates from there")
             out.append(apply)
-            out.append(f"-- rollback: {rollback_sql(rec)}")
+            out.append(_comment(f"rollback: {rollback_sql(rec)}"))
+        elif refused:
+            out.append(_comment(f"not written: {refused}"))
         else:
             out.append("-- keep what you have: no statement.")
         out.append("")
@@ -126,7 +125,7 @@ def render(report: Report) -> str:
         out.append("SELECT pg_reload_conf();")
         restart = [r.knob for r in changes if r.requires == "restart"]
         if restart:
-            out.append(f"-- {', '.join(restart)} take effect only after a restart.")
+            out.append(_comment(f"{', '.join(restart)} take effect only after a restart."))
     if any(r.requires == "reopen" for r in changes):
         out.append("-- readahead reaches files opened after the change: restart PostgreSQL to reach every backend.")
     if not changes:
@@ -135,14 +134,18 @@ def render(report: Report) -> str:
 
 
 def render_rollback(report: Report) -> str:
-    changes = [r for r in report.recommendations if rollback_sql(r) or host_emit.commands(r)]
-    out = [f"-- rollback for tuner session {report.session.id}"]
-    for r in changes:
-        host, back = host_emit.commands(r), rollback_sql(r)
+    s = report.session
+    out = [_comment(f"rollback for tuner session {s.id}")]
+    changes = []
+    for r in report.recommendations:
+        host, back, refused = host_emit.commands(r), rollback_sql(r), not_rendered(r)
         if host is not None:
-            out.append(f"-- on host {report.session.host}, as root: {host.rollback_blockdev} (see readahead-rollback.sh)")
+            out.append(_comment(f"on host {s.host}, as root: {host.rollback_blockdev} (see readahead-rollback.sh)"))
         elif back:
             out.append(("-- on the primary:\n" if r.run_on == "primary" else "") + back)
+        elif refused:
+            out.append(_comment(f"{_label(r)}: not written, so nothing to roll back: {refused}"))
+        changes += [r] if host or back else []
     if any(r.scope == "system" for r in changes):
         out.append("SELECT pg_reload_conf();")
     if not changes:

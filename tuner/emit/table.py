@@ -1,4 +1,10 @@
-"""The terminal report: a table of recommendations with their evidence, devices, WAL scaling, what was put back."""
+"""The terminal report: a table of recommendations with their evidence, devices, WAL scaling, what was put back.
+
+Much of it is text from outside (reasons, names, version strings). rich would read ``[...]`` in it as markup —
+and a stray ``[/x]`` raises at the very end of a run — so nothing here is printed as a markup string: every line
+and cell is a :class:`rich.text.Text` of :func:`tuner.emit.quote.one_line` (no control characters, no escape
+sequences for the terminal).
+"""
 
 from __future__ import annotations
 
@@ -7,17 +13,26 @@ from typing import ClassVar
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from tuner.emit import host as host_emit
-from tuner.emit import sql
+from tuner.emit import quote, sql
 from tuner.model import Report
+
+
+def _text(value: object) -> Text:
+    return Text(quote.one_line(value))
 
 
 def to_table(report: Report, *, width: int = 120) -> str:
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
+
+    def say(line: str) -> None:
+        console.print(_text(line))
+
     t, s = report.target, report.session
-    console.print(
+    say(
         f"tuner session {s.id} · PostgreSQL {t.server_version} ({t.mode}) · policy {s.policy} · "
         f"{s.probes} probes in {s.duration_s:.0f} s"
     )
@@ -32,7 +47,7 @@ def to_table(report: Report, *, width: int = 120) -> str:
             table.add_column(col, no_wrap=True)
         for r in recs:
             e = r.effect
-            table.add_row(
+            table.add_row(*map(_text, (
                 f"{r.knob} ({r.object})" if r.object else r.knob,
                 str(r.current),
                 str(r.recommended),
@@ -41,22 +56,24 @@ def to_table(report: Report, *, width: int = 120) -> str:
                 f"[{e.ci95[0]:.2f}, {e.ci95[1]:.2f}]" if e else "-",
                 str(e.n_pairs) if e else "-",
                 r.decision.upper() if r.decision == "change" else "keep",
-            )
+            )))
         console.print(table)
     for r in report.recommendations:
-        console.print(f"{r.knob}{f' ({r.object})' if r.object else ''}: {r.reason}")
+        say(f"{r.knob}{f' ({r.object})' if r.object else ''}: {r.reason}")
         reload = " SELECT pg_reload_conf();" if r.scope == "system" else ""
         where = "  (on the primary)" if r.run_on == "primary" else ""
         host, apply = host_emit.commands(r), sql.apply_sql(r)
         if host is not None:
-            console.print(f"  apply:    {host.apply_blockdev}   (as root on {report.session.host})")
-            console.print(f"  persist:  {host.udev_rule}")
-            console.print(f"  rollback: {host.rollback_blockdev}")
+            say(f"  apply:    {host.apply_blockdev}   (as root on {report.session.host})")
+            say(f"  persist:  {host.udev_rule}")
+            say(f"  rollback: {host.rollback_blockdev}")
         elif apply:
-            console.print(f"  apply:    {apply}{reload}{where}")
-            console.print(f"  rollback: {sql.rollback_sql(r)}{reload}")
+            say(f"  apply:    {apply}{reload}{where}")
+            say(f"  rollback: {sql.rollback_sql(r)}{reload}")
+        elif why := sql.not_rendered(r):
+            say(f"  not written: {why}")
         if r.together_with and r.decision == "change":
-            console.print(f"  confirmed together with {', '.join(r.together_with)}: apply both")
+            say(f"  confirmed together with {', '.join(r.together_with)}: apply both")
     for d in report.devices:
         line = f"device {d.device or '-'} ({', '.join(d.roles)}): {d.status}"
         if d.status == "probed":
@@ -72,26 +89,27 @@ def to_table(report: Report, *, width: int = 120) -> str:
             line += (": " + ", ".join(figures)) if figures else ""
         else:
             line += f" — {d.reason}"
-        console.print(line)
+        say(line)
     if report.wal_scaling:
         wt = Table(title="WAL scaling: TPS and where load backends waited (today's settings)", title_justify="left")
         for col in ("clients", "rows/tx", "TPS today", "TPS recommended", "insert locks", "WAL write", "WAL sync"):
             wt.add_column(col, no_wrap=True, justify="right")
         for sc, co in zip(report.wal_scaling, report.wal_contention, strict=False):
             pct = lambda v: "-" if v is None else f"{v:.0%}"  # noqa: E731
-            wt.add_row(str(sc.clients), str(sc.rows_per_tx), f"{sc.tps_current:.0f}" if sc.tps_current else "-",
-                       f"{sc.tps_recommended:.0f}" if sc.tps_recommended else "-", pct(co.wal_insert_wait_share),
-                       pct(co.wal_write_wait_share), pct(co.wal_sync_wait_share))
+            wt.add_row(*map(_text, (
+                str(sc.clients), str(sc.rows_per_tx), f"{sc.tps_current:.0f}" if sc.tps_current else "-",
+                f"{sc.tps_recommended:.0f}" if sc.tps_recommended else "-", pct(co.wal_insert_wait_share),
+                pct(co.wal_write_wait_share), pct(co.wal_sync_wait_share))))
         console.print(wt)
     if report.wal_summary:
-        console.print(report.wal_summary)
+        say(report.wal_summary)
     for text in report.restored:
-        console.print(f"restored: {text}")
+        say(f"restored: {text}")
     for f in report.families:
         if f.status != "done":
-            console.print(f"family {f.family}: {f.status} — {f.reason}")
+            say(f"family {f.family}: {f.status} — {f.reason}")
     if not report.recommendations:
-        console.print("No recommendation: nothing could be measured (see the families above).")
+        say("No recommendation: nothing could be measured (see the families above).")
     return buf.getvalue()
 
 

@@ -1,0 +1,195 @@
+"""Text from outside (the server, the host, sysfs) on its way into output: the one place that quotes it.
+
+Everything tuner writes is read by something that acts on it — psql on the primary, ``sh`` as root, udev, a
+terminal — and much of what it writes comes from outside: tablespace and setting names, today's values, reasons,
+server version strings, host and kernel names, device names and their udev attributes. Each syntax gets one
+function here, and every emitter goes through them:
+
+- :func:`one_line` — text for a comment (``--``, ``#``) or a terminal: no line breaks, no control characters.
+- :func:`ident`, :func:`setting`, :func:`literal` — SQL identifiers, setting names and values.
+- :func:`device_node`, :func:`sysfs_path` — the paths a root shell script writes to, checked and shell-quoted.
+- :func:`udev_value` — a value in a udev rule's match key.
+
+What cannot be written safely raises :class:`Unrenderable`; the emitters then say so instead of writing it.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import unicodedata
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+# PostgreSQL 18's src/include/parser/kwlist.h: every keyword that is not UNRESERVED_KEYWORD (reserved,
+# type_func_name and col_name keywords). Quoting one of these is what PostgreSQL's own quote_ident() does; an
+# unreserved keyword is a valid identifier. tests/unit/test_hostile_output.py compares this with pglast's copy.
+KEYWORDS = frozenset("""
+    all analyse analyze and any array as asc asymmetric both case cast check collate column constraint create
+    current_catalog current_date current_role current_time current_timestamp current_user default deferrable desc
+    distinct do else end except false fetch for foreign from grant group having in initially intersect into lateral
+    leading limit localtime localtimestamp not null offset on only or order placing primary references returning
+    select session_user some symmetric system_user table then to trailing true union unique user using variadic when
+    where window with
+    authorization binary collation concurrently cross current_schema freeze full ilike inner is isnull join left
+    like natural notnull outer overlaps right similar tablesample verbose
+    between bigint bit boolean char character coalesce dec decimal exists extract float greatest grouping inout int
+    integer interval json json_array json_arrayagg json_exists json_object json_objectagg json_query json_scalar
+    json_serialize json_table json_value least merge_action national nchar none normalize nullif numeric out overlay
+    position precision real row setof smallint substring time timestamp treat trim values varchar xmlattributes
+    xmlconcat xmlelement xmlexists xmlforest xmlnamespaces xmlparse xmlpi xmlroot xmlserialize xmltable
+""".split())
+
+NAME_MAX_BYTES = 63  # NAMEDATALEN - 1: a longer name is truncated by the server, so it names something else
+
+# Control characters (C0, DEL, C1 — NEL is U+0085), format characters (bidi overrides, zero-width), lone
+# surrogates (undecodable bytes from os.uname or a path) and the Unicode line and paragraph separators.
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_PLAIN_IDENT = re.compile(r"[a-z_][a-z0-9_]*")
+_SETTING_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_INTEGER = re.compile(r"-?[0-9]+")
+_DEVICE_NODE = re.compile(r"/dev/[A-Za-z0-9._/-]+")
+_SYSFS_PATH = re.compile(r"/sys/[A-Za-z0-9._:/!+-]+/read_ahead_kb")
+_UDEV_KEY = re.compile(r"[A-Z]+(\{[A-Za-z0-9_./-]+\})?")
+_KERNEL_NAME = re.compile(r"[A-Za-z0-9._:!+-]+\*?")  # a kernel name, or tuner's own prefix pattern (loop*)
+
+
+class Unrenderable(ValueError):
+    """Text that cannot be written safely in the syntax asked for; the message says why."""
+
+
+def attempt(render: Callable[[], T]) -> tuple[T | None, str | None]:
+    """``render()`` and None, or None and why it could not be written."""
+    try:
+        return render(), None
+    except Unrenderable as exc:
+        return None, str(exc)
+
+
+def unsafe(ch: str) -> bool:
+    return unicodedata.category(ch) in _UNSAFE_CATEGORIES
+
+
+def _escape(ch: str, byte_below: int = 0x100) -> str:
+    """``\\n``, ``\\xHH`` (below ``byte_below``), ``\\uXXXX`` or ``\\UXXXXXXXX``: C's escapes, which are also
+    PostgreSQL's in E'' strings (there \\x means a byte, so only below 0x80)."""
+    code = ord(ch)
+    if ch in _NAMED:
+        return _NAMED[ch]
+    return f"\\x{code:02x}" if code < byte_below else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def one_line(text: object) -> str:
+    """``text`` as one line for a comment or a terminal: line breaks, control and format characters become
+    visible escapes (``\\n``, ``\\x1b``, ``\\u2028``), so nothing after them can start a line of its own."""
+    return "".join(_escape(ch) if unsafe(ch) else ch for ch in str(text))
+
+
+def shown(text: object, limit: int = 80) -> str:
+    """``text`` quoted for a message, on one line and cut at ``limit`` characters."""
+    line = one_line(text)
+    return f"'{line[:limit]}'" + ("..." if len(line) > limit else "")
+
+
+def _refuse_unstorable(text: str, what: str) -> None:
+    if "\x00" in text:
+        raise Unrenderable(f"{what} {shown(text)} contains NUL, which PostgreSQL cannot store")
+    if any(unicodedata.category(ch) == "Cs" for ch in text):
+        raise Unrenderable(f"{what} {shown(text)} is not valid UTF-8")
+
+
+def ident(name: str) -> str:
+    """A PostgreSQL identifier: bare when it is lower-case, plain and not a keyword, else double-quoted; a name
+    with control characters is written with Unicode escapes (``U&"a\\000ab"``) so it stays on one line."""
+    _refuse_unstorable(name, "the name")
+    if not name:
+        raise Unrenderable("an empty name")
+    if len(name.encode()) > NAME_MAX_BYTES:
+        raise Unrenderable(f"the name {shown(name)} is longer than {NAME_MAX_BYTES} bytes: the server "
+                           "would truncate it to another name")
+    if _PLAIN_IDENT.fullmatch(name) and name not in KEYWORDS:
+        return name
+    if not any(unsafe(ch) for ch in name):
+        return '"' + name.replace('"', '""') + '"'
+    body = "".join(
+        "\\\\" if ch == "\\" else '""' if ch == '"'
+        else (f"\\{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\+{ord(ch):06x}") if unsafe(ch) else ch
+        for ch in name
+    )
+    return f'U&"{body}"'
+
+
+def setting(name: str) -> str:
+    """A setting name (``effective_io_concurrency``, ``auto_explain.log_min_duration``): ASCII identifier parts
+    joined by dots, each quoted by :func:`ident` where it needs it; anything else is refused."""
+    parts = name.split(".")
+    if not all(_SETTING_PART.fullmatch(p) for p in parts):
+        raise Unrenderable(f"not a setting name: {shown(name)}")
+    return ".".join(ident(p) for p in parts)
+
+
+def literal(value: int | str) -> str:
+    """A setting's value as SQL: integers bare, anything else a string literal with ``''`` doubled. A value with
+    backslashes or control characters is written as ``E'...'`` with escapes — the same value whatever
+    ``standard_conforming_strings`` says, and on one line."""
+    number = _as_int(value)
+    if number is not None:
+        return str(number)
+    text = str(value)
+    _refuse_unstorable(text, "the value")
+    if "\\" not in text and not any(unsafe(ch) for ch in text):
+        return "'" + text.replace("'", "''") + "'"
+    return "E'" + "".join(
+        "\\\\" if ch == "\\" else "''" if ch == "'" else _escape(ch, 0x80) if unsafe(ch) else ch for ch in text
+    ) + "'"
+
+
+def integer(value: int | str, what: str) -> int:
+    """``value`` as an integer for a command line, or :class:`Unrenderable`."""
+    number = _as_int(value)
+    if number is None:
+        raise Unrenderable(f"{what} {shown(value)} is not an integer")
+    return number
+
+
+def _as_int(value: int | str) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return int(value) if isinstance(value, str) and _INTEGER.fullmatch(value) else None
+
+
+def _path(path: str, pattern: re.Pattern[str], what: str) -> str:
+    if not pattern.fullmatch(path) or ".." in path.split("/"):
+        raise Unrenderable(f"{what} {shown(path)} does not look like one")
+    return shlex.quote(path)
+
+
+def device_node(node: str) -> str:
+    """A device node for a root shell command: /dev/NAME of plain characters (no ``..``), shell-quoted."""
+    return _path(node, _DEVICE_NODE, "the device node")
+
+
+def sysfs_path(path: str) -> str:
+    """A sysfs read_ahead_kb path for a root shell command, checked like :func:`device_node`."""
+    return _path(path, _SYSFS_PATH, "the sysfs path")
+
+
+def udev_value(key: str, value: str) -> str:
+    """``KEY=="value"`` for a udev match. udev unescapes only ``\\"`` in a plain string, splits a value at ``|``
+    into alternatives and matches one with ``*?[`` in it by fnmatch(3): so ``"`` is written ``\\"``, glob
+    characters are escaped to match themselves, and ``|``, backslashes, control characters and empty values are
+    refused. ``KERNEL`` keeps tuner's own prefix pattern (``loop*``) and must otherwise be a kernel name."""
+    if not _UDEV_KEY.fullmatch(key):
+        raise Unrenderable(f"not a udev key: {shown(key)}")
+    if key == "KERNEL":
+        if not _KERNEL_NAME.fullmatch(value):
+            raise Unrenderable(f"not a kernel device name: {shown(value)}")
+        return f'{key}=="{value}"'
+    if not value or "|" in value or "\\" in value or any(unsafe(ch) for ch in value):
+        raise Unrenderable(f"the udev value {shown(value)} for {key} cannot be matched exactly "
+                           "(empty, or it has |, a backslash or a control character)")
+    escaped = re.sub(r"([*?\[])", r"\\\1", value).replace('"', '\\"')
+    return f'{key}=="{escaped}"'
