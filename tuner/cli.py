@@ -221,7 +221,8 @@ def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None) -> Any:
 @click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False), help="Where the journal lives (overrides [tuner] state_dir).")
 @click.option("--dsn", help="Staging server to restore ALTER SYSTEM entries on (default: the journal's DSN, without its password).")
 @click.option("--force", is_flag=True, help="Restore even if the journal's owner looks alive (only when you know it is not).")
-def restore(config_path: Path | None, state_dir: Path | None, dsn: str | None, force: bool) -> None:
+@click.option("--forget", metavar="ENTRY", help="Drop journal entry ENTRY (its number from 1, its device or setting name, or 'all') without writing it back.")
+def restore(config_path: Path | None, state_dir: Path | None, dsn: str | None, force: bool, forget: str | None) -> None:
     """Put back everything a tuner session changed and did not restore (after a crash or SIGKILL).
 
     tuner writes every persistent change it makes (a block device's read_ahead_kb; a WAL setting
@@ -230,30 +231,63 @@ def restore(config_path: Path | None, state_dir: Path | None, dsn: str | None, f
     A session killed with SIGKILL (or a crash, or power loss) leaves the journal behind; the next
     `tuner recommend` restores it before it does anything else, and so does this command. After a
     reboot, kernel settings are back at their boot values already: such entries are dropped, not written.
+    ALTER SYSTEM entries are written back only on a writable server marked tuner.role = 'staging' (a
+    primary shares its system identifier and port with its clones); anything else is refused.
 
-    Prints one line per restored setting (object, old value -> restored value) on stdout.
+    Prints one line per entry (object, old value -> restored value) on stdout. An entry that cannot
+    be put back stays in the journal, and the others are still put back. A journal tuner did not
+    write (damaged, or naming anything but a block device's queue/read_ahead_kb or a WAL setting) is
+    refused whole; look at it, put back by hand what it lists, then drop it with --forget.
 
     \b
     Examples:
       tuner restore                           the default state directory (/var/lib/tuner as root)
       tuner restore --state-dir /srv/tuner
       tuner restore --dsn 'host=staging1 dbname=app'   where the journal's DSN needs other options
+      tuner restore --forget 2                drop entry 2 (put back by hand) without writing it
+      tuner restore --forget all              drop the whole journal, even a damaged one
+
+    \b
+    Exit status:
+      0  everything put back (or dropped), or nothing to restore
+      1  an entry could not be put back (it stays in the journal), or another tuner holds the journal
+      2  bad input: the journal is damaged or not tuner's, a configuration or --forget value is wrong
+      3  only refusals by the interlock: an ALTER SYSTEM entry's server is not a marked staging clone
     """
+    from tuner.actuate import Journal, JournalError
     from tuner.config import state_dir as configured_state_dir
-    from tuner.actuate import Journal
+    from tuner.errors import RefusedError
 
     overrides = {"tuner": {"state_dir": str(state_dir)}} if state_dir else None
     cfg = load_config(config_path, overrides=overrides)
     tlog.configure(cfg.tuner.log_level)
     directory = configured_state_dir(cfg)
     journal = Journal(directory, writer=_writer(cfg))
-    owner = journal.owner()
-    if owner is None:
-        click.echo(f"tuner: nothing to restore (no journal in {directory})", err=True)
+    if not journal.path.exists():
+        click.echo(f"tuner: nothing to {'forget' if forget else 'restore'} (no journal in {directory})", err=True)
         return
-    done = journal.recover(force=force, dsn=dsn)
+    with journal.locked("restore"):
+        if forget is not None:
+            for line in journal.forget(forget):
+                click.echo(f"forgotten without writing it: {line}")
+            left = journal.listing()
+            click.echo(f"tuner: {len(left)} journal entr{'y' if len(left) == 1 else 'ies'} left in {directory}"
+                       + (" — run 'tuner restore' to put them back" if left else ""), err=True)
+            return
+        owner = journal.owner() or {}
+        done = journal.recover(force=force, dsn=dsn)
+        left = journal.listing()
     for r in done:
         click.echo(r.sentence())
+    failed = [r for r in done if not r.ok]
+    if failed:
+        error = RefusedError if all(r.action == "refused" for r in failed) else JournalError
+        raise error(
+            f"{len(failed)} of {len(done)} journal entries were not put back; {journal.path} keeps them "
+            f"({'; '.join(left)})",
+            hint="fix the cause and run 'tuner restore' again (--dsn for another connection string to the staging "
+                 "clone); or put an entry back by hand and drop it with 'tuner restore --forget N'",
+        )
     click.echo(
         f"tuner: {len(done)} journal entr{'y' if len(done) == 1 else 'ies'} of session {owner.get('session')} "
         f"(pid {owner.get('pid')}) handled; {journal.path} removed",

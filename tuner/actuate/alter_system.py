@@ -3,9 +3,13 @@ ALTER SYSTEM.
 
 The journal entry keeps the line the file had for the setting (or that it had none) and the server's identity
 (system identifier, port); restoring connects (the recorded DSN without its password, or ``--dsn``), checks the
-identity, writes the old line back (``ALTER SYSTEM SET`` / ``RESET``) and reloads. A restart-level setting
-(``wal_buffers``) is back in the file at once and in force after the server's next restart; the session itself
-restarts it.
+identity and the interlock — a primary shares its system identifier and port with its standbys and clones, so
+only a writable server marked ``tuner.role = 'staging'`` is written to —, writes the old line back (``ALTER
+SYSTEM SET`` / ``RESET``) and reloads. A restart-level setting (``wal_buffers``) is back in the file at once and
+in force after the server's next restart; the session itself restarts it.
+
+Only the knob catalogue's WAL settings are journaled, and a journal entry naming any other setting, or a value
+that is not a plain number (with a unit) or word, is refused when the journal is read (:func:`entry_problem`).
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tuner.actuate.entry import JournalError, Restored
-from tuner.errors import TunerError
+from tuner.actuate.entry import NOT_SET, JournalError, Restored
+from tuner.errors import RefusedError, TunerError
 
 _AUTO_CONF = "postgresql.auto.conf"
+FIELDS = {"kind", "name", "original", "device", "dsn", "system_identifier", "port", "sandbox_dir", "recorded_at"}
+_VALUE = re.compile(r"-?\d{1,15}(\.\d{1,6})?([eE][+-]?\d{1,3})?\s*[A-Za-z]{0,3}|[A-Za-z0-9_]{1,32}")
 
 
 def strip_password(dsn: str | None) -> str | None:
@@ -38,6 +44,31 @@ def _ident(name: str) -> str:
     if not name.replace("_", "").replace(".", "").isalnum():
         raise JournalError(f"not a setting name: {name!r}")
     return name
+
+
+def settings() -> list[str]:
+    """The settings this actuator writes: the knob catalogue's WAL family."""
+    from tuner.knobs import catalog
+
+    return catalog.load().names("wal")
+
+
+def entry_problem(change: dict[str, Any]) -> str | None:
+    """Why an ``alter_system`` journal entry is not one this actuator wrote (or may write back), or None."""
+    name, original = change.get("name"), change.get("original")
+    if name not in settings():
+        return f"setting {name!r} is not one tuner changes with ALTER SYSTEM ({', '.join(settings())})"
+    if original is not None and not (isinstance(original, str) and _VALUE.fullmatch(original)):
+        return f"{name} value {original!r} is not a number (with a unit) or a word"
+    for key, types in (("dsn", str), ("system_identifier", str), ("sandbox_dir", str), ("device", str)):
+        if change.get(key) is not None and not isinstance(change.get(key), types):
+            return f"{key} {change.get(key)!r} is not text"
+    sysid, port = change.get("system_identifier"), change.get("port")
+    if sysid is not None and not sysid.isdigit():
+        return f"system_identifier {sysid!r} is not a number"
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+        return f"port {port!r} is not a port number"
+    return None
 
 
 async def _auto_conf_line(conn: Any, name: str) -> str | None:
@@ -68,15 +99,36 @@ async def alter_entry(
     }
 
 
-async def write_back(conn: Any, change: dict[str, Any]) -> Restored:
-    """Put an ``alter_system`` entry's original line back over ``conn`` (the caller reloads)."""
+async def require_staging_clone(conn: Any, change: dict[str, Any], dsn: str | None) -> None:
+    """Raise :class:`RefusedError` unless ``conn`` reaches a writable server marked as a staging clone: the
+    interlock, as a session applies it. ``dsn`` is what ``conn`` was opened with (a marker the client sets itself
+    does not count)."""
+    from tuner.target import interlock
+    from tuner.target.connection import sets_marker_from_client
+    from tuner.target.facts import gather
+
+    facts = await gather(conn)
+    where = f"the server reached (system {facts.system_identifier})"
+    if facts.in_recovery:
+        raise RefusedError(f"{where} is a hot standby, not the staging clone tuner changed")
+    try:
+        interlock.check(facts, client_sets_marker=sets_marker_from_client(dsn or change.get("dsn")))
+    except RefusedError as exc:
+        why = str(exc).removeprefix("refusing to probe: ")
+        raise RefusedError(f"the interlock refused {where}: {why}", hint=exc.hint) from None
+
+
+async def write_back(conn: Any, change: dict[str, Any], dsn: str | None = None) -> Restored:
+    """Put an ``alter_system`` entry's original line back over ``conn`` (the caller reloads), if the server is a
+    marked staging clone (else :class:`RefusedError`, nothing written). ``dsn``: what ``conn`` was opened with."""
+    await require_staging_clone(conn, change, dsn)
     name, original = change["name"], change.get("original")
     was = await _auto_conf_line(conn, name)
     await alter(conn, name, None if original is None else str(original))
-    shown = "(not set)" if original is None else str(original)
+    shown = NOT_SET if original is None else str(original)
     if was == original:
         return Restored(_AUTO_CONF, name, was, shown, "already at the original value")
-    return Restored(_AUTO_CONF, name, "(not set)" if was is None else was, shown, "restored")
+    return Restored(_AUTO_CONF, name, NOT_SET if was is None else was, shown, "restored")
 
 
 def restore_alter_system(change: dict[str, Any], dsn: str | None) -> Restored:
@@ -91,7 +143,8 @@ def restore_alter_system(change: dict[str, Any], dsn: str | None) -> Restored:
     async def run() -> Restored:
         from tuner.target.connection import connect
 
-        conn = await connect(dsn or change.get("dsn"), timeout_s=10)
+        used = dsn or change.get("dsn")
+        conn = await connect(used, timeout_s=10)
         try:
             sysid = await conn.fetchval("SELECT system_identifier::text FROM pg_control_system()")
             port = int(await conn.fetchval("SELECT current_setting('port')"))
@@ -101,7 +154,7 @@ def restore_alter_system(change: dict[str, Any], dsn: str | None) -> Restored:
                     f"({change.get('system_identifier')}, port {change.get('port')})",
                     hint="run 'tuner restore --dsn …' with the staging server's connection string",
                 )
-            restored = await write_back(conn, change)
+            restored = await write_back(conn, change, used)
             await conn.execute("SELECT pg_reload_conf()")
             return restored
         finally:
@@ -118,6 +171,8 @@ def restore_alter_system(change: dict[str, Any], dsn: str | None) -> Restored:
     t.join()
     if "error" in box:
         err = box["error"]
+        if isinstance(err, RefusedError):
+            raise err
         if isinstance(err, TunerError):
             raise JournalError(str(err), hint=err.hint)
         raise JournalError(f"could not restore {change['name']} on the staging server: {err}")

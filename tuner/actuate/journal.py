@@ -5,15 +5,22 @@ directory). It names its owner (pid, the process's start time — so a recycled 
 tuner — host and session) and, per changed object, the value it had before tuner first touched it. Restoring
 writes those values back, checks them, and removes the entries; an empty journal is deleted.
 
-* at the end of a session, on SIGINT and SIGTERM: the session restores its own entries;
-* after a crash (SIGKILL, power loss): the next ``tuner`` start finds a journal whose owner is gone and restores
-  it before doing anything else; ``tuner restore`` does the same on demand;
+* one tuner at a time: a session holds ``<state_dir>/journal.lock`` (:mod:`.lock`) from its start to its end,
+  and ``tuner restore`` while it works; a second one is refused with one sentence;
+* an entry is on disk before its change is made: when the journal cannot be written (a full disk), the change is
+  not made and the session ends with one sentence;
+* at the end of a session, on SIGINT and SIGTERM: the session restores its own entries, every one it can; what
+  fails stays in the journal (and is reported) for ``tuner restore``;
+* after a crash (SIGKILL, power loss): the next ``tuner`` start finds the journal of a session that is gone and
+  restores it before doing anything else; ``tuner restore`` does the same on demand;
 * after a reboot: a kernel setting such as ``read_ahead_kb`` did not survive it, so that entry is dropped, not
-  written (the device may even have another name now) — the journal records the boot it was written in.
+  written (the device may even have another name now) — the journal records the boot it was written in;
+* a journal tuner would not have written (damaged, or crafted: :mod:`.schema`) is refused whole, nothing in it
+  written; ``tuner restore --forget N|all`` drops entries an operator has dealt with by hand.
 
-Kinds of entry, each written and put back by its actuator: ``sysfs`` (:mod:`tuner.actuate.sysfs`, a file under
-/sys) and ``alter_system`` (:mod:`tuner.actuate.alter_system`, a line of the staging server's
-``postgresql.auto.conf``).
+Kinds of entry, each written and put back by its actuator: ``sysfs`` (:mod:`tuner.actuate.sysfs`, a block device's
+queue attribute under /sys) and ``alter_system`` (:mod:`tuner.actuate.alter_system`, a line of the staging
+server's ``postgresql.auto.conf``, written back only on a marked staging clone).
 """
 
 from __future__ import annotations
@@ -22,20 +29,24 @@ import contextlib
 import json
 import os
 import socket
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tuner.actuate import schema
 from tuner.actuate.alter_system import alter, alter_entry, restore_alter_system, write_back
-from tuner.actuate.entry import JournalError, Restored
-from tuner.actuate.sysfs import SysfsWriter, restore_sysfs, sysfs_entry
+from tuner.actuate.entry import JournalError, Restored, not_restored
+from tuner.actuate.lock import JournalLock
+from tuner.actuate.sysfs import SysfsWriter, restore_sysfs, sysfs_entry, value_problem
+from tuner.errors import ConfigError
 from tuner.files import atomic_write
 from tuner.log import get_logger
 
 log = get_logger("tuner.journal")
 
 JOURNAL_NAME = "journal.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = schema.FORMAT_VERSION
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 
@@ -63,50 +74,95 @@ def owner_alive(owner: dict[str, Any]) -> bool:
     return isinstance(pid, int) and process_start(pid) == owner.get("start")
 
 
-def _atomic_write_json(path: Path, doc: dict[str, Any]) -> None:
-    atomic_write(path, json.dumps(doc, indent=2) + "\n", dir_mode=0o700)
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class Journal:
-    """The journal of one state directory. A session ``open()``s it, ``record()``s before each change, and
-    ``restore()``s at the end; ``recover()`` restores what a dead session left."""
+    """The journal of one state directory. A session ``open()``s it (taking the lock), ``record()``s before each
+    change, and ``restore()``s at the end (releasing the lock); ``recover()`` restores what a dead session left."""
 
     def __init__(self, state_dir: Path, *, writer: SysfsWriter | None = None) -> None:
         self.state_dir = state_dir
         self.path = state_dir / JOURNAL_NAME
         self.writer = writer or SysfsWriter()
+        self._lock = JournalLock(state_dir)
         self._doc: dict[str, Any] | None = None  # ours, while a session holds the journal
 
-    # -- reading ------------------------------------------------------------------------------------
-    def read(self) -> dict[str, Any] | None:
-        """The journal on disk, or None if there is none."""
+    # -- the lock -----------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def locked(self, purpose: str) -> Iterator[None]:
+        """Hold the lock for the block (already held by this journal: kept, and not released after it)."""
+        if self._lock.held:
+            yield
+            return
+        self._lock.acquire(purpose)
         try:
-            text = self.path.read_text()
+            yield
+        finally:
+            self._lock.release()
+
+    # -- reading ------------------------------------------------------------------------------------
+    def _raw(self) -> bytes | None:
+        try:
+            return self.path.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise JournalError(f"cannot read the journal {self.path}: {exc.strerror or exc}") from None
-        try:
-            doc = json.loads(text)
-            if not isinstance(doc, dict) or not isinstance(doc.get("changes"), list):
-                raise ValueError("not a tuner journal")
-        except ValueError as exc:
-            raise JournalError(
-                f"the journal {self.path} is damaged ({exc})",
-                hint="inspect it, restore by hand what it lists, then remove it",
-            ) from None
+
+    def read(self) -> dict[str, Any] | None:
+        """The journal on disk, checked entry by entry (:mod:`.schema`), or None if there is none."""
+        raw = self._raw()
+        if raw is None:
+            return None
+        doc = schema.parse(self.path, raw)
+        schema.check(self.path, doc, self.writer.sys_root)
         return doc
+
+    def listing(self) -> list[str]:
+        """The entries on disk, numbered as ``--forget`` counts them (the file's format checked, not its entries)."""
+        raw = self._raw()
+        changes = [] if raw is None else schema.parse(self.path, raw)["changes"]
+        return [f"{n}: {schema.describe(c)}" for n, c in enumerate(changes, 1)]
+
+    def _write(self, doc: dict[str, Any]) -> None:
+        atomic_write(self.path, json.dumps(doc, indent=2) + "\n", dir_mode=0o700)
+
+    def _save(self, doc: dict[str, Any]) -> None:
+        """Write what is left to restore (delete the file when nothing is). A failure is logged, not raised: the
+        entries on disk then name values already put back, which a later restore finds in place."""
+        try:
+            if doc["changes"]:
+                self._write(doc)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    self.path.unlink()
+        except OSError as exc:
+            log.warning("journal.save_failed", journal=str(self.path), error=exc.strerror or str(exc))
 
     # -- a session's own journal --------------------------------------------------------------------
     def open(self, session: str) -> list[Restored]:
-        """Take the journal for this session, after restoring what a dead session left (returned)."""
-        recovered = self.recover()
-        start = process_start(os.getpid())
+        """Take the journal for this session, after restoring what a dead session left (returned). Raises a
+        :class:`JournalError` when another tuner holds it, or when what was left cannot all be put back."""
+        self._lock.acquire(f"session {session}")
+        try:
+            recovered = self.recover()
+            failed = [r for r in recovered if not r.ok]
+            if failed:
+                raise JournalError(
+                    f"{len(failed)} change(s) an earlier session left in {self.path} could not be put back, first "
+                    f"{failed[0].sentence()}",
+                    hint="fix the cause and run 'tuner restore' (it retries them) before a new session",
+                )
+        except BaseException:
+            self._lock.release()
+            raise
         self._doc = {
             "version": FORMAT_VERSION,
             "owner": {
-                "pid": os.getpid(), "start": start, "host": socket.gethostname(), "boot_id": boot_id(),
-                "session": session, "opened_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "pid": os.getpid(), "start": process_start(os.getpid()), "host": socket.gethostname(),
+                "boot_id": boot_id(), "session": session, "opened_at": _now(),
             },
             "changes": [],
         }
@@ -125,15 +181,31 @@ class Journal:
         return self._doc
 
     def _record(self, change: dict[str, Any], *, obj: str) -> None:
-        """Journal one entry (the original value of ``obj``'s setting), durably, before the change is made."""
+        """Journal one entry (the original value of ``obj``'s setting), durably, before the change is made. If it
+        cannot be written, neither the journal in memory nor the object changes: the error says so."""
         doc = self._held()
-        doc["changes"].append({**change, "recorded_at": datetime.now(UTC).isoformat(timespec="seconds")})
-        _atomic_write_json(self.path, doc)
+        entry = {**change, "recorded_at": _now()}
+        problem = schema.entry_problem(entry, self.writer.sys_root)
+        if problem:
+            raise JournalError(f"internal error: refusing to change {obj} {change.get('name')}: its entry {problem}")
+        updated = {**doc, "changes": [*doc["changes"], entry]}
+        try:
+            self._write(updated)
+        except OSError as exc:
+            raise JournalError(
+                f"could not write the journal {self.path} ({exc.strerror or exc}), so {obj} {change['name']} was "
+                "not changed",
+                hint="free space in the state directory ([tuner] state_dir) or make it writable, then run tuner again",
+            ) from None
+        self._doc = updated
         log.info("journal.record", object=obj, name=change["name"], original=change["original"], journal=str(self.path))
 
     def set_sysfs(self, path: Path, value: int | str, *, device: str, name: str) -> None:
         """Change a sysfs attribute: journal its original value first (once per path), then write."""
         doc = self._held()
+        problem = value_problem(name, value)
+        if problem:
+            raise JournalError(f"internal error: refusing to write {path}: {problem}")
         if not any(c["kind"] == "sysfs" and c["path"] == str(path) for c in doc["changes"]):
             self._record(sysfs_entry(path, device=device, name=name), obj=device)
         self.writer.write(path, str(value), device=device)
@@ -154,27 +226,31 @@ class Journal:
 
     async def restore_system(self, conn: object) -> list[Restored]:
         """Write back this session's ALTER SYSTEM entries over ``conn`` and drop them from the journal (the caller
-        reloads or restarts). Used by the session itself, so the server is restored before it moves on."""
+        reloads or restarts). Used by the session itself, so the server is restored before it moves on. An entry
+        that fails (or that the interlock refuses) is reported and stays in the journal."""
         if self._doc is None:
             return []
         done = []
         for change in [c for c in reversed(self._doc["changes"]) if c["kind"] == "alter_system"]:
-            done.append(await write_back(conn, change))
-            self._doc["changes"].remove(change)
-            _atomic_write_json(self.path, self._doc)
-        if not self._doc["changes"]:
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
+            try:
+                done.append(await write_back(conn, change))
+            except Exception as exc:  # noqa: BLE001 - reported; the entry stays for the end of the session
+                done.append(not_restored(change, exc))
+            else:
+                self._doc["changes"].remove(change)
+                self._save(self._doc)
         return done
 
     def restore(self) -> list[Restored]:
-        """Put back everything this session changed, then release the journal."""
+        """Put back everything this session changed, then release the journal (and its lock)."""
         if self._doc is None:
+            self._lock.release()
             return []
         try:
             return self._restore(self._doc)
         finally:
             self._doc = None
+            self._lock.release()
 
     # -- recovery -----------------------------------------------------------------------------------
     def owner(self) -> dict[str, Any] | None:
@@ -182,48 +258,45 @@ class Journal:
         return None if doc is None else dict(doc.get("owner") or {})
 
     def recover(self, *, force: bool = False, dsn: str | None = None) -> list[Restored]:
-        """Restore a journal left by a session that is gone. A live owner is another running tuner: refused."""
-        doc = self.read()
-        if doc is None:
-            return []
-        owner = doc.get("owner") or {}
-        if not force and owner_alive(owner) and owner.get("pid") != os.getpid():
-            raise JournalError(
-                f"another tuner (pid {owner.get('pid')}, session {owner.get('session')}) holds the journal "
-                f"{self.path}; it restores its own changes when it ends",
-                hint=f"wait for it, or stop it with kill -TERM {owner.get('pid')}",
-            )
-        if doc["changes"]:
-            log.warning("journal.recover", journal=str(self.path), session=owner.get("session"),
-                        owner_pid=owner.get("pid"), changes=len(doc["changes"]))
-        return self._restore(doc, dsn=dsn)
+        """Restore a journal left by a session that is gone, under the lock. A live owner is another running
+        tuner: refused."""
+        with self.locked("restore"):
+            doc = self.read()
+            if doc is None:
+                return []
+            owner = doc["owner"]
+            if not force and owner_alive(owner) and not owner.get("ended_at") and owner.get("pid") != os.getpid():
+                raise JournalError(
+                    f"another tuner (pid {owner.get('pid')}, session {owner.get('session')}) holds the journal "
+                    f"{self.path}; it restores its own changes when it ends",
+                    hint=f"wait for it, or stop it with kill -TERM {owner.get('pid')}",
+                )
+            if doc["changes"]:
+                log.warning("journal.recover", journal=str(self.path), session=owner.get("session"),
+                            owner_pid=owner.get("pid"), changes=len(doc["changes"]))
+            return self._restore(doc, dsn=dsn)
 
     def _restore(self, doc: dict[str, Any], *, dsn: str | None = None) -> list[Restored]:
-        """Restore every entry (last change first); keep the ones that failed in the journal and raise."""
+        """Restore every entry (last change first), past failures: each failure is reported as a :class:`Restored`
+        that is not ``ok``, and its entry stays in the journal for ``tuner restore``."""
         done: list[Restored] = []
-        failed: list[tuple[dict[str, Any], str]] = []
         same_boot = (doc.get("owner") or {}).get("boot_id") == boot_id()
         for change in reversed(list(doc["changes"])):
             try:
-                done.append(self._restore_one(change, same_boot=same_boot, dsn=dsn))
-            except (JournalError, OSError) as exc:
-                failed.append((change, str(exc)))
+                r = self._restore_one(change, same_boot=same_boot, dsn=dsn)
+            except Exception as exc:  # noqa: BLE001 - one failure must not keep the others from being put back
+                r = not_restored(change, exc)
             else:
                 doc["changes"].remove(change)
-                if doc["changes"]:
-                    _atomic_write_json(self.path, doc)
-        if failed:
-            _atomic_write_json(self.path, doc)
-            first, why = failed[0]
-            raise JournalError(
-                f"could not restore {len(failed)} change(s) from {self.path}, first {first.get('device')} "
-                f"{first.get('name')} = {first.get('original')}: {why}",
-                hint="fix the cause and run 'tuner restore' (the journal keeps what is not restored yet)",
-            )
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-        for r in done:
-            log.info("journal.restore", object=r.object, name=r.name, was=r.was, restored_to=r.restored_to, action=r.action)
+                self._save(doc)
+            done.append(r)
+            log.info("journal.restore", object=r.object, name=r.name, was=r.was, restored_to=r.restored_to,
+                     action=r.action, reason=r.reason)
+        if not doc["changes"]:
+            self._save(doc)  # removes the file (one that listed nothing, too)
+        elif doc["owner"].get("pid") == os.getpid() and not doc["owner"].get("ended_at"):
+            doc["owner"] = {**doc["owner"], "ended_at": _now()}  # our session is over: what is left is for later
+            self._save(doc)
         return done
 
     def _restore_one(self, change: dict[str, Any], *, same_boot: bool, dsn: str | None = None) -> Restored:
@@ -233,3 +306,46 @@ class Journal:
         if kind == "sysfs":
             return restore_sysfs(self.writer, change, same_boot=same_boot)
         raise JournalError(f"unknown kind of journal entry: {kind!r}")
+
+    # -- an operator's decisions --------------------------------------------------------------------
+    def forget(self, which: str) -> list[str]:
+        """Drop entry ``which`` (its number from 1, its device, path or setting name, or ``all``) without writing
+        it; return what was dropped. Under the lock; a damaged journal can only be dropped whole."""
+        with self.locked("restore --forget"):
+            raw = self._raw()
+            if raw is None:
+                raise ConfigError(f"nothing to forget: there is no journal in {self.state_dir}")
+            if which == "all":
+                try:
+                    changes = schema.parse(self.path, raw)["changes"]
+                    dropped = [f"{n}: {schema.describe(c)}" for n, c in enumerate(changes, 1)]
+                except JournalError as exc:
+                    dropped = [f"the whole damaged journal ({exc})"]
+                doc: dict[str, Any] = {"changes": []}
+            else:
+                doc = schema.parse(self.path, raw)
+                number = self._entry_number(which, doc["changes"])
+                dropped = [f"{number}: {schema.describe(doc['changes'].pop(number - 1))}"]
+            try:
+                if doc["changes"]:
+                    self._write(doc)
+                else:
+                    self.path.unlink()
+            except OSError as exc:
+                raise JournalError(f"could not rewrite the journal {self.path}: {exc.strerror or exc}") from None
+            log.warning("journal.forget", journal=str(self.path), dropped=dropped)
+            return dropped
+
+    def _entry_number(self, which: str, changes: list[Any]) -> int:
+        """The number (from 1) of the one entry ``which`` names: by number, device, path or setting name."""
+        if which.isdigit() and 1 <= int(which) <= len(changes):
+            return int(which)
+        matches = [n for n, c in enumerate(changes, 1)
+                   if isinstance(c, dict) and which in (c.get("device"), c.get("path"), c.get("name"))]
+        if len(matches) != 1:
+            raise ConfigError(
+                f"--forget {which!r} names {'no' if not matches else len(matches)} entries of {self.path} "
+                f"(it has {len(changes)})",
+                hint="give an entry's number (from 1, in the file's order), or all",
+            )
+        return matches[0]
