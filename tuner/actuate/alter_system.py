@@ -8,6 +8,10 @@ only a writable server marked ``tuner.role = 'staging'`` is written to —, writ
 SYSTEM SET`` / ``RESET``) and reloads. A restart-level setting (``wal_buffers``) is back in the file at once and
 in force after the server's next restart; the session itself restarts it.
 
+The same actuator journals tuner's scratch schema on that server (kind ``scratch_schema``): recorded before the WAL
+family creates it, dropped by the session — or, after a crash, by the restore — only if it still carries tuner's
+own comment (:mod:`tuner.probes.walload`).
+
 Only the knob catalogue's WAL settings are journaled, and a journal entry naming any other setting, or a value
 that is not a plain number (with a unit) or word, is refused when the journal is read (:func:`entry_problem`).
 """
@@ -53,10 +57,17 @@ def settings() -> list[str]:
     return catalog.load().names("wal")
 
 
+SCRATCH_SCHEMA = "tuner_scratch"
+
+
 def entry_problem(change: dict[str, Any]) -> str | None:
-    """Why an ``alter_system`` journal entry is not one this actuator wrote (or may write back), or None."""
+    """Why an ``alter_system`` or ``scratch_schema`` journal entry is not one this actuator wrote (or may write
+    back), or None."""
     name, original = change.get("name"), change.get("original")
-    if name not in settings():
+    if change.get("kind") == "scratch_schema":
+        if name != SCRATCH_SCHEMA or original is not None:
+            return f"names schema {name!r} (original {original!r}), not tuner's own {SCRATCH_SCHEMA}"
+    elif name not in settings():
         return f"setting {name!r} is not one tuner changes with ALTER SYSTEM ({', '.join(settings())})"
     if original is not None and not (isinstance(original, str) and _VALUE.fullmatch(original)):
         return f"{name} value {original!r} is not a number (with a unit) or a word"
@@ -99,12 +110,39 @@ async def alter_entry(
     }
 
 
+def scratch_entry(*, dsn: str | None, system_identifier: str | None, port: int | None,
+                  sandbox_dir: str | None) -> dict[str, Any]:
+    """The journal entry for tuner's scratch schema, recorded before it is created."""
+    return {
+        "kind": "scratch_schema", "name": SCRATCH_SCHEMA, "original": None,
+        "device": f"PostgreSQL {system_identifier or '?'} port {port}", "dsn": strip_password(dsn),
+        "system_identifier": system_identifier, "port": port, "sandbox_dir": sandbox_dir,
+    }
+
+
+async def drop_scratch(conn: Any, change: dict[str, Any], dsn: str | None = None) -> Restored:
+    """Drop tuner's scratch schema over ``conn`` if the server is the marked staging clone and the schema is tuner's
+    own (a schema of that name without tuner's comment is the user's: left alone)."""
+    from tuner.probes import walload
+
+    await require_staging_clone(conn, change, dsn)
+    existed = await walload.drop(conn)
+    return Restored("schema", SCRATCH_SCHEMA, "tuner's" if existed else NOT_SET, NOT_SET,
+                    "restored" if existed else "already at the original value")
+
+
+async def put_back(conn: Any, change: dict[str, Any], dsn: str | None = None) -> Restored:
+    """Put one entry of this actuator back over ``conn``: an ALTER SYSTEM line, or the scratch schema dropped."""
+    if change.get("kind") == "scratch_schema":
+        return await drop_scratch(conn, change, dsn)
+    return await write_back(conn, change, dsn)
+
+
 async def require_staging_clone(conn: Any, change: dict[str, Any], dsn: str | None) -> None:
     """Raise :class:`RefusedError` unless ``conn`` reaches a writable server marked as a staging clone: the
     interlock, as a session applies it. ``dsn`` is what ``conn`` was opened with (a marker the client sets itself
     does not count)."""
     from tuner.target import interlock
-    from tuner.target.connection import sets_marker_from_client
     from tuner.target.facts import gather
 
     facts = await gather(conn)
@@ -112,7 +150,7 @@ async def require_staging_clone(conn: Any, change: dict[str, Any], dsn: str | No
     if facts.in_recovery:
         raise RefusedError(f"{where} is a hot standby, not the staging clone tuner changed")
     try:
-        interlock.check(facts, client_sets_marker=sets_marker_from_client(dsn or change.get("dsn")))
+        interlock.check(facts)
     except RefusedError as exc:
         why = str(exc).removeprefix("refusing to probe: ")
         raise RefusedError(f"the interlock refused {where}: {why}", hint=exc.hint) from None
@@ -154,7 +192,7 @@ def restore_alter_system(change: dict[str, Any], dsn: str | None) -> Restored:
                     f"({change.get('system_identifier')}, port {change.get('port')})",
                     hint="run 'tuner restore --dsn …' with the staging server's connection string",
                 )
-            restored = await write_back(conn, change, used)
+            restored = await put_back(conn, change, used)
             await conn.execute("SELECT pg_reload_conf()")
             return restored
         finally:

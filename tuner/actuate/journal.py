@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.actuate import schema
-from tuner.actuate.alter_system import alter, alter_entry, restore_alter_system, write_back
+from tuner.actuate.alter_system import alter, alter_entry, put_back, restore_alter_system, scratch_entry
 from tuner.actuate.entry import JournalError, Restored, not_restored
 from tuner.actuate.lock import JournalLock
 from tuner.actuate.sysfs import SysfsWriter, restore_sysfs, sysfs_entry, value_problem
@@ -224,16 +224,24 @@ class Journal:
             self._record(entry, obj="postgresql.auto.conf")
         await alter(conn, name, str(value))
 
+    def scratch_schema(self, *, dsn: str | None, system_identifier: str | None, port: int | None,
+                       sandbox_dir: str | None = None) -> None:
+        """Journal tuner's scratch schema on the staging server before the caller creates it (once a session)."""
+        if not any(c["kind"] == "scratch_schema" for c in self._held()["changes"]):
+            self._record(scratch_entry(dsn=dsn, system_identifier=system_identifier, port=port,
+                                       sandbox_dir=sandbox_dir), obj="schema")
+
     async def restore_system(self, conn: object) -> list[Restored]:
-        """Write back this session's ALTER SYSTEM entries over ``conn`` and drop them from the journal (the caller
-        reloads or restarts). Used by the session itself, so the server is restored before it moves on. An entry
-        that fails (or that the interlock refuses) is reported and stays in the journal."""
+        """Put back this session's entries on the staging server over ``conn`` — ALTER SYSTEM lines, the scratch
+        schema — and drop them from the journal (the caller reloads or restarts). Used by the session itself, so
+        the server is restored before it moves on. An entry that fails (or that the interlock refuses) is reported
+        and stays in the journal."""
         if self._doc is None:
             return []
         done = []
-        for change in [c for c in reversed(self._doc["changes"]) if c["kind"] == "alter_system"]:
+        for change in [c for c in reversed(self._doc["changes"]) if c["kind"] in ("alter_system", "scratch_schema")]:
             try:
-                done.append(await write_back(conn, change))
+                done.append(await put_back(conn, change))
             except Exception as exc:  # noqa: BLE001 - reported; the entry stays for the end of the session
                 done.append(not_restored(change, exc))
             else:
@@ -301,7 +309,7 @@ class Journal:
 
     def _restore_one(self, change: dict[str, Any], *, same_boot: bool, dsn: str | None = None) -> Restored:
         kind = change.get("kind")
-        if kind == "alter_system":
+        if kind in ("alter_system", "scratch_schema"):
             return restore_alter_system(change, dsn)
         if kind == "sysfs":
             return restore_sysfs(self.writer, change, same_boot=same_boot)

@@ -149,11 +149,13 @@ class Wal:
                 [*catalog.load().names("wal"), COMPRESSION])
             settings = {r["name"]: dict(r) for r in rows}
             try:
-                await walload.prepare(conn)
+                await walload.check_own(conn)
             except ProbeError as exc:
                 return skipped(FAMILY, f"{exc} ({exc.hint})")
-            identity = {"system_identifier": where.facts.system_identifier,
+            identity: dict[str, Any] = {"system_identifier": where.facts.system_identifier,
                         "port": int(await conn.fetchval("SHOW port")), "sandbox_dir": ctx.sandbox_dir}
+            ctx.journal.scratch_schema(dsn=where.dsn, **identity)  # journaled before it exists
+            await walload.prepare(conn)
         result, restored = WalResult(), []
         probe = _probe(ctx, where, settings, identity)
         try:
@@ -291,9 +293,8 @@ async def _put_back(probe: WalProbe, journal: Journal, restart: Callable[[], Awa
     scratch schema dropped. Only on the clone the interlock cleared (the guard checks the connection)."""
     conn = await probe.connector()
     try:
-        restored = await journal.restore_system(conn)
+        restored = await journal.restore_system(conn)  # ALTER SYSTEM lines, then the scratch schema
         await conn.execute("SELECT pg_reload_conf()")
-        await walload.drop(conn)
     finally:
         await conn.close()
     for r in restored:

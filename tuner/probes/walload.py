@@ -107,20 +107,27 @@ async def _schema_comment(conn: asyncpg.Connection) -> tuple[bool, str | None]:
 async def prepare(conn: asyncpg.Connection) -> None:
     """Create the scratch schema and table (dropped again by :func:`drop`). A schema of that name that tuner did not
     create is the user's: :class:`ProbeError`, and nothing is written."""
-    exists, comment = await _schema_comment(conn)
-    if exists and comment != OWN_MARK:
-        raise ProbeError(f"a schema named {SCHEMA} exists and tuner did not create it: tuner will not write into it "
-                         "or drop it", hint=f"rename that schema; tuner creates and drops its own {SCHEMA}")
+    await check_own(conn)
     await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
     await conn.execute(f"COMMENT ON SCHEMA {SCHEMA} IS '{OWN_MARK}'")
     await conn.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (id bigint, client int, payload text)")
 
 
-async def drop(conn: asyncpg.Connection) -> None:
-    """Drop the scratch schema — only tuner's own (see :func:`prepare`)."""
+async def check_own(conn: asyncpg.Connection) -> None:
+    """:class:`ProbeError` if a schema named like tuner's scratch schema exists and tuner did not create it."""
+    exists, comment = await _schema_comment(conn)
+    if exists and comment != OWN_MARK:
+        raise ProbeError(f"a schema named {SCHEMA} exists and tuner did not create it: tuner will not write into it "
+                         "or drop it", hint=f"rename that schema; tuner creates and drops its own {SCHEMA}")
+
+
+async def drop(conn: asyncpg.Connection) -> bool:
+    """Drop the scratch schema — only tuner's own (see :func:`prepare`). True if it was there and dropped."""
     exists, comment = await _schema_comment(conn)
     if exists and comment == OWN_MARK:
         await conn.execute(f"DROP SCHEMA {SCHEMA} CASCADE")
+        return True
+    return False
 
 
 async def _wal_stats(conn: asyncpg.Connection) -> dict[str, float] | None:
