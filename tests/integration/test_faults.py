@@ -292,3 +292,43 @@ def test_a_statement_timeout_fails_each_probe_and_the_report_says_nothing_could_
     assert doc["families"][0]["status"] == "failed" and "2 probes in a row failed" in doc["families"][0]["reason"]
     assert "nothing could be measured" in out.stderr and "Traceback" not in out.stderr
     assert _state(clone) == before
+
+
+def test_a_second_tuner_on_the_same_journal_is_refused_with_one_sentence(
+    clone: Clone, tmp_path: Path, before: Any,
+) -> None:
+    (tmp_path / "one").mkdir()
+    first = Session(clone, tmp_path / "one", ["readahead"])
+    first.wait_for(_probe("readahead", "search"), 1)
+    second = subprocess.run([sys.executable, "-m", "tuner", "recommend", "--dsn", clone.dsn, "--family", "readahead",
+                             "--policy", str(FAULTS)], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                            env=_env(clone, first.state))
+    assert second.returncode == 1, second.stderr
+    assert second.stderr.startswith("tuner: error: ") and "another tuner" in second.stderr, second.stderr
+    assert "Traceback" not in second.stderr and second.stdout == ""
+    assert first.proc.poll() is None  # the first one goes on, its journal intact
+    assert json.loads((first.state / "journal.json").read_text())["changes"]
+    first.stop(signal.SIGTERM)
+    assert first.proc.returncode == 143
+    assert _state(clone) == before
+
+
+def test_a_full_state_directory_means_no_change_without_its_record(clone: Clone, tmp_path: Path, before: Any) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(state)], check=True)
+    try:
+        filler = state / "filler"
+        with filler.open("wb") as fh, pytest.raises(OSError):
+            fh.write(b"x" * 1024 * 1024)  # ENOSPC: nothing more fits
+        out = subprocess.run([sys.executable, "-m", "tuner", "recommend", "--dsn", clone.dsn, "--family", "readahead",
+                              "--policy", str(FAULTS), "--format", "json"], capture_output=True, text=True,
+                             cwd=tmp_path, timeout=300, env=_env(clone, state))
+        assert out.returncode != 0 and "Traceback" not in out.stderr
+        assert "could not write the journal" in out.stderr, out.stderr[-2000:]
+        probes = [json.loads(line) for line in out.stderr.splitlines() if line.startswith("{") and '"probe"' in line]
+        assert all(p["config"].get("read_ahead_kb", 0) == 0 for p in probes if p.get("status") == "ok")
+        assert clone.disk.read_ahead_kb() == 0
+    finally:
+        subprocess.run(["umount", str(state)], check=False)
+    assert _state(clone) == before
