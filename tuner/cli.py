@@ -14,7 +14,7 @@ import click
 
 from tuner import __version__
 from tuner import log as tlog
-from tuner.config import Config, load_config
+from tuner.config import SEED_MAX, Config, load_config
 from tuner.emit import FORMATS
 from tuner.families import REGISTRY
 from tuner.errors import ConfigError, TunerError
@@ -35,8 +35,17 @@ CONFIG_TEXT = """\b
 Configuration (later wins):
   tuner.toml (./tuner.toml, or --config PATH)  <  TUNER_SECTION__KEY environment  <  options
   e.g. TUNER_TARGET__DSN='host=staging-db dbname=app'  TUNER_SANDBOX__SCALE=10
+  As root, ./tuner.toml is read only when root owns it and nobody else can write it (else a
+  warning says it was ignored); pass --config ./tuner.toml to use it anyway.
+  Every number has bounds, e.g. --seed 0..4294967295, [target] connect_timeout_s up to 3600;
+  inf and nan are refused. An out-of-range value names its source and the bound.
 Connection: libpq conventions — a DSN or postgresql:// URI, PGHOST/PGPORT/PGUSER/PGDATABASE/
-PGPASSWORD, ~/.pgpass. Passwords never appear in logs or reports."""
+PGPASSWORD, ~/.pgpass. Keywords asyncpg cannot honour (keepalives, hostaddr, require_auth …)
+are refused, not ignored; options='-c name=value' is sent as libpq sends it. Passwords never
+appear in logs, reports, errors or `config validate --print`."""
+
+
+CONFIG_HELP = "Configuration file (default: ./tuner.toml if present — as root, only if root owns it and only root can write it)."
 
 
 def _fail(err: TunerError) -> None:
@@ -46,12 +55,30 @@ def _fail(err: TunerError) -> None:
     sys.exit(err.exit_code)
 
 
+def _usage(err: click.UsageError) -> None:
+    """A bad option or argument, in the format of every other bad input: one sentence and a hint, exit 2."""
+    no_args = getattr(click.exceptions, "NoArgsIsHelpError", None)
+    if no_args is not None and isinstance(err, no_args):
+        raise err
+    where = err.ctx.command_path if err.ctx else "tuner"
+    _fail(ConfigError(err.format_message().rstrip("."), hint=f"see '{where} --help'"))
+
+
 class _Group(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as err:
+            _usage(err)
+            raise
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except TunerError as err:
             _fail(err)
+        except click.UsageError as err:
+            _usage(err)
         except KeyboardInterrupt:
             click.echo("tuner: interrupted; everything tuner started was stopped and removed", err=True)
             sys.exit(130)
@@ -86,14 +113,14 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--config", "config_path", type=click.Path(path_type=Path), help="Configuration file (default: ./tuner.toml if present).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help=CONFIG_HELP)
 @click.option("--dsn", help="Target connection string or URI (overrides [target] dsn). Must be a hot standby or a marked staging clone.")
 @click.option("--sandbox", is_flag=True, help="Create a throwaway primary + hot standby, tune the standby, then remove everything.")
 @click.option("--scale", type=click.IntRange(1, 10000), help="Sandbox dataset size, pgbench-style (100,000 accounts per unit; default 50 ≈ 640 MB).")
 @click.option("--family", "families", multiple=True, type=click.Choice(REGISTRY.names()), help="Knob family to tune (repeatable; default: all the target allows).")
 @click.option("--policy", help="Policy name (default, ssd, network, hdd) or path to a policy TOML file.")
 @click.option("--budget", type=click.IntRange(3, 500), help="Most optimisation probes per family (overrides the policy).")
-@click.option("--seed", type=int, help="Seed for the optimiser (results are reproducible for a given seed and target).")
+@click.option("--seed", type=click.IntRange(0, SEED_MAX), help="Seed for the optimiser (results are reproducible for a given seed and target).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="What to print on stdout (default: table).")
 @click.option("--output", type=click.Path(path_type=Path, file_okay=False), help="Also write report.json, recommendation.sql, rollback.sql and report.txt (and readahead.sh, readahead-rollback.sh, 99-tuner-readahead.rules when readahead changes) into DIR, atomically.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Log detail on stderr (default: info).")
@@ -217,7 +244,7 @@ def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None) -> Any:
 
 
 @main.command()
-@click.option("--config", "config_path", type=click.Path(path_type=Path), help="Configuration file (default: ./tuner.toml if present).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help=CONFIG_HELP)
 @click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False), help="Where the journal lives (overrides [tuner] state_dir).")
 @click.option("--dsn", help="Staging server to restore ALTER SYSTEM entries on (default: the journal's DSN, without its password).")
 @click.option("--force", is_flag=True, help="Restore even if the journal's owner looks alive (only when you know it is not).")
@@ -307,15 +334,20 @@ def config() -> None:
 
 
 @config.command("validate")
-@click.option("--config", "config_path", type=click.Path(path_type=Path), help="Configuration file (default: ./tuner.toml if present).")
-@click.option("--print", "show", is_flag=True, help="Print the effective configuration (file < environment < defaults) as TOML.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help=CONFIG_HELP)
+@click.option("--print", "show", is_flag=True, help="Print the effective configuration (file < environment < defaults) as TOML, passwords as ***.")
 def validate(config_path: Path | None, show: bool) -> None:
     """Check tuner.toml and the policy it names; exit 2 with one sentence if anything is wrong."""
     cfg = load_config(config_path)
     policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
     if show:
-        click.echo(_to_toml(cfg.model_dump(mode="json", exclude={"source"})), nl=False)
-    where = str(cfg.source) if cfg.source else "defaults (no tuner.toml found)"
+        from tuner.target.connection import redact
+
+        data = cfg.model_dump(mode="json", exclude={"source"})
+        if data["target"]["dsn"]:
+            data["target"]["dsn"] = redact(data["target"]["dsn"])
+        click.echo(_to_toml(data), nl=False)
+    where = str(cfg.source) if cfg.source else "defaults (no tuner.toml read)"
     click.echo(f"tuner: configuration OK ({where}; policy {policy.policy.name})", err=True)
 
 
@@ -339,4 +371,6 @@ def _to_toml(data: dict[str, Any]) -> str:
 
 
 main.help = inspect.cleandoc(main.help or "") + "\n\n" + CONFIG_TEXT + "\n\n" + EXIT_TEXT
-recommend.help = inspect.cleandoc(recommend.help or "") + "\n\n" + EXIT_TEXT
+recommend.help = inspect.cleandoc(recommend.help or "") + "\n\n" + CONFIG_TEXT + "\n\n" + EXIT_TEXT
+restore.help = inspect.cleandoc(restore.help or "") + "\n\n" + CONFIG_TEXT
+validate.help = inspect.cleandoc(validate.help or "") + "\n\n" + CONFIG_TEXT

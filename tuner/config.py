@@ -6,23 +6,33 @@ Unknown keys are errors (a typo must not pass silently). Every validation proble
 Environment variables use a double underscore between section and key, e.g. ``TUNER_TARGET__DSN`` or
 ``TUNER_SANDBOX__SCALE=10``. Values are read as TOML literals when they parse as one (numbers, booleans,
 ``["a", "b"]``) and as plain strings otherwise.
+
+Every number has bounds (no ``inf``, no ``nan``), and an error names where the bad value came from (the file, the
+environment variable, the command line), never the value itself. As root, ``./tuner.toml`` is read implicitly only
+when root owns it and nobody else can write it: a ``tuner restore`` run as root in someone else's directory must not
+run that someone's ``helper_command``.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import stat
+import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tuner.errors import ConfigError
+from tuner.tomlfile import Untrusted, read_toml
 
 ENV_PREFIX = "TUNER_"
 DEFAULT_CONFIG_NAME = "tuner.toml"
-
+SEED_MAX = 2**32 - 1  # numpy's seeds are 0 .. 2**32 - 1
+_ENV_PART = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def _known_families() -> tuple[str, ...]:
@@ -43,28 +53,79 @@ def _one_of(value: str, known: tuple[str, ...], what: str) -> str:
     return value
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def _no_nul(value: Any) -> Any:
+    items = value if isinstance(value, (list, tuple)) else [value]
+    if any(isinstance(v, str) and "\x00" in v for v in items):
+        raise ValueError("contains a NUL character")
+    return value
 
 
-class TargetConfig(_Section):
+class Section(BaseModel):
+    """A table of a configuration or policy file: unknown keys are errors, numbers finite, strings without NUL."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        return _no_nul(value)
+
+
+def _directory_path(value: Path) -> Path:
+    """An absolute path whose nearest existing part is a directory (relative ones are checked once resolved)."""
+    if value.is_absolute():
+        problem = unusable_directory(value)
+        if problem:
+            raise ValueError(problem)
+    return value
+
+
+def unusable_directory(path: Path) -> str | None:
+    """Why ``path`` cannot be (or become, by mkdir) a directory, or None."""
+    for p in (path, *path.parents):
+        try:
+            st = p.stat()
+        except (FileNotFoundError, NotADirectoryError):  # not there (yet), or under a file: look further up
+            continue
+        except OSError as exc:
+            return f"{p} cannot be used: {exc.strerror or exc}"
+        return None if stat.S_ISDIR(st.st_mode) else f"{p} is a file, not a directory"
+    return None
+
+
+DirPath = Annotated[Path, AfterValidator(_directory_path)]
+
+
+class TargetConfig(Section):
     dsn: str | None = Field(
         default=None,
         description="libpq connection string or URI; when unset, PG* environment variables and defaults apply",
     )
-    connect_timeout_s: float = Field(default=10.0, gt=0)
+    connect_timeout_s: float = Field(default=10.0, gt=0, le=3600, description="seconds, at most 3600")
     restart_command: str | None = Field(
         default=None,
         description="shell command that restarts the staging server, used to empty shared buffers before cold probes",
     )
 
+    @field_validator("dsn")
+    @classmethod
+    def _usable(cls, value: str | None) -> str | None:
+        from tuner.target.connection import check_dsn
 
-class TunerSection(_Section):
+        try:
+            check_dsn(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+
+class TunerSection(Section):
     policy: str = Field(default="default", description="policy name (policies/NAME.toml) or path to a policy file")
     families: tuple[str, ...] = Field(default_factory=_known_families,
                                       description="knob families to tune (default: every registered family)")
-    seed: int = Field(default=20261202, description="seed for the optimiser and the probe order")
-    state_dir: Path | None = Field(
+    seed: int = Field(default=20261202, ge=0, le=SEED_MAX,
+                      description=f"seed for the optimiser and the probe order, 0 to {SEED_MAX}")
+    state_dir: DirPath | None = Field(
         default=None,
         description="the change journal's directory; unset: /var/lib/tuner as root, else ~/.local/state/tuner",
     )
@@ -76,7 +137,7 @@ class TunerSection(_Section):
         return tuple(_one_of(v, _known_families(), "family") for v in value)
 
 
-class WorkloadConfig(_Section):
+class WorkloadConfig(Section):
     queries: tuple[str, ...] = Field(
         default=(),
         description="your own probe queries (SELECTs that plan as bitmap heap scans); generated when empty",
@@ -87,7 +148,7 @@ class WorkloadConfig(_Section):
     )
 
 
-class ReadaheadConfig(_Section):
+class ReadaheadConfig(Section):
     helper_command: str | None = Field(
         default=None,
         description="privileged command that writes a sysfs attribute when tuner is not root; "
@@ -99,10 +160,10 @@ class ReadaheadConfig(_Section):
     )
 
 
-class SandboxConfig(_Section):
+class SandboxConfig(Section):
     scale: int = Field(default=50, ge=1, le=10000, description="pgbench-style scale: 100,000 accounts per unit")
     bin_dir: Path | None = Field(default=None, description="PostgreSQL server binaries; found automatically when unset")
-    base_dir: Path = Field(default=Path("/var/tmp"), description="where sandbox clusters are created (not tmpfs)")
+    base_dir: DirPath = Field(default=Path("/var/tmp"), description="where sandbox clusters are created (not tmpfs)")
     keep: bool = Field(default=False, description="leave the sandbox on disk after the run (for debugging)")
     disk: Literal["auto", "loop", "host"] = Field(
         default="auto",
@@ -110,9 +171,9 @@ class SandboxConfig(_Section):
     )
 
 
-class OutputConfig(_Section):
+class OutputConfig(Section):
     format: str = Field(default="table", description="what `tuner recommend` prints: table, json or sql")
-    directory: Path | None = None
+    directory: DirPath | None = None
 
     @field_validator("format")
     @classmethod
@@ -120,7 +181,7 @@ class OutputConfig(_Section):
         return _one_of(value, _known_formats(), "format")
 
 
-class Config(_Section):
+class Config(Section):
     target: TargetConfig = TargetConfig()
     tuner: TunerSection = TunerSection()
     workload: WorkloadConfig = WorkloadConfig()
@@ -144,30 +205,62 @@ def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]
 def _parse_env_value(raw: str) -> Any:
     try:
         return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (ValueError, RecursionError):  # not a TOML literal (TOMLDecodeError is a ValueError): a plain string
         return raw
+
+
+def _env_layers(environ: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    """Each ``TUNER_SECTION__KEY`` variable as (its name, ``{section: {key: value}}``)."""
+    layers = []
+    for name, raw in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue
+        path = name[len(ENV_PREFIX) :].lower().split("__")
+        if len(path) != 2 or not all(_ENV_PART.fullmatch(p) for p in path):
+            raise ConfigError(
+                f"the environment variable {name} does not name a setting: tuner's variables are "
+                "TUNER_SECTION__KEY, with one double underscore (e.g. TUNER_TARGET__DSN)",
+                hint=f"unset {name}, or rename it",
+            )
+        section, key = path
+        layers.append((name, {section: {key: _parse_env_value(raw)}}))
+    return layers
 
 
 def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
     """``TUNER_SECTION__KEY=value`` variables as a nested dict."""
     out: dict[str, Any] = {}
-    for name, raw in environ.items():
-        if not name.startswith(ENV_PREFIX) or "__" not in name:
-            continue
-        path = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
-        node = out
-        for part in path[:-1]:
-            node = node.setdefault(part, {})
-        node[path[-1]] = _parse_env_value(raw)
+    for _name, layer in _env_layers(environ):
+        out = _deep_merge(out, layer)
     return out
 
 
-def _describe(err: ValidationError, origin: str) -> ConfigError:
+def _holds(data: Any, loc: tuple[Any, ...]) -> bool:
+    for part in loc:
+        if isinstance(data, Mapping) and part in data:
+            data = data[part]
+        elif isinstance(data, (list, tuple)) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return False
+    return True
+
+
+def _origin(layers: list[tuple[str, Any]], loc: tuple[Any, ...]) -> str:
+    """The name of the last layer that sets ``loc`` (the first layer's if none does)."""
+    return next((name for name, data in reversed(layers) if _holds(data, loc)), layers[0][0])
+
+
+def _describe(err: ValidationError, origin: str | list[tuple[str, Any]]) -> ConfigError:
+    """One sentence for the first problem. ``origin``: where the data came from, or the layers it was merged
+    from (later wins), of which the one that set the bad value is named."""
     first = err.errors()[0]
+    if not isinstance(origin, str):
+        origin = _origin(origin, first["loc"])
     loc = [str(p) for p in first["loc"]]
     section, key = (loc[0], ".".join(loc[1:])) if len(loc) > 1 else (None, loc[0] if loc else "?")
     where = f"[{section}] {key}" if section else key
-    msg = first["msg"]
+    msg = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         msg = "unknown key (a typo?)"
     more = len(err.errors()) - 1
@@ -178,21 +271,19 @@ def _describe(err: ValidationError, origin: str) -> ConfigError:
     )
 
 
-def read_toml(path: Path) -> dict[str, Any]:
-    """Read a TOML file, turning every failure into one ConfigError sentence."""
+def _implicit_config(warn: Callable[[str], None]) -> tuple[Path | None, dict[str, Any]]:
+    """``./tuner.toml`` if it exists and — as root — is root's own (not a link, not writable by others)."""
+    path = Path(DEFAULT_CONFIG_NAME)
+    if os.geteuid() != 0:
+        return (path, read_toml(path)) if path.is_file() else (None, {})
+    if not path.is_file() and not path.is_symlink():
+        return None, {}
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file", hint="pass --config PATH, or create tuner.toml") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a TOML file") from None
-    except PermissionError:
-        raise ConfigError(f"{path}: permission denied") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}", hint="check quoting and brackets near that line") from None
+        return path, read_toml(path, as_root_implicitly=True)
+    except Untrusted as why:
+        warn(f"tuner: warning: ignored ./tuner.toml: {why}; as root, tuner reads it implicitly only when root owns "
+             "it and nobody else can write it (to use it anyway: --config ./tuner.toml)")
+        return None, {}
 
 
 def load_config(
@@ -200,39 +291,44 @@ def load_config(
     *,
     environ: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    warn: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
 ) -> Config:
     """Build the effective configuration.
 
-    ``path=None`` reads ``./tuner.toml`` when it exists and uses defaults otherwise. ``overrides`` come
-    from the command line, shaped like the file (``{"target": {"dsn": ...}}``).
+    ``path=None`` reads ``./tuner.toml`` when it exists (as root: only root's own, see the module docstring) and
+    uses defaults otherwise. ``overrides`` come from the command line, shaped like the file
+    (``{"target": {"dsn": ...}}``).
     """
-    data: dict[str, Any] = {}
-    origin = "defaults"
-    if path is None and Path(DEFAULT_CONFIG_NAME).is_file():
-        path = Path(DEFAULT_CONFIG_NAME)
-    if path is not None:
+    if path is None:
+        path, data = _implicit_config(warn)
+    else:
         data = read_toml(path)
-        origin = str(path)
-    env = env_overrides(os.environ if environ is None else environ)
-    if env:
-        data = _deep_merge(data, env)
-        origin = f"{origin} + TUNER_* environment"
+    layers: list[tuple[str, Any]] = [(str(path) if path else "defaults", data)]
+    for name, layer in _env_layers(os.environ if environ is None else environ):
+        layers.append((name, layer))
+        data = _deep_merge(data, layer)
     if overrides:
+        layers.append(("the command line", overrides))
         data = _deep_merge(data, overrides)
+    if "source" in data:  # a field of Config, but tuner's own record of the file, not a setting
+        raise ConfigError(f"{_origin(layers, ('source',))}: source: unknown key (a typo?)")
     try:
         cfg = Config(**data)
     except ValidationError as exc:
-        raise _describe(exc, origin) from None
+        raise _describe(exc, layers) from None
     except TypeError as exc:  # e.g. a section given as a scalar
-        raise ConfigError(f"{origin}: {exc}") from None
+        raise ConfigError(f"{layers[-1][0]}: {exc}") from None
     return cfg.model_copy(update={"source": path})
 
 
 def state_dir(cfg: Config) -> Path:
     """Where the journal lives: ``[tuner] state_dir``, else the default for this user."""
-    if cfg.tuner.state_dir is None:
-        return default_state_dir()
-    return resolve_path(cfg, cfg.tuner.state_dir)
+    path = default_state_dir() if cfg.tuner.state_dir is None else resolve_path(cfg, cfg.tuner.state_dir)
+    problem = unusable_directory(path)
+    if problem:
+        raise ConfigError(f"the state directory {path} cannot be used: {problem}",
+                          hint="set --state-dir or [tuner] state_dir to a directory")
+    return path
 
 
 def default_state_dir() -> Path:

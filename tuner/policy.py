@@ -1,5 +1,5 @@
 """Policies: declarative TOML per storage class — search space, objective, budgets, minimum effect,
-cache state and guardrails. Data, no code.
+cache state and guardrails. Data, no code. Every number has bounds (see each field); inf and nan are refused.
 
 A policy is found by name in ``policies/`` next to the config file, in ``$TUNER_POLICY_DIR``, or in the
 ``policies/`` folder that ships with tuner; a value containing ``/`` or ending in ``.toml`` is a path.
@@ -11,44 +11,46 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
-from tuner.config import _describe, read_toml
+from tuner.config import Section, _describe
 from tuner.errors import ConfigError
 from tuner.knobs import catalog
+from tuner.tomlfile import read_toml
 
 SHIPPED_POLICY_DIR = Path(__file__).resolve().parent.parent / "policies"
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+INT32 = 2**31 - 1  # PostgreSQL's integer settings are 32-bit
+_VALUES = 64  # the longest list of values a policy may give
 
 
-class PolicyInfo(_Section):
+class PolicyInfo(Section):
     name: str
     description: str
     storage_class: Literal["any", "ssd", "nvme", "network", "hdd"]
 
 
-class Objective(_Section):
+class Objective(Section):
     metric: Literal["execution_time_ms"] = "execution_time_ms"
     direction: Literal["minimize"] = "minimize"
 
 
-class KnobSearch(_Section):
+class KnobSearch(Section):
     """How one knob is searched. ``scale = "log2p1"`` searches log2(1 + value), so 0 stays reachable."""
 
-    min: int
-    max: int
+    min: int = Field(ge=-INT32 - 1, le=INT32)
+    max: int = Field(ge=-INT32 - 1, le=INT32)
     scale: Literal["log2p1", "linear"] = "log2p1"
-    initial: tuple[int, ...] = Field(default=(), description="values probed first, before the model proposes")
+    initial: tuple[int, ...] = Field(default=(), max_length=_VALUES,
+                                     description="values probed first, before the model proposes")
     today_first: bool = Field(
         default=True,
         description="a one-knob search probes today's value before the starting values (false: only where the "
         "model asks for it; the confirmation measures today's value anyway)",
     )
     joint_initial: tuple[int, ...] = Field(
-        default=(),
+        default=(), max_length=_VALUES,
         description="this knob's starting values in a joint search (default: the first, the middle and the last "
         "of initial)",
     )
@@ -66,15 +68,15 @@ class KnobSearch(_Section):
         return self
 
 
-class Budget(_Section):
+class Budget(Section):
     probes: int = Field(default=14, ge=3, le=500, description="most optimisation probes per family")
     joint_probes: int = Field(
         default=20, ge=3, le=500, description="probes of a joint search (read_ahead_kb x effective_io_concurrency)"
     )
-    min_probes: int = Field(default=7, ge=2, description="probes before the stopping rule may end the search")
-    patience: int = Field(default=3, ge=1, description="probes without a better predicted optimum before stopping")
-    confirm_min_pairs: int = Field(default=6, ge=2, description="paired trials before the first look")
-    confirm_max_pairs: int = Field(default=16, ge=2, description="paired trials at most (in ABBA blocks of 2)")
+    min_probes: int = Field(default=7, ge=2, le=500, description="probes before the stopping rule may end the search")
+    patience: int = Field(default=3, ge=1, le=500, description="probes without a better predicted optimum before stopping")
+    confirm_min_pairs: int = Field(default=6, ge=2, le=1000, description="paired trials before the first look")
+    confirm_max_pairs: int = Field(default=16, ge=2, le=1000, description="paired trials at most (in ABBA blocks of 2)")
 
     @model_validator(mode="after")
     def _consistent(self) -> Budget:
@@ -87,27 +89,27 @@ class Budget(_Section):
         return self
 
 
-class Decision(_Section):
-    min_effect: float = Field(default=1.05, ge=1.0, description="the CI's lower end must clear this improvement")
+class Decision(Section):
+    min_effect: float = Field(default=1.05, ge=1.0, le=100, description="the CI's lower end must clear this improvement")
     alpha: float = Field(default=0.05, gt=0, lt=0.5, description="error rate of the whole sequential confirmation")
     near_optimal_tolerance: float = Field(
         default=0.05, ge=0, lt=1, description="values predicted within this share of the best are near-optimal"
     )
 
 
-class Cache(_Section):
+class Cache(Section):
     state: Literal["cold"] = "cold"
     min_cold_read_fraction: float = Field(
         default=0.9, gt=0, le=1, description="a probe is rejected if fewer of its heap blocks came from disk"
     )
 
 
-class Mix(_Section):
+class Mix(Section):
     """The readahead family's workload: cold sequential scans and sparse bitmap heap scans of the relations on
     one device. The objective is ``seq_scan_weight * seq_ms + bitmap_scan_weight * bitmap_ms``."""
 
-    seq_scan_weight: float = Field(default=1.0, ge=0, description="weight of the sequential scan's time")
-    bitmap_scan_weight: float = Field(default=1.0, ge=0, description="weight of the bitmap heap scan's time")
+    seq_scan_weight: float = Field(default=1.0, ge=0, le=1000, description="weight of the sequential scan's time")
+    bitmap_scan_weight: float = Field(default=1.0, ge=0, le=1000, description="weight of the bitmap heap scan's time")
 
     @model_validator(mode="after")
     def _some_weight(self) -> Mix:
@@ -116,38 +118,46 @@ class Mix(_Section):
         return self
 
 
-class WalLoad(_Section):
+class WalLoad(Section):
     """The wal family's load: concurrent autocommitted INSERTs into tuner's scratch table (seed 003's shapes)."""
 
     clients: int = Field(default=8, ge=1, le=256, description="connections of the search and confirmation probes")
     rows_per_tx: int = Field(default=10, ge=1, le=100000, description="rows per transaction of those probes")
     duration_s: float = Field(default=2.0, gt=0, le=600, description="measured time per probe")
     warmup_s: float = Field(default=0.5, ge=0, le=600, description="load before the measurement starts")
-    scaling_clients: tuple[int, ...] = Field(default=(1, 2, 4, 8, 16), description="client counts of the curve")
-    scaling_rows_per_tx: tuple[int, ...] = Field(default=(10, 1000), description="transaction shapes of the curve")
+    scaling_clients: tuple[int, ...] = Field(default=(1, 2, 4, 8, 16), max_length=_VALUES,
+                                             description="client counts of the curve (1 to 256 each)")
+    scaling_rows_per_tx: tuple[int, ...] = Field(default=(10, 1000), max_length=_VALUES,
+                                                 description="transaction shapes of the curve (1 to 100000 each)")
     wal_compression: tuple[str, ...] = Field(
-        default=("lz4", "zstd", "pglz"), description="screened against today's value: the first this build offers"
+        default=("lz4", "zstd", "pglz"), max_length=_VALUES,
+        description="screened against today's value: the first this build offers",
     )
     wal_buffers: tuple[int, ...] = Field(
-        default=(8192,), description="wal_buffers (8 kB pages) screened when restarts are allowed: the first not in force"
+        default=(8192,), max_length=_VALUES,
+        description="wal_buffers (8 kB pages) screened when restarts are allowed: the first not in force",
     )
 
     @model_validator(mode="after")
     def _sane(self) -> WalLoad:
         if not self.scaling_clients or not self.scaling_rows_per_tx:
             raise ValueError("scaling_clients and scaling_rows_per_tx need at least one value each")
-        if min(self.scaling_clients) < 1 or min(self.scaling_rows_per_tx) < 1:
-            raise ValueError("client counts and rows per transaction must be 1 or more")
+        if not all(1 <= c <= 256 for c in self.scaling_clients):
+            raise ValueError("scaling_clients must each be 1 to 256")
+        if not all(1 <= r <= 100000 for r in self.scaling_rows_per_tx):
+            raise ValueError("scaling_rows_per_tx must each be 1 to 100000")
+        if not all(-1 <= b <= 262143 for b in self.wal_buffers):
+            raise ValueError("wal_buffers must each be -1 to 262143 (8 kB pages, PostgreSQL's range)")
         return self
 
 
-class Guardrails(_Section):
-    statement_timeout_s: float = Field(default=300, gt=0)
+class Guardrails(Section):
+    statement_timeout_s: float = Field(default=300, gt=0, le=86400, description="seconds, at most 86400 (a day)")
     allow_restart: bool = Field(default=True, description="may tuner restart the staging server between probes")
-    max_failed_probes: int = Field(default=4, ge=1, description="consecutive failed probes that end a family")
+    max_failed_probes: int = Field(default=4, ge=1, le=100, description="consecutive failed probes that end a family")
 
 
-class Policy(_Section):
+class Policy(Section):
     policy: PolicyInfo
     objective: Objective = Objective()
     search: dict[str, KnobSearch]

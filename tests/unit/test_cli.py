@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,10 +10,16 @@ from pathlib import Path
 import pytest
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
 def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    # PYTHONPATH: this checkout's tuner, whichever one the interpreter has installed. The state directory: the
+    # test's own (tests/conftest.py), not the machine's /var/lib/tuner, which other test runs use meanwhile.
+    own = {"TUNER_TUNER__STATE_DIR": os.environ["TUNER_TUNER__STATE_DIR"]} if "TUNER_TUNER__STATE_DIR" in os.environ else {}
     return subprocess.run(
         [sys.executable, "-m", "tuner", *args], capture_output=True, text=True, cwd=cwd, timeout=120,
-        env={"PATH": "/usr/bin:/bin", **(env or {})},
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), **own, **(env or {})},
     )
 
 
@@ -83,3 +90,42 @@ def test_a_policy_path_that_is_a_directory_is_bad_input(tmp_path: Path) -> None:
     proc = run("config", "validate", cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and "is a directory" in proc.stderr
+
+
+def test_validate_print_never_shows_the_password(tmp_path: Path) -> None:
+    (tmp_path / "tuner.toml").write_text("[target]\ndsn = 'host=db1 user=u password=Hunter2-pw'\n")
+    uri = {"TUNER_TARGET__DSN": "postgresql://u:Hunter2-pw@db1/app"}
+    for env in (None, uri):
+        proc = run("config", "validate", "--print", cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert "Hunter2" not in proc.stdout + proc.stderr
+        assert 'dsn = "host=db1 user=u password=***"' in proc.stdout or "postgresql://u:***@db1/app" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["recommend", "--dsn", "host=/nonexistent", "--seed", "-1"], "'--seed': -1 is not in the range 0<=x<=4294967295"),
+        (["recommend", "--dsn", "host=/nonexistent", "--seed", "4294967296"], "'--seed'"),
+        (["recommend", "--no-such-option"], "No such option"),
+    ],
+)
+def test_a_bad_option_is_one_sentence_with_a_hint(tmp_path: Path, args: list[str], expected: str) -> None:
+    proc = run(*args, cwd=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("tuner: error: ") and expected in lines[0], proc.stderr
+    assert lines[1].startswith("hint: see '") and "--help'" in lines[1]
+
+
+def test_a_seed_out_of_range_in_the_environment_is_bad_input(tmp_path: Path) -> None:
+    proc = run("config", "validate", cwd=tmp_path, env={"TUNER_TUNER__SEED": "-1"})
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("tuner: error: TUNER_TUNER__SEED: [tuner] seed: Input should be greater than")
+
+
+def test_help_documents_the_root_rule_and_the_bounds(tmp_path: Path) -> None:
+    for args in (["--help"], ["config", "validate", "--help"], ["restore", "--help"], ["recommend", "--help"]):
+        out = run(*args, cwd=tmp_path).stdout
+        assert "As root, ./tuner.toml is read only when root owns it" in out
+        assert "--seed 0..4294967295" in out and "inf and nan are refused" in out

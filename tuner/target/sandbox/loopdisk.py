@@ -128,7 +128,8 @@ class LoopDisk:
             self.mnt.mkdir()
             self._sh("mount", self.dev, str(self.mnt))
             self.mounted = True
-            os.chmod(self.dir, 0o755)
+            if self._given_dir is None:  # a given directory's mode is its owner's business
+                os.chmod(self.dir, 0o755)
             os.chmod(self.mnt, 0o755)
             if self.initial_read_ahead_kb is not None:
                 self.set_read_ahead_kb(self.initial_read_ahead_kb)
