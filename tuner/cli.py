@@ -235,7 +235,9 @@ def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None) -> Any:
 
     STOP.reset()
     try:
-        return asyncio.run(guarded())
+        report = asyncio.run(guarded())
+        STOP.check()  # a stop that arrived as the session ended: no report, the signal's exit status
+        return report
     except asyncio.CancelledError:
         name = signal.Signals(STOP.signal).name if STOP.signal else "a signal"
         click.echo(f"tuner: stopped by {name}; everything tuner changed was put back and everything it started "

@@ -38,6 +38,10 @@ class TargetError(TunerError):
     """The target could not be reached or did not behave as a PostgreSQL server must (exit 1)."""
 
 
+class NoServerOfKind(TargetError):
+    """A connection asked for a kind of server (``target_session_attrs``) and none of the DSN's hosts is one."""
+
+
 class SandboxError(TunerError):
     """The throwaway sandbox cluster could not be created or run (exit 1)."""
 

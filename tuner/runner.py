@@ -34,7 +34,8 @@ WRITES_NEED = (f"it writes, and the target is a hot standby: point tuner at a wr
                f"{interlock.MARKER} = '{interlock.MARKER_VALUE}'")
 
 
-async def _endpoint(cfg: Config, dsn: str | None, restart: Restart | None, *, writable: bool) -> tuple[Endpoint, Any]:
+async def _endpoint(cfg: Config, dsn: str | None, restart: Restart | None, *, writable: bool,
+                    sandbox: bool) -> tuple[Endpoint, Any]:
     """Connect, learn the server and check the interlock. The read-only target must pass it (else
     :class:`RefusedError`); a writable endpoint that does not pass carries the refusal for the families that need
     it. Every later connection and restart goes through the endpoint's :class:`Guard`."""
@@ -46,12 +47,13 @@ async def _endpoint(cfg: Config, dsn: str | None, restart: Restart | None, *, wr
     if writable and facts.in_recovery:
         return Endpoint(dsn, None, facts, refusal=WRITES_NEED), None
     try:
-        clearance = interlock.check(facts)
+        # A sandbox's primary is tuner's own, and its own standby streams from it.
+        clearance = interlock.check(facts, client_sets_marker=interlock.client_sets_marker(dsn), allow_replicas=sandbox)
     except RefusedError as exc:
         if not writable:
             raise
         return Endpoint(dsn, None, facts, refusal=str(exc)), None
-    guard = Guard(dsn, facts, clearance, timeout_s=cfg.target.connect_timeout_s)
+    guard = Guard(dsn, facts, clearance, timeout_s=cfg.target.connect_timeout_s, allow_replicas=sandbox)
     return Endpoint(dsn, _guarded(restart, guard) if restart else None, facts, guard=guard), clearance
 
 
@@ -111,13 +113,15 @@ async def recommend(
         async with servers(cfg, use_sandbox=use_sandbox, progress=progress, writable=writes) as where:
             try:
                 allow = policy.guardrails.allow_restart
-                target, clearance = await _endpoint(cfg, where.dsn, where.restart if allow else None, writable=False)
+                target, clearance = await _endpoint(cfg, where.dsn, where.restart if allow else None, writable=False,
+                                                    sandbox=use_sandbox)
                 log.info("target", dsn=redact(where.dsn), server_version=target.facts.server_version,
                          mode=clearance.mode, reason=clearance.reason)
                 writable = None
                 if writes:
                     writable, _ = await _endpoint(cfg, where.writable_dsn,
-                                                  where.writable_restart if allow else None, writable=True)
+                                                  where.writable_restart if allow else None, writable=True,
+                                                  sandbox=use_sandbox)
                 ctx = FamilyContext(cfg=cfg, policy=policy, target=target, writable=writable, journal=journal,
                                     progress=progress, budget=budget, sandbox=use_sandbox,
                                     own_devices=where.own_devices, sandbox_dir=where.sandbox_dir)
@@ -131,6 +135,7 @@ async def recommend(
                     recs.extend(result.recommendations)
                     restored.extend(result.restored)
                     _merge(sections, result)
+                STOP.check()  # a stop whose cancellation was lost in the last probe still stops the session
             finally:
                 # While the servers still exist: a sandbox's loop device is detached when the sandbox closes, and
                 # writing the journal's (attached-time) value after that would change a device nobody uses.

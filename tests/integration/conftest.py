@@ -64,7 +64,7 @@ def _own_dir(prefix: str) -> Iterator[Path]:
     for pid in survivors:  # only servers started under this test session's own directory
         os.kill(pid, 9)
     loops = loop_devices_under(path)
-    for d in leftovers:
+    for d in [*leftovers, *path.glob("*/tuner-sandbox-*")]:  # sandboxes live in base_dir/tuner-<uid>/
         loopdisk.release(d)  # unmount and detach what a failed test left, before deleting its image
     shutil.rmtree(path, ignore_errors=True)
     assert not leftovers, f"sandboxes left behind: {leftovers}"

@@ -91,7 +91,7 @@ def test_the_alter_system_restore_refuses_a_primary_that_is_not_marked(sandbox15
     _refused(_restore(journal.parent), "the interlock refused the server reached", "is writable — a primary —")
     # A marker the client sets itself (DSN options) is not the server's configuration: refused too.
     _refused(_restore(journal.parent, "--dsn", dsn + "&options=-c%20tuner.role%3Dstaging"),
-             "does not come from a configuration file")
+             "set by this connection's own options")
     assert (sb.primary_dir / "postgresql.auto.conf").read_bytes() == before and _server(sandbox15, dsn) == server
     assert journal.read_bytes() == entry  # kept for a later 'tuner restore' (or --forget)
 

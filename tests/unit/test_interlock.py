@@ -4,7 +4,7 @@ import pytest
 
 from tuner.errors import RefusedError
 from tuner.target.facts import TargetFacts
-from tuner.target.interlock import check
+from tuner.target.interlock import check, client_sets_marker
 
 
 def facts(**over: object) -> TargetFacts:
@@ -57,3 +57,39 @@ def test_a_role_that_cannot_see_where_the_marker_comes_from_is_told_what_to_gran
     with pytest.raises(RefusedError, match="may not read pg_file_settings") as err:
         check(facts(staging_marker="staging", marker_setting_source="hidden", user="app"))
     assert err.value.hint == "GRANT pg_read_all_settings TO app; (or connect as a superuser)"
+
+
+STAGING = dict(staging_marker="staging", marker_setting_source="configuration file")
+
+
+def test_marker_set_by_the_dsn_or_pgoptions_is_refused() -> None:
+    with pytest.raises(RefusedError, match="this connection's own options"):
+        check(facts(**STAGING), client_sets_marker=True)
+
+
+@pytest.mark.parametrize("dsn, env, sets", [
+    ("host=x options='-c tuner.role=staging'", {}, True),
+    ("postgresql://u@h/db?tuner.role=staging", {}, True),
+    ("postgresql://u@h/db?tun%65r.role=staging", {}, True),
+    ("postgresql://u@h/db?options=-c%20TUNER.ROLE%3Dstaging", {}, True),
+    (None, {"PGOPTIONS": "-c tuner.role=staging"}, True),
+    ("host=x dbname=app", {}, False),
+])
+def test_a_client_that_sets_the_marker_itself_is_recognised(dsn: str | None, env: dict[str, str], sets: bool) -> None:
+    assert client_sets_marker(dsn, env) is sets
+
+
+def test_a_marker_in_database_or_role_settings_is_refused() -> None:
+    with pytest.raises(RefusedError, match="ALTER DATABASE/ROLE"):
+        check(facts(**STAGING, marker_in_role_settings=True))
+
+
+def test_a_writable_server_that_standbys_follow_is_a_primary() -> None:
+    with pytest.raises(RefusedError, match="2 standby\\(s\\) stream WAL from it"):
+        check(facts(**STAGING, replicas=2))
+    assert check(facts(**STAGING, replicas=1), allow_replicas=True).mode == "staging_clone"  # a sandbox's own
+
+
+def test_a_marker_set_only_with_alter_system_is_refused() -> None:
+    with pytest.raises(RefusedError, match="only with ALTER SYSTEM"):
+        check(facts(staging_marker="staging", marker_setting_source="postgresql.auto.conf"))

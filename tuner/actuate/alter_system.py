@@ -150,7 +150,8 @@ async def require_staging_clone(conn: Any, change: dict[str, Any], dsn: str | No
     if facts.in_recovery:
         raise RefusedError(f"{where} is a hot standby, not the staging clone tuner changed")
     try:
-        interlock.check(facts)
+        interlock.check(facts, client_sets_marker=interlock.client_sets_marker(dsn or change.get("dsn")),
+                        allow_replicas=bool(change.get("sandbox_dir")))
     except RefusedError as exc:
         why = str(exc).removeprefix("refusing to probe: ")
         raise RefusedError(f"the interlock refused {where}: {why}", hint=exc.hint) from None

@@ -50,6 +50,12 @@ class Endpoint:
     refusal: str | None = None  # why families that need this endpoint cannot use it
     guard: Guard | None = None  # None only with a refusal
 
+    async def check(self) -> None:
+        """Check the server is still what the interlock cleared (one connection, opened and closed)."""
+        if self.guard is None:
+            raise RuntimeError(f"no cleared connection to {self.dsn}: {self.refusal}")
+        await self.guard.check()
+
     async def connect(self, **kw: Any) -> asyncpg.Connection:
         """A connection checked by the interlock (see :class:`tuner.target.guard.Guard`)."""
         if self.guard is None:

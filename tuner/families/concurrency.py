@@ -67,7 +67,7 @@ class Concurrency:
             statement_timeout_s=policy.guardrails.statement_timeout_s,
             min_cold_read_fraction=policy.cache.min_cold_read_fraction,
             require_bitmap=facts.server_version_num < 180000 or any(q.plan == "bitmap" for q in queries),
-            connect_timeout_s=ctx.cfg.target.connect_timeout_s, connector=ctx.target.connect,
+            connect_timeout_s=ctx.cfg.target.connect_timeout_s, connector=ctx.target.connect, precheck=ctx.target.check,
         )
         dim = space.dimension(KNOB, policy, facts)
         assert not isinstance(dim, str)  # applicable() checked it

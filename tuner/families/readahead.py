@@ -244,7 +244,7 @@ async def _probe_device(
     probe = ColdProbe(
         dsn=ctx.target.dsn, queries=plan.queries, cache=cache, statement_timeout_s=policy.guardrails.statement_timeout_s,
         min_cold_read_fraction=policy.cache.min_cold_read_fraction, require_bitmap=False,
-        connect_timeout_s=cfg.target.connect_timeout_s, actuators={RA: actuate}, connector=ctx.target.connect,
+        connect_timeout_s=cfg.target.connect_timeout_s, actuators={RA: actuate}, connector=ctx.target.connect, precheck=ctx.target.check,
         block_size=int(facts.settings["block_size"].setting) if "block_size" in facts.settings else 8192,
     )
     raw = raw_read_mb_s(plan.heap_files) if plan.heap_files else None

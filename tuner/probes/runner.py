@@ -57,9 +57,13 @@ class ColdProbe:
         actuators: Mapping[str, Actuator] | None = None,
         block_size: int = 8192,
         connector: Callable[[], Awaitable[asyncpg.Connection]] | None = None,
+        precheck: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.dsn = dsn
         self.connector = connector  # a checked connection (the session's guard); else connect(dsn)
+        # Checks the server before the probe changes anything on its host (readahead, the page cache): a standby
+        # promoted since the last probe stops the session before its host is touched.
+        self.precheck = precheck
         self.queries = list(queries)
         self.cache = cache
         self.statement_timeout_s = statement_timeout_s
@@ -109,6 +113,8 @@ class ColdProbe:
             return t
 
         try:
+            if self.precheck is not None:
+                await self.precheck()
             for name, actuator in self.actuators.items():
                 if name in config:
                     actuator(int(config[name]))  # synchronous: a cancelled probe cannot write after a restore

@@ -108,9 +108,10 @@ async def prepare(conn: asyncpg.Connection) -> None:
     """Create the scratch schema and table (dropped again by :func:`drop`). A schema of that name that tuner did not
     create is the user's: :class:`ProbeError`, and nothing is written."""
     await check_own(conn)
-    await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-    await conn.execute(f"COMMENT ON SCHEMA {SCHEMA} IS '{OWN_MARK}'")
-    await conn.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (id bigint, client int, payload text)")
+    async with conn.transaction():  # the schema never exists without tuner's comment
+        await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+        await conn.execute(f"COMMENT ON SCHEMA {SCHEMA} IS '{OWN_MARK}'")
+        await conn.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (id bigint, client int, payload text)")
 
 
 async def check_own(conn: asyncpg.Connection) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 
 import asyncpg
 
-from tuner.errors import ConfigError, TargetError
+from tuner.errors import ConfigError, NoServerOfKind, TargetError
 
 _PASSWORD_KV = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 _PASSWORD_URI = re.compile(r"(postgres(?:ql)?://[^:/@]*:)([^@]*)(@)", re.IGNORECASE)
@@ -203,7 +203,7 @@ async def connect(
     except asyncpg.PostgresError as exc:
         raise TargetError(f"{where} refused the connection: {_scrub(str(exc), secrets)}") from None
     except asyncpg.exceptions.TargetServerAttributeNotMatched:
-        raise TargetError(f"no server in {where} is a {session_attrs or 'matching'} server",
+        raise NoServerOfKind(f"no server in {where} is a {session_attrs or 'matching'} server",
                           hint="check the host list and target_session_attrs") from None
     except (OSError, asyncio.TimeoutError) as exc:
         reason = "timed out" if isinstance(exc, asyncio.TimeoutError) else (exc.strerror or str(exc))

@@ -56,6 +56,8 @@ class TargetFacts(BaseModel):
     # which replicate to the primary, or from the connection's options); "hidden" (the role may not read
     # pg_file_settings); None (not checked)
     marker_setting_source: str | None = None
+    replicas: int = 0  # standbys streaming from this server (pg_stat_replication)
+    marker_in_role_settings: bool = False  # ALTER DATABASE/ROLE … SET tuner.role (pg_db_role_setting)
     server_addr: str | None
     settings: dict[str, Setting]
     tablespaces: tuple[Tablespace, ...]
@@ -107,6 +109,8 @@ async def gather(conn: asyncpg.Connection) -> TargetFacts:
             marker_source = f"{mrow['sourcefile']}:{mrow['sourceline']}"
         in_file = mrow is not None and mrow["applied"] and mrow["setting"] == row["staging_marker"]
         marker_setting_source = "configuration file" if in_file else "elsewhere"
+        if in_file and str(mrow["sourcefile"]).endswith("postgresql.auto.conf"):
+            marker_setting_source = "postgresql.auto.conf"
     except asyncpg.InsufficientPrivilegeError:
         marker_setting_source = "hidden"
     settings = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from tuner.errors import RoleChangedError
+from tuner.errors import NoServerOfKind, RoleChangedError
 from tuner.log import get_logger
 from tuner.target import interlock
 from tuner.target.connection import connect, redact
@@ -17,7 +17,8 @@ from tuner.target.facts import TargetFacts
 log = get_logger("tuner.guard")
 
 # One round trip: what the interlock decided on.
-_STATE = "SELECT pg_is_in_recovery() AS in_recovery, current_setting('tuner.role', true) AS marker"
+_STATE = ("SELECT pg_is_in_recovery() AS in_recovery, current_setting('tuner.role', true) AS marker, "
+          "(SELECT count(*) FROM pg_stat_replication) AS replicas")
 # A clone's marker must still come from a configuration file (pg_file_settings: superuser or pg_read_all_settings,
 # which the interlock required at the start).
 _MARKER_FILE = ("SELECT setting, applied FROM pg_file_settings WHERE name = 'tuner.role' "
@@ -29,11 +30,12 @@ class Guard:
     """Connects to one server and checks, on every connection, that it is still what was cleared."""
 
     def __init__(self, dsn: str | None, facts: TargetFacts, clearance: interlock.Clearance, *,
-                 timeout_s: float = 10.0) -> None:
+                 timeout_s: float = 10.0, allow_replicas: bool = False) -> None:
         self.dsn = dsn
         self.mode = clearance.mode
         self.system_identifier = facts.system_identifier
         self.timeout_s = timeout_s
+        self.allow_replicas = allow_replicas  # a sandbox's own primary has its own standby
         self.checks = 0
 
     async def connect(self, *, server_settings: dict[str, str] | None = None,
@@ -42,7 +44,7 @@ class Guard:
         try:
             conn = await connect(self.dsn, timeout_s=timeout_s or self.timeout_s, server_settings=server_settings,
                                  session_attrs="standby" if self.mode == "hot_standby" else None)
-        except asyncpg.TargetServerAttributeNotMatched:
+        except NoServerOfKind:
             self._stop(f"{redact(self.dsn)} is no longer a hot standby (it was promoted, or no standby answers)")
         try:
             await self.verify(conn)
@@ -69,6 +71,8 @@ class Guard:
                     or in_file["setting"] != interlock.MARKER_VALUE):
                 self._stop(f"{where} no longer carries {interlock.MARKER} = '{interlock.MARKER_VALUE}' in a "
                            "configuration file (the marker was removed, or another server answered)")
+            if row["replicas"] and not self.allow_replicas:
+                self._stop(f"{where} has standbys streaming from it now: it is a primary")
         if self.system_identifier is not None:
             try:
                 sysid = await conn.fetchval(_SYSID)

@@ -7,7 +7,10 @@ Everything else, above all a primary, is refused.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import unquote
 from typing import Literal
 
 from tuner.errors import RefusedError
@@ -28,7 +31,15 @@ class Clearance:
     reason: str
 
 
-def check(facts: TargetFacts) -> Clearance:
+def client_sets_marker(dsn: str | None, environ: Mapping[str, str] | None = None) -> bool:
+    """True if the client side — the DSN (its ``options``, a URI parameter, percent-encoded or not) or PGOPTIONS —
+    would set ``tuner.role`` itself."""
+    env = os.environ if environ is None else environ
+    text = unquote(f"{dsn or ''} {env.get('PGOPTIONS', '')}").lower()
+    return "tuner.role" in text
+
+
+def check(facts: TargetFacts, *, client_sets_marker: bool = False, allow_replicas: bool = False) -> Clearance:
     """Return the clearance to probe, or raise :class:`RefusedError` with one sentence and how to fix it.
 
     The marker counts only when its value in force comes from a configuration file (``pg_settings.source``):
@@ -49,7 +60,27 @@ def check(facts: TargetFacts) -> Clearance:
             f"refusing to probe: the server is writable and {MARKER} is '{marker}', not '{MARKER_VALUE}'",
             hint=HOW_TO_MARK,
         )
+    if client_sets_marker:
+        raise RefusedError(
+            f"refusing to probe: {MARKER} is set by this connection's own options (DSN or PGOPTIONS), "
+            "not by the server's configuration", hint=HOW_TO_MARK)
+    if facts.marker_in_role_settings:
+        raise RefusedError(
+            f"refusing to probe: {MARKER} is set with ALTER DATABASE/ROLE … SET on this server, which replicates to "
+            "the primary; only a configuration file may carry the marker",
+            hint="ALTER DATABASE … RESET tuner.role / ALTER ROLE … RESET tuner.role; " + HOW_TO_MARK)
+    if facts.replicas and not allow_replicas:
+        raise RefusedError(
+            f"refusing to probe: the server is writable and {facts.replicas} standby(s) stream WAL from it — it is "
+            "a primary, whatever its configuration says", hint="point tuner at a hot standby, or at a clone that "
+            "no standby follows")
     source = facts.marker_setting_source
+    if source == "postgresql.auto.conf":
+        raise RefusedError(
+            f"refusing to probe: {MARKER} is set only with ALTER SYSTEM (postgresql.auto.conf), which one command "
+            "run on the primary by mistake would do too",
+            hint="put the line into the clone's postgresql.conf (or a file it includes) and reload; then "
+                 "ALTER SYSTEM RESET tuner.role")
     if source == "hidden":
         raise RefusedError(
             f"refusing to probe: the server is writable and role {facts.user} may not read pg_file_settings, so "

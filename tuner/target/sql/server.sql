@@ -9,4 +9,7 @@ SELECT current_setting('server_version_num')::int AS server_version_num,
        pg_has_role(current_user, 'pg_read_all_settings', 'member') AS can_read_all_settings,
        (SELECT setting FROM pg_settings WHERE name = 'data_directory') AS data_directory,
        current_setting('tuner.role', true) AS staging_marker,
-       inet_server_addr()::text AS server_addr
+       inet_server_addr()::text AS server_addr,
+       (SELECT count(*) FROM pg_stat_replication)::int AS replicas,
+       EXISTS (SELECT 1 FROM pg_db_role_setting, unnest(setconfig) AS c
+               WHERE c LIKE 'tuner.role=%') AS marker_in_role_settings
