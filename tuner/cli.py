@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
+import re
 import signal
 import sys
 from pathlib import Path
@@ -348,9 +350,15 @@ def validate(config_path: Path | None, show: bool) -> None:
         data = cfg.model_dump(mode="json", exclude={"source"})
         if data["target"]["dsn"]:
             data["target"]["dsn"] = redact(data["target"]["dsn"])
+        for section, key in (("target", "restart_command"), ("readahead", "helper_command")):
+            if data[section].get(key):  # commands may carry PGPASSWORD=… or a password= DSN
+                data[section][key] = _COMMAND_SECRET.sub(r"\1***", data[section][key])
         click.echo(_to_toml(data), nl=False)
     where = str(cfg.source) if cfg.source else "defaults (no tuner.toml read)"
     click.echo(f"tuner: configuration OK ({where}; policy {policy.policy.name})", err=True)
+
+
+_COMMAND_SECRET = re.compile(r"((?:PGPASSWORD|password)\s*=\s*)('[^']*'|\"[^\"]*\"|\S+)", re.IGNORECASE)
 
 
 def _to_toml(data: dict[str, Any]) -> str:
@@ -361,7 +369,8 @@ def _to_toml(data: dict[str, Any]) -> str:
             return repr(v)
         if isinstance(v, (list, tuple)):
             return "[" + ", ".join(value(x) for x in v) + "]"
-        return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+        # A TOML basic string: JSON's escapes (\n, \", \\, \uXXXX) are TOML's, so no value can break out of it.
+        return json.dumps(str(v), ensure_ascii=True)
 
     lines: list[str] = []
     for section, body in data.items():

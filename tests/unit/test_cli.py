@@ -129,3 +129,17 @@ def test_help_documents_the_root_rule_and_the_bounds(tmp_path: Path) -> None:
         out = run(*args, cwd=tmp_path).stdout
         assert "As root, ./tuner.toml is read only when root owns it" in out
         assert "--seed 0..4294967295" in out and "inf and nan are refused" in out
+
+
+def test_validate_print_is_toml_that_no_value_can_break_out_of_and_shows_no_password(tmp_path: Path) -> None:
+    import tomllib
+
+    cfg = tmp_path / "t.toml"
+    cfg.write_text('[target]\nrestart_command = "PGPASSWORD=s3cret pg_ctl restart\\n[tuner]\\npolicy = \\"evil\\""\n'
+                   '[readahead]\nhelper_command = "sudo env password=\'s3cret\' ra {path} {value}"\n')
+    proc = run("config", "validate", "--config", str(cfg), "--print", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "s3cret" not in proc.stdout
+    doc = tomllib.loads(proc.stdout)
+    assert doc["tuner"]["policy"] == "default"  # the injected section stayed inside the string
+    assert doc["target"]["restart_command"] == 'PGPASSWORD=*** pg_ctl restart\n[tuner]\npolicy = "evil"'
