@@ -175,3 +175,16 @@ def test_a_journal_that_lists_nothing_is_removed(tmp_path: Path) -> None:
     owner = {"pid": 1, "start": "0", "host": "elsewhere", "session": "s"}
     j.path.write_text(json.dumps({"version": 1, "owner": owner, "changes": []}))
     assert j.recover() == [] and not j.path.exists()
+
+
+@pytest.mark.parametrize("dsn, kept", [
+    ("host=x password=abc dbname=y sslpassword=k", "host=x dbname=y"),
+    ("host=x password='a b' port=5", "host=x port=5"),
+    ("postgresql://u:pw@h:5/db?password=z&sslmode=require&host=/tmp", "postgresql://u@h:5/db?sslmode=require&host=/tmp"),
+    ("postgresql://u@h/db?sslmode=require&password=z", "postgresql://u@h/db?sslmode=require"),
+    ("postgresql://u@h/db?sslpassword=q&password=z&port=1", "postgresql://u@h/db?port=1"),
+])
+def test_the_journal_keeps_a_dsn_without_its_secrets_and_with_everything_else(dsn: str, kept: str) -> None:
+    from tuner.actuate.alter_system import strip_password
+
+    assert strip_password(dsn) == kept

@@ -36,8 +36,14 @@ def strip_password(dsn: str | None) -> str | None:
     """The DSN without any password (the journal must not hold secrets; libpq's passfile supplies it)."""
     if not dsn:
         return dsn
-    dsn = re.sub(r"(postgres(?:ql)?://[^:/@]*):[^@]*@", r"\1@", dsn, flags=re.IGNORECASE)
-    return re.sub(r"\s*password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", "", dsn, flags=re.IGNORECASE).strip()
+    if re.match(r"postgres(?:ql)?://", dsn, flags=re.IGNORECASE):
+        dsn = re.sub(r"(postgres(?:ql)?://[^:/@?]*):[^@/?]*@", r"\1@", dsn, flags=re.IGNORECASE)
+        # The password and sslpassword parameters go; every other parameter stays.
+        base, _, query = dsn.partition("?")
+        kept = [p for p in query.split("&") if p and p.split("=", 1)[0].lower() not in ("password", "sslpassword")]
+        dsn = base + ("?" + "&".join(kept) if kept else "")
+        return dsn.rstrip("?&")
+    return re.sub(r"\s*\b(?:ssl)?password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", "", dsn, flags=re.IGNORECASE).strip()
 
 
 def _literal(value: str) -> str:
