@@ -14,11 +14,15 @@ from __future__ import annotations
 import asyncio
 import re
 import urllib.parse
+import warnings
 from collections.abc import Iterable, Mapping
 
 import asyncpg
 
 from tuner.errors import ConfigError, NoServerOfKind, TargetError
+from tuner.log import get_logger
+
+log = get_logger("tuner.connection")
 
 _PASSWORD_KV = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 _PASSWORD_URI = re.compile(r"(postgres(?:ql)?://[^:/@]*:)([^@]*)(@)", re.IGNORECASE)
@@ -191,8 +195,13 @@ async def connect(
     where = " ".join(redact(dsn).split()) if dsn else "the server the PG* environment names"
     secrets = _secrets(uri)
     try:
-        return await asyncpg.connect(uri, timeout=timeout_s, server_settings=settings,
-                                     target_session_attrs=session_attrs)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            conn = await asyncpg.connect(uri, timeout=timeout_s, server_settings=settings,
+                                         target_session_attrs=session_attrs)
+        for w in said:  # the driver's warnings (a passfile it cannot read, …) as a log line, not a stack of text
+            log.warning("connect.warning", detail=_scrub(str(w.message), secrets))
+        return conn
     except asyncpg.InvalidPasswordError:
         raise TargetError(
             f"authentication failed for {where}",
