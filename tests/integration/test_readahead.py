@@ -167,7 +167,10 @@ def test_a_target_whose_data_directory_is_elsewhere_skips_readahead(clone: Clone
     async def make_role() -> None:
         conn = await connect(clone.dsn)
         try:
-            await conn.execute("DROP ROLE IF EXISTS remote_tuner; CREATE ROLE remote_tuner LOGIN")
+            # It may read pg_file_settings (the interlock checks where the marker comes from), not the data directory.
+            await conn.execute("DROP ROLE IF EXISTS remote_tuner; CREATE ROLE remote_tuner LOGIN; "
+                               "GRANT SELECT ON pg_file_settings TO remote_tuner; "
+                               "GRANT EXECUTE ON FUNCTION pg_show_all_file_settings() TO remote_tuner")
         finally:
             await conn.close()
 

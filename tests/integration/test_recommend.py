@@ -102,7 +102,7 @@ def test_sigterm_mid_session_stops_and_removes_the_sandbox(base_dir: Path, tmp_p
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 143, log.read_text()[-2000:]
-    assert "stopped by a signal" in log.read_text()
+    assert "stopped by SIGTERM" in log.read_text()
     assert "Traceback" not in log.read_text()
     assert not list(base_dir.iterdir()) and not processes_under(base_dir)
 

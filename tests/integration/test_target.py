@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.errors import SandboxError, TargetError
+from tuner.errors import RefusedError, SandboxError, TargetError
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl
 from tuner.probes.runner import ColdProbe
@@ -100,7 +100,10 @@ def test_a_marked_writable_clone_is_cleared(sandbox15: Running) -> None:
     try:
         sandbox15.run(reload())
         f = sandbox15.run(_facts(dsn))
-        clearance = interlock.check(f)
+        # This primary has a standby streaming from it: marked or not, that makes it a primary …
+        with pytest.raises(RefusedError, match="1 standby\\(s\\) stream WAL from it"):
+            interlock.check(f)
+        clearance = interlock.check(f, allow_replicas=True)  # … unless it is a sandbox's own, as here
         assert clearance.mode == "staging_clone"
         assert f.marker_source and f.marker_source.startswith(str(conf))
     finally:

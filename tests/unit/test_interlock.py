@@ -56,7 +56,8 @@ def test_a_marker_that_does_not_come_from_a_configuration_file_is_refused(source
 def test_a_role_that_cannot_see_where_the_marker_comes_from_is_told_what_to_grant() -> None:
     with pytest.raises(RefusedError, match="may not read pg_file_settings") as err:
         check(facts(staging_marker="staging", marker_setting_source="hidden", user="app"))
-    assert err.value.hint == "GRANT pg_read_all_settings TO app; (or connect as a superuser)"
+    assert err.value.hint == ("GRANT SELECT ON pg_file_settings TO app; GRANT EXECUTE ON FUNCTION "
+                              "pg_show_all_file_settings() TO app; (or connect as a superuser)")
 
 
 STAGING = dict(staging_marker="staging", marker_setting_source="configuration file")

@@ -19,7 +19,7 @@ log = get_logger("tuner.guard")
 # One round trip: what the interlock decided on.
 _STATE = ("SELECT pg_is_in_recovery() AS in_recovery, current_setting('tuner.role', true) AS marker, "
           "(SELECT count(*) FROM pg_stat_replication) AS replicas")
-# A clone's marker must still come from a configuration file (pg_file_settings: superuser or pg_read_all_settings,
+# A clone's marker must still come from a configuration file (pg_file_settings: superuser or a role granted it,
 # which the interlock required at the start).
 _MARKER_FILE = ("SELECT setting, applied FROM pg_file_settings WHERE name = 'tuner.role' "
                 "ORDER BY seqno DESC LIMIT 1")

@@ -85,7 +85,8 @@ def check(facts: TargetFacts, *, client_sets_marker: bool = False, allow_replica
         raise RefusedError(
             f"refusing to probe: the server is writable and role {facts.user} may not read pg_file_settings, so "
             f"tuner cannot check that {MARKER} comes from a configuration file",
-            hint=f"GRANT pg_read_all_settings TO {facts.user}; (or connect as a superuser)",
+            hint=f"GRANT SELECT ON pg_file_settings TO {facts.user}; GRANT EXECUTE ON FUNCTION "
+                 f"pg_show_all_file_settings() TO {facts.user}; (or connect as a superuser)",
         )
     if source != "configuration file":
         raise RefusedError(

@@ -12,4 +12,7 @@ SELECT current_setting('server_version_num')::int AS server_version_num,
        inet_server_addr()::text AS server_addr,
        (SELECT count(*) FROM pg_stat_replication)::int AS replicas,
        EXISTS (SELECT 1 FROM pg_db_role_setting, unnest(setconfig) AS c
-               WHERE c LIKE 'tuner.role=%') AS marker_in_role_settings
+               WHERE c LIKE 'tuner.role=%'
+                 AND setdatabase IN (0, (SELECT oid FROM pg_database WHERE datname = current_database()))
+                 AND setrole IN (0, (SELECT oid FROM pg_roles WHERE rolname = current_user)))
+         AS marker_in_role_settings
