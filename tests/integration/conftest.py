@@ -114,6 +114,15 @@ def sandbox15(pg15: Binaries, sandbox15_dir: Path) -> Iterator[Running]:
         r.loop.close()
 
 
+def tuner_env(state: Path, **extra: str) -> dict[str, str]:
+    """The environment of a tuner process a test starts: none of the caller's PG* or TUNER_* variables, a state
+    directory of the test's own, and ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
+    env["TUNER_TUNER__STATE_DIR"] = str(state)
+    env.update(extra)
+    return env
+
+
 def wait_for(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
     """Poll ``predicate`` every 0.1 s until it holds or ``timeout_s`` passes."""
     deadline = time.monotonic() + timeout_s

@@ -15,16 +15,12 @@ import pytest
 from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries, Sandbox
 
-from .conftest import Running
+from .conftest import Running, tuner_env
 
 FAULTS = Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "faults.toml"
 
 
-def _env(state: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
-    env["TUNER_TUNER__STATE_DIR"] = str(state)
-    env.update(extra)
-    return env
+_env = tuner_env
 
 
 def _recommend(dsn: str, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -4,7 +4,6 @@ killed after an ALTER SYSTEM."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,16 +11,12 @@ from pathlib import Path
 from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries
 
-from .conftest import Clone, Running, processes_under
+from .conftest import Clone, Running, processes_under, tuner_env
 
 QUICK = Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "wal_quick.toml"
 
 
-def _env(state: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
-    env["TUNER_TUNER__STATE_DIR"] = str(state)
-    env.update(extra)
-    return env
+_env = tuner_env
 
 
 def test_sandbox_wal_family_reports_decisions_contention_and_scaling(base_dir: Path, tmp_path: Path) -> None:
