@@ -123,6 +123,16 @@ def tuner_env(state: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def clone_env(clone: "Clone", state: Path, *, restart: bool = True, **extra: str) -> dict[str, str]:
+    """:func:`tuner_env` for a session on the staging clone: its restart command (unless ``restart`` is false) and
+    only its loop device for readahead (the data directory's own device is the machine's root disk)."""
+    env = tuner_env(state, TUNER_READAHEAD__DEVICES=f'["/dev/{clone.disk.name}"]')
+    if restart:
+        env["TUNER_TARGET__RESTART_COMMAND"] = clone.restart_command
+    env.update(extra)
+    return env
+
+
 def wait_for(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
     """Poll ``predicate`` every 0.1 s until it holds or ``timeout_s`` passes."""
     deadline = time.monotonic() + timeout_s

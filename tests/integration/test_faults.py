@@ -10,7 +10,6 @@ after it — a probe's restart, its cache drop, its query, an ALTER SYSTEM, a WA
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -24,20 +23,13 @@ import pytest
 
 from tuner.target.connection import connect
 
-from .conftest import Clone
+from .conftest import Clone, clone_env
 
 FAULTS = Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "faults.toml"
 Event = dict[str, Any]
 
 
-def _env(clone: Clone, state: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
-    env.update({
-        "TUNER_TARGET__RESTART_COMMAND": clone.restart_command,
-        "TUNER_TUNER__STATE_DIR": str(state),
-        "TUNER_READAHEAD__DEVICES": f'["/dev/{clone.disk.name}"]',
-    })
-    return env
+_env = clone_env
 
 
 class Session:

@@ -4,25 +4,18 @@ scratch schema is left alone, a custom workload query cannot write, and a run th
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from tuner.target.connection import connect
 
-from .conftest import Clone
+from .conftest import Clone, clone_env
 
 FAULTS = Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "faults.toml"
 
 
-def _env(clone: Clone, state: Path, *, restart: bool = True, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
-    env.update({"TUNER_TUNER__STATE_DIR": str(state), "TUNER_READAHEAD__DEVICES": f'["/dev/{clone.disk.name}"]'})
-    if restart:
-        env["TUNER_TARGET__RESTART_COMMAND"] = clone.restart_command
-    env.update(extra)
-    return env
+_env = clone_env
 
 
 def _sql(clone: Clone, *statements: str) -> list[object]:

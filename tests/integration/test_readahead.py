@@ -6,7 +6,6 @@ made here is put back and removed, also when a test fails.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import statistics
 import subprocess
@@ -18,18 +17,9 @@ from scipy.stats import mannwhitneyu
 from tuner.knobs.devices import discover, postgres_paths
 from tuner.target.connection import connect
 
-from .conftest import Clone, wait_for
+from .conftest import Clone, clone_env, wait_for
 
-def _env(clone: Clone, state_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
-    env.update({
-        "TUNER_TARGET__RESTART_COMMAND": clone.restart_command,
-        "TUNER_TUNER__STATE_DIR": str(state_dir),
-        # Only the loop device: the data directory's own device is the machine's root disk.
-        "TUNER_READAHEAD__DEVICES": f'["/dev/{clone.disk.name}"]',
-    })
-    env.update(extra)
-    return env
+_env = clone_env
 
 
 def test_the_tablespace_on_the_loop_device_is_found(clone: Clone) -> None:

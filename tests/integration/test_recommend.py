@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import statistics
 import subprocess
@@ -12,14 +11,12 @@ from pathlib import Path
 
 from tuner.target.sandbox import Binaries, cleanup_stale
 
-from .conftest import processes_under, wait_for
+from .conftest import processes_under, tuner_env, wait_for
 
 
-def _env(base_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
-    env["TUNER_SANDBOX__BASE_DIR"] = str(base_dir)
-    env.update(extra)
-    return env
+def _env(base_dir: Path, state: Path, **extra: str) -> dict[str, str]:
+    """A state directory of the test's own (never the machine's /var/lib/tuner), the suite's sandbox base dir."""
+    return tuner_env(state, TUNER_SANDBOX__BASE_DIR=str(base_dir), **extra)
 
 
 def test_recommend_on_a_pg15_sandbox_end_to_end(base_dir: Path, tmp_path: Path) -> None:
@@ -27,7 +24,7 @@ def test_recommend_on_a_pg15_sandbox_end_to_end(base_dir: Path, tmp_path: Path) 
     proc = subprocess.run(
         [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "4", "--budget", "8",
          "--family", "readahead", "--family", "concurrency", "--format", "json", "--output", str(out_dir)],
-        capture_output=True, text=True, cwd=tmp_path, timeout=900, env=_env(base_dir),
+        capture_output=True, text=True, cwd=tmp_path, timeout=900, env=_env(base_dir, tmp_path / "state"),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
@@ -73,7 +70,7 @@ def test_recommend_on_a_pg18_sandbox(base_dir: Path, tmp_path: Path, pg18: Binar
         [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "2", "--budget", "6", "--family", "concurrency",
          "--format", "json"],
         capture_output=True, text=True, cwd=tmp_path, timeout=900,
-        env=_env(base_dir, TUNER_SANDBOX__BIN_DIR=str(pg18.bin_dir)),
+        env=_env(base_dir, tmp_path / "state", TUNER_SANDBOX__BIN_DIR=str(pg18.bin_dir)),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
@@ -91,7 +88,7 @@ def test_sigterm_mid_session_stops_and_removes_the_sandbox(base_dir: Path, tmp_p
     with log.open("w") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "2"],
-            stdout=subprocess.PIPE, stderr=err, cwd=tmp_path, env=_env(base_dir), text=True,
+            stdout=subprocess.PIPE, stderr=err, cwd=tmp_path, env=_env(base_dir, tmp_path / "state"), text=True,
         )
     try:
         assert wait_for(lambda: '"probe"' in log.read_text(), 300), log.read_text()[-2000:]
