@@ -111,6 +111,7 @@ def main() -> None:
       tuner recommend --dsn 'host=standby1 dbname=app' --format sql
       tuner config validate --print       show the effective configuration
       tuner restore                       put back what a killed session changed (readahead, WAL settings)
+      tuner history                       stored sessions and their decisions; tuner show / tuner diff
     """
 
 
@@ -125,6 +126,8 @@ def main() -> None:
 @click.option("--seed", type=click.IntRange(0, SEED_MAX), help="Seed for the optimiser (results are reproducible for a given seed and target).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="What to print on stdout (default: table).")
 @click.option("--output", type=click.Path(path_type=Path, file_okay=False), help="Also write report.json, recommendation.sql, rollback.sql and report.txt (and readahead.sh, readahead-rollback.sh, 99-tuner-readahead.rules when readahead changes) into DIR, atomically.")
+@click.option("--no-store", is_flag=True, help="Do not store this session (and do not warm-start from stored ones).")
+@click.option("--cold", is_flag=True, help="Start every search cold, even where stored sessions on a matching target could warm-start it (the session is still stored).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Log detail on stderr (default: info).")
 def recommend(**opts: Any) -> None:
     """Probe, optimise, confirm and recommend — once.
@@ -153,6 +156,15 @@ def recommend(**opts: Any) -> None:
                    postgresql.auto.conf is put back byte for byte. Durability settings never change.
 
     Results go to stdout; logs (one line per probe) go to stderr — JSON when stderr is not a terminal.
+
+    Every session is stored (tuner.db in the state directory, or the PostgreSQL database of [store]
+    url): `tuner history`, `tuner show` and `tuner diff` read it back. Where a stored session ran on a
+    matching target (the same system identifier, else the same device model, file system and
+    PostgreSQL major), a search starts warm from its trials: it re-measures today's value and that
+    session's winner first, rescales the stored times to today's, and needs fewer probes. --cold
+    turns that off; --no-store turns the store off. A store that cannot be read stops the run
+    before anything is probed (exit 2); one that fails when the report is written leaves the
+    report on stdout and in --output, says so, and exits 2.
 
     \b
     Examples:
@@ -188,7 +200,8 @@ def recommend(**opts: Any) -> None:
                 "no target: give --dsn, set [target] dsn in tuner.toml, set PGHOST, or use --sandbox",
                 hint="tuner recommend --sandbox tries it on a throwaway PostgreSQL",
             )
-    report = _run(cfg, policy, sandbox=opts["sandbox"], budget=opts["budget"])
+    report, stored = _run(cfg, policy, sandbox=opts["sandbox"], budget=opts["budget"], store=not opts["no_store"],
+                          warm_start=not opts["cold"])
 
     from tuner import emit
 
@@ -196,6 +209,11 @@ def recommend(**opts: Any) -> None:
         written = emit.write_outputs(report, cfg.output.directory)
         click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
     click.echo(emit.text(report, cfg.output.format), nl=False)
+    if isinstance(stored, TunerError):
+        where = f" (it is on stdout{' and in ' + str(cfg.output.directory) if cfg.output.directory else ''})"
+        raise type(stored)(f"{stored}; the report was not stored{where}", hint=stored.hint)
+    if stored:
+        click.echo(f"tuner: stored session {report.session.id} in {stored}", err=True)
     if not report.recommendations and any(f.status == "failed" for f in report.families):
         click.echo("tuner: nothing could be measured; the report says why for each family", err=True)
         sys.exit(4)
@@ -204,9 +222,12 @@ def recommend(**opts: Any) -> None:
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None) -> Any:
+def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None, store: bool = True,
+         warm_start: bool = True) -> tuple[Any, str | TunerError | None]:
+    """The session, and where it was stored (None: not stored; an error: storing it failed)."""
     from tuner.runner import recommend as run_recommend
     from tuner.stop import STOP
+    from tuner.store import StoreError, open_store, store_location
 
     async def guarded() -> Any:
         loop = asyncio.get_running_loop()
@@ -230,16 +251,26 @@ def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None) -> Any:
             from tuner.progress import TerminalProgress
 
             progress_cm = TerminalProgress()
-        with progress_cm as progress:
-            return await run_recommend(
-                cfg, policy, use_sandbox=sandbox, families=cfg.tuner.families, budget=budget, progress=progress
-            )
+        # The store is opened first: one that cannot be read stops the run before anything is probed.
+        async with open_store(cfg, enabled=store) as db:
+            with progress_cm as progress:
+                report = await run_recommend(
+                    cfg, policy, use_sandbox=sandbox, families=cfg.tuner.families, budget=budget, progress=progress,
+                    store=db, warm_start=warm_start,
+                )
+            if db is None:
+                return report, None
+            try:
+                await db.save(report, report.target.fingerprint or {})
+            except StoreError as exc:  # the operator still gets the report; the caller says it was not stored
+                return report, exc
+            return report, store_location(cfg)
 
     STOP.reset()
     try:
-        report = asyncio.run(guarded())
+        result = asyncio.run(guarded())
         STOP.check()  # a stop that arrived as the session ended: no report, the signal's exit status
-        return report
+        return result
     except asyncio.CancelledError:
         name = signal.Signals(STOP.signal).name if STOP.signal else "a signal"
         click.echo(f"tuner: stopped by {name}; everything tuner changed was put back and everything it started "
@@ -332,6 +363,145 @@ def _writer(cfg: Config) -> Any:
     return SysfsWriter(cfg.readahead.helper_command)
 
 
+STORE_TEXT = """\b
+The store: tuner.db (SQLite) in the state directory — /var/lib/tuner as root, else
+~/.local/state/tuner — or [store] path; or a PostgreSQL database shared by a fleet: [store] url
+(tables in its schema 'tuner'). A damaged store, or one written by a newer tuner, is refused with
+one sentence (exit 2) and never changed."""
+
+
+def _store_config(config_path: Path | None, state_dir: Path | None) -> Config:
+    overrides = {"tuner": {"state_dir": str(state_dir)}} if state_dir else None
+    cfg = load_config(config_path, overrides=overrides)
+    tlog.configure(cfg.tuner.log_level)
+    return cfg
+
+
+def _with_store(cfg: Config, work: Any) -> Any:
+    """Run ``work(store)`` against the configured store; an absent SQLite store is not created by a reader."""
+    from tuner.store import open_store, store_location
+
+    if not cfg.store.enabled:
+        raise ConfigError("the store is turned off ([store] enabled = false)",
+                          hint="set [store] enabled = true (or TUNER_STORE__ENABLED=true)")
+    if not cfg.store.url and not Path(store_location(cfg)).exists():
+        raise ConfigError(f"no store at {store_location(cfg)} yet",
+                          hint="run 'tuner recommend' first (it stores every session), or give --state-dir or "
+                               "[store] path/url")
+
+    async def go() -> Any:
+        async with open_store(cfg) as store:
+            return await work(store)
+
+    return asyncio.run(go())
+
+
+_store_options = [
+    click.option("--config", "config_path", type=click.Path(path_type=Path), help=CONFIG_HELP),
+    click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False),
+                 help="The state directory whose tuner.db to read (overrides [tuner] state_dir)."),
+]
+
+
+def _with_store_options(fn: Any) -> Any:
+    for option in reversed(_store_options):
+        fn = option(fn)
+    return fn
+
+
+@main.command()
+@_with_store_options
+@click.option("--target", "target", metavar="ID", help="Only this target's sessions (its id from this listing, or a prefix).")
+@click.option("--limit", type=click.IntRange(1, 10000), default=20, show_default=True, help="Most sessions to list.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True, help="Text for people, or JSON.")
+def history(config_path: Path | None, state_dir: Path | None, target: str | None, limit: int, fmt: str) -> None:
+    """List stored sessions, newest first, grouped by target: when, what ran, and each decision with its
+    improvement, 95 % interval and near-optimal range.
+
+    \b
+    Examples:
+      tuner history
+      tuner history --target 3f2a --limit 5
+      tuner history --format json | jq '.[0].decisions'
+    """
+    from tuner.store import store_location
+    from tuner.store.views import history_json, history_text
+
+    cfg = _store_config(config_path, state_dir)
+    if target is not None and not re.fullmatch(r"[0-9a-fA-F]{1,16}", target):
+        raise ConfigError(f"--target {target!r} is not a target id (hexadecimal, as 'tuner history' lists them)",
+                          hint="run 'tuner history' to see the target ids")
+
+    async def work(store: Any) -> Any:
+        return await store.sessions(target=target, limit=limit)
+
+    sessions = _with_store(cfg, work)
+    click.echo(history_json(sessions) if fmt == "json" else history_text(sessions, store_location(cfg)), nl=False)
+
+
+@main.command()
+@_with_store_options
+@click.argument("session", required=False)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="The output format, as for 'tuner recommend'.")
+@click.option("--output", type=click.Path(path_type=Path, file_okay=False), help="Also write every output file into DIR, as 'tuner recommend --output' does.")
+def show(config_path: Path | None, state_dir: Path | None, session: str | None, fmt: str, output: Path | None) -> None:
+    """Print one stored session's report (default: the newest) in any output format.
+
+    SESSION is a session id as 'tuner history' lists it, or a unique prefix of one, or 'latest'.
+    The report is the one the session wrote: `tuner show ID --format json` prints what
+    `tuner recommend --format json` printed then.
+
+    \b
+    Examples:
+      tuner show
+      tuner show 3f2a91 --format sql > apply.sql
+      tuner show latest --output /srv/tuner/out
+    """
+    from tuner import emit
+
+    cfg = _store_config(config_path, state_dir)
+
+    async def work(store: Any) -> Any:
+        return await store.report(await store.resolve(session))
+
+    report = _with_store(cfg, work)
+    if output is not None:
+        written = emit.write_outputs(report, output)
+        click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
+    click.echo(emit.text(report, fmt), nl=False)
+
+
+@main.command()
+@_with_store_options
+@click.argument("first")
+@click.argument("second", required=False)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True, help="Text for people, or JSON.")
+def diff(config_path: Path | None, state_dir: Path | None, first: str, second: str | None, fmt: str) -> None:
+    """Say what changed between two stored sessions: the target (version, system identifier, device,
+    kernel), the settings in force and their sources, and each knob's decision, value, interval and
+    near-optimal range.
+
+    FIRST and SECOND are session ids or unique prefixes; SECOND defaults to the newest session.
+
+    \b
+    Examples:
+      tuner diff 3f2a91 8c07d2
+      tuner diff 3f2a91 --format json
+    """
+    from tuner.store.views import diff as compare
+    from tuner.store.views import diff_text
+
+    cfg = _store_config(config_path, state_dir)
+
+    async def work(store: Any) -> Any:
+        a = await store.report(await store.resolve(first))
+        b = await store.report(await store.resolve(second))
+        return compare(a, b)
+
+    d = _with_store(cfg, work)
+    click.echo(json.dumps(d, indent=2, ensure_ascii=False) + "\n" if fmt == "json" else diff_text(d), nl=False)
+
+
 @main.group()
 def config() -> None:
     """Inspect and check the configuration."""
@@ -350,6 +520,8 @@ def validate(config_path: Path | None, show: bool) -> None:
         data = cfg.model_dump(mode="json", exclude={"source"})
         if data["target"]["dsn"]:
             data["target"]["dsn"] = redact(data["target"]["dsn"])
+        if data["store"]["url"]:
+            data["store"]["url"] = redact(data["store"]["url"])
         for section, key in (("target", "restart_command"), ("readahead", "helper_command")):
             if data[section].get(key):  # commands may carry PGPASSWORD=… or a password= DSN
                 data[section][key] = _COMMAND_SECRET.sub(r"\1***", data[section][key])
@@ -382,6 +554,8 @@ def _to_toml(data: dict[str, Any]) -> str:
 
 
 main.help = inspect.cleandoc(main.help or "") + "\n\n" + CONFIG_TEXT + "\n\n" + EXIT_TEXT
+for _cmd in (history, show, diff):
+    _cmd.help = inspect.cleandoc(_cmd.help or "") + "\n\n" + STORE_TEXT + "\n\n" + CONFIG_TEXT
 recommend.help = inspect.cleandoc(recommend.help or "") + "\n\n" + CONFIG_TEXT + "\n\n" + EXIT_TEXT
 restore.help = inspect.cleandoc(restore.help or "") + "\n\n" + CONFIG_TEXT
 validate.help = inspect.cleandoc(validate.help or "") + "\n\n" + CONFIG_TEXT

@@ -181,6 +181,34 @@ class OutputConfig(Section):
         return _one_of(value, _known_formats(), "format")
 
 
+class StoreConfig(Section):
+    enabled: bool = Field(default=True, description="store every session (false: like --no-store)")
+    path: Path | None = Field(
+        default=None, description="the SQLite store (default: tuner.db in the state directory)")
+    url: str | None = Field(
+        default=None,
+        description="a PostgreSQL database for a fleet's shared store (libpq DSN or URI); overrides path")
+    warm_start: bool = Field(
+        default=True,
+        description="start a search from the latest stored session on a matching target (false: always cold)")
+
+    @field_validator("url")
+    @classmethod
+    def _usable(cls, value: str | None) -> str | None:
+        return TargetConfig._usable(value)
+
+    @field_validator("path")
+    @classmethod
+    def _file(cls, value: Path | None) -> Path | None:
+        if value is not None and value.is_absolute():
+            problem = unusable_directory(value.parent)
+            if problem:
+                raise ValueError(problem)
+            if value.is_dir():
+                raise ValueError(f"{value} is a directory; give the store's file name")
+        return value
+
+
 class Config(Section):
     target: TargetConfig = TargetConfig()
     tuner: TunerSection = TunerSection()
@@ -188,6 +216,7 @@ class Config(Section):
     readahead: ReadaheadConfig = ReadaheadConfig()
     sandbox: SandboxConfig = SandboxConfig()
     output: OutputConfig = OutputConfig()
+    store: StoreConfig = StoreConfig()
 
     source: Path | None = Field(default=None, exclude=True, description="file the config came from")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,6 +43,7 @@ class Trial(_Frozen):
         default_factory=dict,
         description="per-scan figures: seq_scan_ms, bitmap_scan_ms, seq_scan_mb_s (MB/s read from disk)",
     )
+    family: str | None = Field(default=None, description="the family whose probe this was")
 
 
 class EffectOut(_Frozen):
@@ -116,6 +117,9 @@ class FamilyOutcome(_Frozen):
     stop_reason: str | None = None
     optimiser: str | None = None
     cache: str | None = Field(default=None, description="how the cache was made cold for this family's probes")
+    warm_start: str | None = Field(
+        default=None, description="the stored session the search started from, and how its trials were used "
+        "(None: a cold start)")
 
 
 class DeviceOut(_Frozen):
@@ -162,6 +166,9 @@ class TargetOut(_Frozen):
     mode: str
     dsn: str
     sandbox: bool
+    fingerprint: dict[str, Any] | None = Field(
+        default=None, description="what the session ran against: versions, system identifier, data device, the "
+        "tuned settings and their sources (the store matches warm starts on it)")
 
 
 class SessionOut(_Frozen):

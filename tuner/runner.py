@@ -17,11 +17,14 @@ from tuner.config import Config, state_dir
 from tuner.core.session import NullProgress, Progress
 from tuner.errors import RefusedError
 from tuner.families import REGISTRY
-from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Registry, skipped, unmet_needs
+from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Registry, WarmStart, skipped, unmet_needs
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
 from tuner.policy import Policy
 from tuner.stop import STOP
+from tuner.store import Store, target_id
+from tuner.store.base import no_lock
+from tuner.store.fingerprint import fingerprint
 from tuner.target import interlock
 from tuner.target.connection import connect, redact
 from tuner.target.facts import TargetFacts, gather
@@ -88,8 +91,15 @@ async def recommend(
     budget: int | None = None,
     progress: Progress | None = None,
     registry: Registry = REGISTRY,
+    store: Store | None = None,
+    warm_start: bool = True,
 ) -> Report:
-    """Run one session over ``families`` and return its report; everything it changed is put back."""
+    """Run one session over ``families`` and return its report; everything it changed is put back.
+
+    With a ``store``, the session holds the store's lock on its target while it probes (two tuners sharing a
+    PostgreSQL store never probe one server at once) and, with ``warm_start``, each family may start its search
+    from the latest stored session on a matching target. Storing the report is the caller's job (after the
+    report is out, so a store that went away cannot keep it from the operator)."""
     progress = progress or NullProgress()
     started, t0, session_id = datetime.now(UTC), time.monotonic(), uuid.uuid4().hex[:12]
     chosen = registry.ordered(families)
@@ -122,20 +132,29 @@ async def recommend(
                     writable, _ = await _endpoint(cfg, where.writable_dsn,
                                                   where.writable_restart if allow else None, writable=True,
                                                   sandbox=use_sandbox)
+                label = (f"sandbox PostgreSQL {target.facts.major}" if use_sandbox
+                         else " ".join(redact(where.dsn).split()))
+                fp = fingerprint(target.facts, label=label)
+                history = WarmStart(store, fp, session_id) if store and warm_start and cfg.store.warm_start else None
                 ctx = FamilyContext(cfg=cfg, policy=policy, target=target, writable=writable, journal=journal,
                                     progress=progress, budget=budget, sandbox=use_sandbox,
-                                    own_devices=where.own_devices, sandbox_dir=where.sandbox_dir)
-                for family in chosen:
-                    STOP.check()
-                    why_not = unmet_needs(family.needs, ctx) or family.applicable(ctx)
-                    result = skipped(family.name, why_not) if why_not else await family.run(ctx)
-                    log.info("family", family=family.name, status=result.outcome.status, reason=result.outcome.reason)
-                    outcomes.append(result.outcome)
-                    trials.extend(result.trials)
-                    recs.extend(result.recommendations)
-                    restored.extend(result.restored)
-                    _merge(sections, result)
-                STOP.check()  # a stop whose cancellation was lost in the last probe still stops the session
+                                    own_devices=where.own_devices, sandbox_dir=where.sandbox_dir, history=history)
+                busy = store.lock_target(target_id(target.facts.system_identifier, fp["data_directory"], label),
+                                         label) if store else no_lock()
+                async with busy:
+                    for family in chosen:
+                        STOP.check()
+                        why_not = unmet_needs(family.needs, ctx) or family.applicable(ctx)
+                        result = skipped(family.name, why_not) if why_not else await family.run(ctx)
+                        log.info("family", family=family.name, status=result.outcome.status,
+                                 reason=result.outcome.reason)
+                        outcomes.append(result.outcome)
+                        trials.extend(t if t.family else t.model_copy(update={"family": family.name})
+                                      for t in result.trials)
+                        recs.extend(result.recommendations)
+                        restored.extend(result.restored)
+                        _merge(sections, result)
+                    STOP.check()  # a stop whose cancellation was lost in the last probe still stops the session
             finally:
                 # While the servers still exist: a sandbox's loop device is detached when the sandbox closes, and
                 # writing the journal's (attached-time) value after that would change a device nobody uses.
@@ -148,6 +167,7 @@ async def recommend(
             server_version_num=facts.server_version_num, server_version=facts.server_version,
             in_recovery=facts.in_recovery, system_identifier=facts.system_identifier, mode=clearance.mode,
             dsn=redact(where.dsn) if not use_sandbox else "sandbox (removed)", sandbox=use_sandbox,
+            fingerprint=fp,
         ),
         session=SessionOut(
             id=session_id, started_at=started, duration_s=round(time.monotonic() - t0, 1), probes=len(trials),

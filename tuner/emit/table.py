@@ -108,6 +108,8 @@ def to_table(report: Report, *, width: int = 120) -> str:
     for f in report.families:
         if f.status != "done":
             say(f"family {f.family}: {f.status} — {f.reason}")
+        if f.warm_start:
+            say(f"family {f.family}: warm start from {f.warm_start}")
     if not report.recommendations:
         say("No recommendation: nothing could be measured (see the families above).")
     return buf.getvalue()

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import asyncpg
 
+from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Trial
+from tuner.store.base import Prior, Store, StoreError
 from tuner.target.guard import Guard
 
 if TYPE_CHECKING:
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from tuner.target.facts import TargetFacts
 
 Restart = Callable[[], Awaitable[None]]
+log = get_logger("tuner.families")
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,8 @@ class FamilyContext:
     sandbox: bool = False
     own_devices: frozenset[str] = frozenset()  # block devices that are tuner's own (a sandbox's loop device)
     sandbox_dir: str | None = None
+    # Earlier sessions on a matching target (a warm start): None when there is no store, or warm starts are off.
+    history: WarmStart | None = None
 
     @property
     def facts(self) -> TargetFacts:
@@ -91,6 +96,30 @@ class FamilyContext:
             yield conn
         finally:
             await conn.close()
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """Where a family finds the trials of the latest stored session on a matching target."""
+
+    store: Store
+    fingerprint: dict[str, Any]
+    session_id: str
+
+    async def prior(self, family: str) -> Prior | None:
+        try:
+            return await self.store.prior(self.fingerprint, family, exclude=self.session_id)
+        except StoreError as exc:  # the history is a help, not a precondition: a cold start it is
+            log.warning("warm_start.unavailable", family=family, reason=str(exc))
+            return None
+
+
+def warm_note(prior: Prior | None, optimiser: Any) -> str | None:
+    """What a report says about a search's warm start (None: it started cold, with nothing stored to start from)."""
+    if prior is None:
+        return None
+    how = getattr(optimiser, "prior_status", None) or "its trials were offered to the optimiser"
+    return f"session {prior.session_id} of {prior.started_at} (same {prior.matched_by}): {how}"
 
 
 @dataclass

@@ -5,13 +5,13 @@ standby. Runs after readahead, so it measures at today's readahead: the one its 
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from tuner.core import space
 from tuner.core.decide import decide, recommendation
 from tuner.core.session import build_optimiser, search
 from tuner.errors import ProbeError
-from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
+from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome
 from tuner.probes import workload
@@ -74,14 +74,22 @@ class Concurrency:
         today = space.today(KNOB, facts)
         current = {KNOB: int(today.value)}
         budget = ctx.budget if ctx.budget is not None else policy.budget.probes
+        # A warm start: the latest stored session on a matching target, re-measured at today's value and its
+        # winner first (absolute times drift), instead of the policy's cold initial design.
+        prior = await ctx.history.prior(self.name) if ctx.history else None
+        warm: dict[str, Any] = {}
+        if prior is not None:
+            warm = dict(prior=[(c, v) for c, v in prior.observations if set(c) == {KNOB}],
+                        previous=prior.previous if prior.previous and set(prior.previous) == {KNOB} else None)
         # The same construction the optimiser benchmark measures (benchmarks/optimiser.py).
-        optimiser = build_optimiser(policy, [dim], current, seed=ctx.cfg.tuner.seed, budget=budget)
+        optimiser = build_optimiser(policy, [dim], current, seed=ctx.cfg.tuner.seed, budget=budget, **warm)
         log.info("plan", family=self.name, knob=KNOB, range=[dim.low, dim.high], current=current[KNOB],
                  queries=[q.name for q in queries], cache=cache.describe(), budget=budget)
         found = await search(optimiser, probe, max_consecutive_failures=policy.guardrails.max_failed_probes,
                              progress=ctx.progress)
         outcome = dict(family=self.name, workload=workload_sql, stop_reason=found.stop_reason,
-                       optimiser=optimiser.kind, cache=cache.describe())
+                       optimiser=optimiser.kind, cache=cache.describe(),
+                       warm_start=warm_note(prior, optimiser))
         if found.recommendation is None:
             return FamilyResult(FamilyOutcome(status="failed", reason=found.stop_reason, **outcome),  # type: ignore[arg-type]
                                 trials=list(found.trials))

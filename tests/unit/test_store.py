@@ -1,0 +1,364 @@
+"""The SQLite store: sessions in and out, history, warm-start priors, diff, and refusals that change nothing.
+
+(The PostgreSQL store runs the same code against a real server: tests/integration/test_store_pg.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from tuner import emit
+from tuner.cli import main
+from tuner.config import load_config
+from tuner.model import EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
+from tuner.store import StoreError, open_store, schema
+from tuner.store.sqlite import SqliteStore
+from tuner.store.views import diff, diff_text, history_text
+
+T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
+EIC = "effective_io_concurrency"
+
+
+def fp(sysid: str = "7001", device_key: str | None = "loop|rotational=0|ext4", **settings: Any) -> dict[str, Any]:
+    return {"label": f"staging {sysid}", "system_identifier": sysid, "data_directory": "/srv/pg", "major": 15,
+            "server_version_num": 150018, "device_key": device_key, "kernel": "6.18", "host": "h1",
+            "settings": {EIC: [str(settings.get("eic", 1)), settings.get("source", "default")]}}
+
+
+def make_report(sid: str, *, at: datetime = T0, sysid: str = "7001", recommended: int = 256, decision: str = "change",
+                values: dict[int, float] | None = None, device_key: str | None = "loop|rotational=0|ext4",
+                **settings: Any) -> Report:
+    values = values or {1: 2800.0, 16: 1200.0, 256: 900.0}
+    trials = [Trial(config={EIC: k}, value=v, status="ok", phase="search", started_at=at, duration_s=1.0,
+                    family="concurrency") for k, v in values.items()]
+    trials.append(Trial(config={EIC: 64}, value=None, status="failed", phase="search", started_at=at, duration_s=1.0,
+                        reason="timeout", family="concurrency"))
+    trials += [Trial(config={EIC: c}, value=values.get(c, 1000.0), status="ok", phase="confirm", arm=arm,
+                     started_at=at, duration_s=1.0, family="concurrency")
+               for c, arm in ((1, "baseline"), (recommended, "candidate"))]
+    rec = Recommendation(
+        knob=EIC, scope="system", object=None, current=1, recommended=recommended, near_optimal=(64, 1000),
+        decision=decision, reason="measured",  # type: ignore[arg-type]
+        effect=EffectOut(metric="execution_time_ms", improvement=3.1, ci95=(2.8, 3.4), decision_ci=(2.6, 3.6),
+                         n_pairs=6, p_value=0.001, looks=1, method="t"),
+        requires="reload")
+    return Report(
+        target=TargetOut(server_version_num=150018, server_version="15.18", in_recovery=True, system_identifier=sysid,
+                         mode="hot_standby", dsn="host=staging", sandbox=False,
+                         fingerprint=fp(sysid, device_key, **settings)),
+        session=SessionOut(id=sid, started_at=at, duration_s=42.0, probes=len(trials), policy="default", seed=1,
+                           cache="cold", host="h1", kernel="6.18"),
+        families=[FamilyOutcome(family="concurrency", status="done", reason="ok")],
+        recommendations=[rec], trials=trials)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+async def _opened(path: Path) -> SqliteStore:
+    store = SqliteStore(path).open()
+    await store.prepare()
+    return store
+
+
+def save(path: Path, *reports: Report) -> None:
+    async def go() -> None:
+        store = await _opened(path)
+        try:
+            for r in reports:
+                await store.save(r, r.target.fingerprint or {})
+        finally:
+            await store.close()
+
+    run(go())
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# -- round trip, listing, resolving -----------------------------------------------------------------------------
+def test_a_stored_report_comes_back_equal_and_renders_identically(tmp_path: Path) -> None:
+    db = tmp_path / "tuner.db"
+    r = make_report("a1b2c3d4e5f6")
+    save(db, r)
+
+    async def go() -> Report:
+        store = await _opened(db)
+        try:
+            return await store.report(await store.resolve("a1b2"))
+        finally:
+            await store.close()
+
+    back = run(go())
+    assert back == r
+    assert emit.text(back, "json") == emit.text(r, "json")
+    assert oct(db.stat().st_mode & 0o777) == "0o600"
+    assert sqlite3.connect(db).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_history_lists_sessions_newest_first_with_decisions_and_intervals(tmp_path: Path) -> None:
+    db = tmp_path / "tuner.db"
+    save(db, make_report("aaaaaaaaaaaa"), make_report("bbbbbbbbbbbb", at=T0 + timedelta(days=1), recommended=128),
+         make_report("cccccccccccc", sysid="9009", at=T0 + timedelta(hours=1)))
+
+    async def go() -> Any:
+        store = await _opened(db)
+        try:
+            return await store.sessions(), await store.sessions(target=(await store.sessions())[0].target_id[:6])
+        finally:
+            await store.close()
+
+    every, one = run(go())
+    assert [s.id for s in every] == ["bbbbbbbbbbbb", "cccccccccccc", "aaaaaaaaaaaa"]
+    assert {s.id for s in one} == {"aaaaaaaaaaaa", "bbbbbbbbbbbb"}
+    d = every[0].decisions[0]
+    assert (d["knob"], d["current"], d["recommended"], d["decision"]) == (EIC, "1", "128", "change")
+    assert d["ci95"] == [2.8, 3.4] and d["near_optimal"] == [64, 1000]
+    text = history_text(every, "x")
+    assert "effective_io_concurrency 1 -> 128 (3.10x, 95% CI [2.80, 3.40]), near-optimal 64..1000" in text
+    assert text.count("target ") == 2
+
+
+@pytest.mark.parametrize(("ref", "expect"), [
+    ("zz", "is not a session id"), ("ffff", "no stored session starts with"), ("a", "names more than one session"),
+])
+def test_a_bad_session_reference_is_one_sentence(tmp_path: Path, ref: str, expect: str) -> None:
+    db = tmp_path / "tuner.db"
+    save(db, make_report("a1aaaaaaaaaa"), make_report("a2aaaaaaaaaa"))
+
+    async def go() -> None:
+        store = await _opened(db)
+        try:
+            await store.resolve(ref)
+        finally:
+            await store.close()
+
+    with pytest.raises(Exception, match=expect) as err:
+        run(go())
+    assert getattr(err.value, "exit_code", None) == 2
+
+
+def test_saving_one_session_twice_fails_whole_and_keeps_the_first(tmp_path: Path) -> None:
+    db = tmp_path / "tuner.db"
+    save(db, make_report("a1aaaaaaaaaa"))
+    with pytest.raises(StoreError):
+        save(db, make_report("a1aaaaaaaaaa", recommended=16))
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT count(*) FROM trials").fetchone()[0] == 6
+    assert con.execute("SELECT recommended FROM recommendations").fetchall() == [("256",)]
+
+
+# -- refusals that change nothing -------------------------------------------------------------------------------
+def _open_error(path: Path) -> StoreError:
+    async def go() -> None:
+        store = SqliteStore(path).open()
+        try:
+            await store.prepare()
+        finally:
+            await store.close()
+
+    with pytest.raises(StoreError) as err:
+        run(go())
+    assert err.value.exit_code == 2 and "\n" not in str(err.value)
+    return err.value
+
+
+def test_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
+    db = tmp_path / "tuner.db"
+    save(db, make_report("a1aaaaaaaaaa"))
+    con = sqlite3.connect(db)
+    con.execute(f"UPDATE {schema.META} SET value = ? WHERE key = 'schema_version'", (str(schema.VERSION + 1),))
+    con.commit()
+    con.close()
+    before = digest(db)
+    err = _open_error(db)
+    assert f"schema version {schema.VERSION + 1}, newer than this tuner knows" in str(err)
+    assert digest(db) == before
+
+
+def test_a_damaged_file_is_refused_and_left_alone(tmp_path: Path) -> None:
+    db = tmp_path / "tuner.db"
+    db.write_bytes(b"not a database at all " * 200)
+    before = digest(db)
+    assert "is damaged or not a tuner store" in str(_open_error(db))
+    assert digest(db) == before
+
+
+def test_a_truncated_store_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "tuner.db"
+    save(db, *(make_report(f"{i:012x}") for i in range(30)))
+    raw = db.read_bytes()
+    db.write_bytes(raw[: len(raw) // 3] + b"\xff" * 4096 + raw[len(raw) // 3 + 4096:])
+
+    async def go() -> None:
+        store = await _opened(db)
+        try:
+            await store.sessions(limit=1000)
+            for s in await store.sessions(limit=1000):
+                await store.report(s.id)
+        finally:
+            await store.close()
+
+    with pytest.raises(StoreError, match="damaged|cannot be read"):
+        run(go())
+
+
+def test_someone_elses_sqlite_database_is_refused_and_left_alone(tmp_path: Path) -> None:
+    db = tmp_path / "tuner.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE invoices (id int)")
+    con.commit()
+    con.close()
+    before = digest(db)
+    assert "not a tuner store" in str(_open_error(db))
+    assert digest(db) == before
+
+
+def test_reopening_migrates_nothing_and_keeps_everything(tmp_path: Path) -> None:
+    db = tmp_path / "tuner.db"
+    save(db, make_report("a1aaaaaaaaaa"))
+    save(db, make_report("a2aaaaaaaaaa"))
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT count(*) FROM sessions").fetchone()[0] == 2
+    assert con.execute(f"SELECT value FROM {schema.META}").fetchall() == [(str(schema.VERSION),)]
+
+
+# -- warm-start priors -------------------------------------------------------------------------------------------
+def _prior(db: Path, fingerprint: dict[str, Any], exclude: str | None = None) -> Any:
+    async def go() -> Any:
+        store = await _opened(db)
+        try:
+            return await store.prior(fingerprint, "concurrency", exclude=exclude)
+        finally:
+            await store.close()
+
+    return run(go())
+
+
+def test_the_prior_is_the_latest_session_on_the_same_server(tmp_path: Path) -> None:
+    db = tmp_path / "tuner.db"
+    save(db, make_report("a1aaaaaaaaaa", values={1: 3000.0, 8: 1500.0}),
+         make_report("a2aaaaaaaaaa", at=T0 + timedelta(days=1), recommended=16, values={1: 2000.0, 16: 700.0}),
+         make_report("a3aaaaaaaaaa", at=T0 + timedelta(days=2), sysid="other", device_key="nvme|rotational=0|xfs"))
+    p = _prior(db, fp("7001"))
+    assert p.session_id == "a2aaaaaaaaaa" and p.matched_by == "system identifier"
+    # Every successful trial of the family (search and confirmation), none of the failed ones.
+    assert p.observations == [({EIC: 1}, 2000.0), ({EIC: 16}, 700.0), ({EIC: 1}, 2000.0), ({EIC: 16}, 700.0)]
+    assert p.previous == {EIC: 16}
+    assert _prior(db, fp("7001"), exclude="a2aaaaaaaaaa").session_id == "a1aaaaaaaaaa"
+
+
+def test_the_prior_falls_back_to_the_same_device_and_major(tmp_path: Path) -> None:
+    db = tmp_path / "tuner.db"
+    save(db, make_report("a1aaaaaaaaaa", sysid="1"),
+         make_report("a2aaaaaaaaaa", sysid="2", device_key="nvme|rotational=0|xfs", at=T0 + timedelta(days=1)))
+    p = _prior(db, fp("3", device_key="loop|rotational=0|ext4"))
+    assert p.session_id == "a1aaaaaaaaaa" and p.matched_by.startswith("device model")
+    assert _prior(db, fp("3", device_key="sata|rotational=1|ext4")) is None
+    assert _prior(db, fp("3", device_key=None)) is None
+    assert _prior(db, {**fp("3"), "major": 18}) is None
+
+
+# -- diff ------------------------------------------------------------------------------------------------------
+def test_diff_names_what_changed() -> None:
+    a = make_report("a1aaaaaaaaaa")
+    b = make_report("a2aaaaaaaaaa", recommended=16, eic=256, source="configuration file")
+    d = diff(a, b)
+    assert d["same_target"] and d["settings"] == [
+        {"setting": EIC, "before": ["1", "default"], "after": ["256", "configuration file"]}]
+    assert d["decisions"][0]["change"] == "recommended value moved outside the first session's near-optimal range"
+    text = diff_text(d)
+    assert "setting effective_io_concurrency: 1 (default) -> 256 (configuration file)" in text
+    within = diff(a, make_report("a2aaaaaaaaaa", recommended=512))
+    assert within["decisions"][0]["change"] == "recommended value moved within the first session's near-optimal range"
+    kept = diff(a, make_report("a2aaaaaaaaaa", decision="keep"))
+    assert kept["decisions"][0]["change"] == "decision changed (change -> keep)"
+    assert "nothing changed" in diff_text(diff(a, make_report("a3aaaaaaaaaa")))
+
+
+# -- drift events ----------------------------------------------------------------------------------------------
+def test_drift_events_are_stored_per_target(tmp_path: Path) -> None:
+    db = tmp_path / "tuner.db"
+    save(db, make_report("a1aaaaaaaaaa"))
+
+    async def go() -> Any:
+        store = await _opened(db)
+        try:
+            tid = (await store.sessions())[0].target_id
+            await store.record_drift(tid, {"server_version_num": [150018, 180001]}, "full session")
+            return await store.drift_events(tid)
+        finally:
+            await store.close()
+
+    (event,) = run(go())
+    assert event["changes"] == {"server_version_num": [150018, 180001]} and event["action"] == "full session"
+
+
+# -- the commands ----------------------------------------------------------------------------------------------
+def _cli(*args: str, state: Path) -> Any:
+    return CliRunner().invoke(main, [*args, "--state-dir", str(state)], catch_exceptions=False)
+
+
+def test_history_show_and_diff_commands(tmp_path: Path) -> None:
+    a, b = make_report("a1aaaaaaaaaa"), make_report("b2bbbbbbbbbb", at=T0 + timedelta(days=1), recommended=16)
+    save(tmp_path / "tuner.db", a, b)
+    h = _cli("history", state=tmp_path)
+    assert h.exit_code == 0 and h.output.index("b2bbbbbbbbbb") < h.output.index("a1aaaaaaaaaa")
+    hj = json.loads(_cli("history", "--format", "json", state=tmp_path).output)
+    assert hj[0]["decisions"][0]["recommended"] == "16"
+    s = _cli("show", "a1aa", "--format", "json", state=tmp_path)
+    assert s.exit_code == 0 and s.output == emit.text(a, "json")
+    assert _cli("show", state=tmp_path).output == emit.text(b, "table")
+    d = _cli("diff", "a1", "b2", state=tmp_path)
+    assert d.exit_code == 0 and "256" in d.output and "16" in d.output
+    assert json.loads(_cli("diff", "a1", "--format", "json", state=tmp_path).output)["sessions"] == [
+        "a1aaaaaaaaaa", "b2bbbbbbbbbb"]
+
+
+@pytest.mark.parametrize("args", [("show", "nothex"), ("show", "ffff"), ("diff", "a1", "zz"), ("history", "--target", "x;")])
+def test_bad_references_on_the_command_line_are_one_sentence(tmp_path: Path, args: tuple[str, ...]) -> None:
+    save(tmp_path / "tuner.db", make_report("a1aaaaaaaaaa"))
+    r = _cli(*args, state=tmp_path)
+    assert r.exit_code == 2 and r.output.startswith("tuner: error: ") and "Traceback" not in r.output
+    assert r.output.count("\n") == 2  # the sentence and its hint
+
+
+def test_reading_commands_without_a_store_say_so_and_create_nothing(tmp_path: Path) -> None:
+    r = _cli("history", state=tmp_path)
+    assert r.exit_code == 2 and "no store at" in r.output
+    assert not (tmp_path / "tuner.db").exists()
+
+
+def test_a_damaged_store_is_one_sentence_on_the_command_line(tmp_path: Path) -> None:
+    (tmp_path / "tuner.db").write_bytes(b"\x00garbage" * 100)
+    r = _cli("history", state=tmp_path)
+    assert r.exit_code == 2 and "damaged or not a tuner store" in r.output and "Traceback" not in r.output
+
+
+def test_open_store_honours_no_store_and_the_config_path_and_creates_the_file_on_first_write(tmp_path: Path) -> None:
+    cfg = load_config(overrides={"store": {"path": str(tmp_path / "mine.db")}})
+    r = make_report("a1aaaaaaaaaa")
+
+    async def go() -> Any:
+        async with open_store(cfg, enabled=False) as off:
+            assert off is None
+        async with open_store(cfg) as on:
+            assert on is not None
+            # A run that fails before it stores anything leaves nothing behind; reading an absent store is empty.
+            assert not (tmp_path / "mine.db").exists() and await on.sessions() == []
+            assert await on.prior(fp(), "concurrency") is None
+            await on.save(r, r.target.fingerprint or {})
+            return on.where
+
+    assert str(tmp_path / "mine.db") in run(go())
+    assert oct((tmp_path / "mine.db").stat().st_mode & 0o777) == "0o600"

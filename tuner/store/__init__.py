@@ -1,0 +1,62 @@
+"""Memory: every session tuner runs, its target's fingerprint, trials, recommendations with their decisions, and
+drift events — in SQLite in the state directory (the default), or in a PostgreSQL database that a fleet shares
+(``[store] url``). ``tuner history``, ``tuner show`` and ``tuner diff`` read it; warm starts learn from it.
+
+    async with open_store(cfg) as store:      # None when the store is off (--no-store, [store] enabled = false)
+        ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tuner.store.base import Prior, SessionSummary, Store, StoreError, TargetBusyError, lock_key, target_id
+
+if TYPE_CHECKING:
+    from tuner.config import Config
+
+__all__ = [
+    "Prior", "SessionSummary", "Store", "StoreError", "TargetBusyError", "lock_key", "open_store",
+    "store_location", "target_id",
+]
+
+
+def store_location(cfg: Config) -> str:
+    """Where the store is, for messages (a URL without its password)."""
+    if cfg.store.url:
+        from tuner.target.connection import redact
+
+        return redact(cfg.store.url)
+    return str(_sqlite_path(cfg))
+
+
+def _sqlite_path(cfg: Config) -> Path:
+    from tuner.config import resolve_path, state_dir
+    from tuner.store.sqlite import FILE_NAME
+
+    return resolve_path(cfg, cfg.store.path) if cfg.store.path else state_dir(cfg) / FILE_NAME
+
+
+@contextlib.asynccontextmanager
+async def open_store(cfg: Config, *, enabled: bool = True) -> AsyncIterator[Store | None]:
+    """The configured store, its schema checked (and migrated forward) — or None when storing is off."""
+    if not enabled or not cfg.store.enabled:
+        yield None
+        return
+    store: Store
+    if cfg.store.url:
+        from tuner.store.postgres import PostgresStore
+
+        store = await PostgresStore(cfg.store.url, timeout_s=cfg.target.connect_timeout_s).open()
+    else:
+        from tuner.store.sqlite import SqliteStore
+
+        store = SqliteStore(_sqlite_path(cfg)).open()
+    try:
+        await store.prepare()
+        yield store
+    finally:
+        await store.close()

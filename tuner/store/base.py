@@ -1,0 +1,270 @@
+"""What every store does, on top of four primitives its backend provides (SQLite or PostgreSQL).
+
+Statements are written once, with PostgreSQL's ``$1`` placeholders; the SQLite backend turns them into ``?``.
+Every write is one transaction: a session is stored whole or not at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from tuner import __version__
+from tuner.errors import ConfigError, TunerError
+from tuner.model import Report
+from tuner.store import schema
+
+
+class StoreError(TunerError):
+    """The store cannot be used: damaged, of a newer schema, unreachable, or a write failed (exit 2)."""
+
+    exit_code = 2
+
+
+class TargetBusyError(TunerError):
+    """Another tuner runs a session on this target right now (exit 1): two sessions on one server would spoil
+    each other's measurements and each other's restores."""
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One stored session, as ``tuner history`` lists it."""
+
+    id: str
+    target_id: str
+    target: str
+    started_at: str
+    duration_s: float
+    kind: str
+    server_version: str
+    policy: str
+    probes: int
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Prior:
+    """What an earlier session measured for one family, to start a new search from (a warm start)."""
+
+    session_id: str
+    started_at: str
+    matched_by: str  # "system identifier" or "device model, file system and PostgreSQL major"
+    observations: list[tuple[dict[str, int], float]]  # (config, ms): every successful trial of the family
+    previous: dict[str, int] | None  # the configuration that session confirmed (its candidate), if any
+
+
+def target_id(system_identifier: str | None, data_directory: str | None, label: str) -> str:
+    """A target's identity: its system identifier and data directory (a clone shares the first, not both)."""
+    basis = f"{system_identifier}|{data_directory}" if system_identifier else f"label|{label}"
+    return hashlib.sha256(basis.encode()).hexdigest()[:16]
+
+
+def lock_key(target: str) -> int:
+    """A signed 64-bit advisory-lock key for a target id."""
+    return int.from_bytes(hashlib.sha256(f"tuner-target|{target}".encode()).digest()[:8], "big", signed=True)
+
+
+def _iso(ts: datetime) -> str:
+    return ts.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def _num(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
+class Store:
+    """A history of sessions. Subclasses provide ``_fetch``, ``_write``, ``close`` and ``lock_target``."""
+
+    where: str = "the store"
+
+    # -- primitives -------------------------------------------------------------------------------
+    async def _fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    async def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Run ``statements`` in one transaction."""
+        raise NotImplementedError
+
+    async def _migrate(self, current: int) -> None:
+        raise NotImplementedError
+
+    async def _version(self) -> int | None:
+        """The stored schema version; None for an empty store."""
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    def lock_target(self, target: str, label: str) -> contextlib.AbstractAsyncContextManager[None]:
+        raise NotImplementedError
+
+    # -- schema -----------------------------------------------------------------------------------
+    async def prepare(self) -> None:
+        """Check the schema version and run the migrations it is missing; a newer schema is refused."""
+        version = await self._version()
+        if version is not None and version > schema.VERSION:
+            raise StoreError(
+                f"{self.where} has schema version {version}, newer than this tuner knows ({schema.VERSION})",
+                hint="run the newer tuner that wrote it, or give this one another store ([store] path or url), "
+                     "or --no-store",
+            )
+        await self._ready()
+        if version is None or version < schema.VERSION:
+            await self._migrate(version or 0)
+
+    async def _ready(self) -> None:
+        """Settings for a store now known to be tuner's (nothing is changed in a store before that)."""
+
+    # -- writing ----------------------------------------------------------------------------------
+    async def save(self, report: Report, fingerprint: dict[str, Any], *, kind: str = "recommend") -> None:
+        """Store one session: its target, its trials, its recommendations and its whole report."""
+        t = report.target
+        label = str(fingerprint.get("label") or t.dsn)
+        tid = target_id(t.system_identifier, fingerprint.get("data_directory"), label)
+        now = _iso(datetime.now(UTC))
+        s = report.session
+        stmts: list[tuple[str, Sequence[Any]]] = [
+            ("INSERT INTO targets (id, system_identifier, data_directory, label, first_seen, last_seen) "
+             "VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO UPDATE SET last_seen = $5, label = $4",
+             (tid, t.system_identifier, fingerprint.get("data_directory"), label, now)),
+            ("INSERT INTO sessions (id, target_id, started_at, duration_s, kind, sandbox, major, server_version, "
+             "device_key, policy, seed, probes, tuner_version, fingerprint, report) "
+             "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+             (s.id, tid, _iso(s.started_at), s.duration_s, kind, int(t.sandbox), t.server_version_num // 10000,
+              t.server_version, fingerprint.get("device_key"), s.policy, s.seed, s.probes, __version__,
+              json.dumps(fingerprint, sort_keys=True), report.model_dump_json())),
+        ]
+        for i, tr in enumerate(report.trials):
+            stmts.append((
+                "INSERT INTO trials (session_id, seq, family, config, value, status, phase, arm, started_at) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                (s.id, i, tr.family, json.dumps(tr.config, sort_keys=True), _num(tr.value), tr.status, tr.phase,
+                 tr.arm, _iso(tr.started_at)),
+            ))
+        for i, r in enumerate(report.recommendations):
+            e = r.effect
+            near = r.near_optimal or (None, None)
+            stmts.append((
+                "INSERT INTO recommendations (session_id, seq, knob, scope, object, current_value, recommended, "
+                "decision, improvement, ci_low, ci_high, n_pairs, near_low, near_high, reason) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+                (s.id, i, r.knob, r.scope, r.object, str(r.current), str(r.recommended), r.decision,
+                 e.improvement if e else None, e.ci95[0] if e else None, e.ci95[1] if e else None,
+                 e.n_pairs if e else None, near[0], near[1], r.reason),
+            ))
+        await self._write(stmts)
+
+    async def record_drift(self, target: str, changes: dict[str, Any], action: str) -> str:
+        """Store a drift event (what changed on a target, and what tuner will do about it); returns its id."""
+        eid = uuid.uuid4().hex[:12]
+        await self._write([(
+            "INSERT INTO drift_events (id, target_id, detected_at, changes, action) VALUES ($1, $2, $3, $4, $5)",
+            (eid, target, _iso(datetime.now(UTC)), json.dumps(changes, sort_keys=True), action),
+        )])
+        return eid
+
+    async def drift_events(self, target: str) -> list[dict[str, Any]]:
+        rows = await self._fetch(
+            "SELECT id, detected_at, changes, action FROM drift_events WHERE target_id = $1 ORDER BY detected_at",
+            target)
+        return [{"id": r[0], "detected_at": r[1], "changes": json.loads(r[2]), "action": r[3]} for r in rows]
+
+    # -- reading ----------------------------------------------------------------------------------
+    async def sessions(self, *, target: str | None = None, limit: int = 50) -> list[SessionSummary]:
+        """The latest ``limit`` sessions (of one target, given its id or a prefix of it), newest first."""
+        where, args = "", []
+        if target:
+            where, args = "WHERE s.target_id LIKE $1", [target.lower() + "%"]
+        rows = await self._fetch(
+            "SELECT s.id, s.target_id, t.label, s.started_at, s.duration_s, s.kind, s.server_version, s.policy, "
+            f"s.probes FROM sessions s JOIN targets t ON t.id = s.target_id {where} "
+            f"ORDER BY s.started_at DESC, s.id DESC LIMIT {int(limit)}", *args)
+        out = []
+        for r in rows:
+            recs = await self._fetch(
+                "SELECT knob, object, current_value, recommended, decision, improvement, ci_low, ci_high, "
+                "near_low, near_high FROM recommendations WHERE session_id = $1 ORDER BY seq", r[0])
+            decisions = [
+                {"knob": k, "object": o, "current": c, "recommended": rec, "decision": d, "improvement": imp,
+                 "ci95": None if lo is None else [lo, hi], "near_optimal": None if nl is None else [nl, nh]}
+                for k, o, c, rec, d, imp, lo, hi, nl, nh in recs
+            ]
+            out.append(SessionSummary(*r, decisions=decisions))  # type: ignore[arg-type]
+        return out
+
+    async def resolve(self, ref: str | None) -> str:
+        """A session id from ``ref``: a whole id, a unique prefix of one, or None/``latest`` for the newest."""
+        if ref is None or ref == "latest":
+            rows = await self._fetch("SELECT id FROM sessions ORDER BY started_at DESC, id DESC LIMIT 1")
+            if not rows:
+                raise ConfigError(f"{self.where} holds no sessions yet",
+                                  hint="run 'tuner recommend' first (it stores every session unless --no-store)")
+            return str(rows[0][0])
+        if not ref or not all(c in "0123456789abcdef" for c in ref.lower()):
+            raise ConfigError(f"{ref!r} is not a session id (12 hexadecimal digits, or a unique prefix of them)",
+                              hint="'tuner history' lists the stored sessions")
+        rows = await self._fetch("SELECT id FROM sessions WHERE id LIKE $1 ORDER BY id LIMIT 3", ref.lower() + "%")
+        if not rows:
+            raise ConfigError(f"no stored session starts with {ref}", hint="'tuner history' lists the stored sessions")
+        if len(rows) > 1:
+            raise ConfigError(f"{ref} names more than one session ({', '.join(r[0] for r in rows)}, …)",
+                              hint="give more digits of the session id")
+        return str(rows[0][0])
+
+    async def report(self, session_id: str) -> Report:
+        rows = await self._fetch("SELECT report FROM sessions WHERE id = $1", session_id)
+        if not rows:
+            raise ConfigError(f"no stored session {session_id}", hint="'tuner history' lists the stored sessions")
+        try:
+            return Report.model_validate_json(rows[0][0])
+        except ValidationError as exc:
+            raise StoreError(f"{self.where}: the stored report of session {session_id} cannot be read "
+                             f"({exc.error_count()} problems, first at {'.'.join(map(str, exc.errors()[0]['loc']))})",
+                             hint="it may have been written by a newer tuner") from None
+
+    async def prior(self, fingerprint: dict[str, Any], family: str, *, exclude: str | None = None) -> Prior | None:
+        """The latest stored session that measured ``family`` on a matching target: the same server (system
+        identifier), else the same device model, file system and PostgreSQL major. Only that one session's
+        trials are returned — times from different sessions are on different scales (data size, cache, day),
+        and the optimiser calibrates one prior against today's measurements."""
+        sysid, major, device_key = fingerprint.get("system_identifier"), fingerprint.get("major"), \
+            fingerprint.get("device_key")
+        candidates: list[tuple[str, str]] = []
+        if sysid:
+            rows = await self._fetch(
+                "SELECT s.id, s.started_at FROM sessions s JOIN targets t ON t.id = s.target_id "
+                "WHERE t.system_identifier = $1 AND s.id <> $2 AND EXISTS (SELECT 1 FROM trials r WHERE "
+                "r.session_id = s.id AND r.family = $3 AND r.status = 'ok') ORDER BY s.started_at DESC LIMIT 1",
+                sysid, exclude or "", family)
+            candidates += [(r[0], "system identifier") for r in rows]
+        if not candidates and device_key and major:
+            rows = await self._fetch(
+                "SELECT s.id, s.started_at FROM sessions s WHERE s.major = $1 AND s.device_key = $2 AND s.id <> $3 "
+                "AND EXISTS (SELECT 1 FROM trials r WHERE r.session_id = s.id AND r.family = $4 AND "
+                "r.status = 'ok') ORDER BY s.started_at DESC LIMIT 1",
+                int(major), device_key, exclude or "", family)
+            candidates += [(r[0], "device model, file system and PostgreSQL major") for r in rows]
+        if not candidates:
+            return None
+        sid, matched_by = candidates[0]
+        rows = await self._fetch(
+            "SELECT config, value, phase, arm, started_at FROM trials WHERE session_id = $1 AND family = $2 "
+            "AND status = 'ok' ORDER BY seq", sid, family)
+        observations = [(json.loads(c), float(v)) for c, v, _, _, _ in rows if v is not None]
+        confirmed = [json.loads(c) for c, _, phase, arm, _ in rows if phase == "confirm" and arm == "candidate"]
+        started = (await self._fetch("SELECT started_at FROM sessions WHERE id = $1", sid))[0][0]
+        return Prior(sid, started, matched_by, observations, confirmed[-1] if confirmed else None)
+
+
+@contextlib.asynccontextmanager
+async def no_lock() -> AsyncIterator[None]:
+    yield

@@ -1,0 +1,167 @@
+"""The default store: one SQLite file in the state directory (``tuner.db``), WAL mode, one writer at a time."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tuner.store import schema
+from tuner.store.base import Store, StoreError, no_lock
+
+_PLACEHOLDER = re.compile(r"\$\d+")
+FILE_NAME = "tuner.db"
+
+
+def _sqlite(sql: str, args: Sequence[Any]) -> tuple[str, list[Any]]:
+    """PostgreSQL's numbered placeholders as SQLite's ``?`` (a number may repeat: the arguments follow)."""
+    numbers = [int(m.group()[1:]) for m in _PLACEHOLDER.finditer(sql)]
+    return _PLACEHOLDER.sub("?", sql), [args[n - 1] for n in numbers]
+
+
+class SqliteStore(Store):
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.where = f"the store {path}"
+        self._db: sqlite3.Connection | None = None
+        self._absent = False
+
+    def open(self) -> SqliteStore:
+        """Open the store if it exists. A store that does not exist yet is created by the first write, not here:
+        a run that fails before it has anything to store leaves nothing behind."""
+        if not self.path.exists() and not self.path.is_symlink():
+            self._absent = True
+            return self
+        return self._open(fresh=False)
+
+    async def prepare(self) -> None:
+        if not self._absent:
+            await super().prepare()
+
+    def _open(self, *, fresh: bool) -> SqliteStore:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if fresh:  # private from the start: reports name hosts, devices and settings
+                with contextlib.suppress(FileExistsError):  # another tuner created it a moment ago
+                    os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600))
+            # A file that is not a database must be refused, not overwritten: uri mode=rw never creates one.
+            self._db = sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, timeout=30, isolation_level=None)
+            self._db.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as exc:
+            self._close_quietly()
+            raise StoreError(f"{self.where} is damaged or not a tuner store ({exc})",
+                             hint="move it aside (tuner starts a new one) or run with --no-store; "
+                                  "nothing in it was changed") from None
+        except OSError as exc:
+            self._close_quietly()
+            raise StoreError(f"{self.where} cannot be opened: {exc.strerror or exc}",
+                             hint="check the state directory's permissions, or run with --no-store") from None
+        return self
+
+    def _close_quietly(self) -> None:
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            self._db = None
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise StoreError(f"{self.where} is closed")
+        return self._db
+
+    def _error(self, exc: sqlite3.Error) -> StoreError:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            return StoreError(f"{self.where} stayed locked by another writer for 30 s",
+                              hint="another tuner is writing to it; try again")
+        return StoreError(f"{self.where} is damaged or not a tuner store ({exc})",
+                          hint="move it aside (tuner starts a new one) or run with --no-store; nothing in it was "
+                               "changed")
+
+    async def _ready(self) -> None:
+        try:
+            mode = self._conn().execute("PRAGMA journal_mode = WAL").fetchone()
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        if mode and str(mode[0]).lower() != "wal":
+            raise StoreError(f"{self.where} cannot use write-ahead logging (journal mode {mode[0]})",
+                             hint="put the state directory on a local file system")
+
+    async def _create(self) -> None:
+        self._open(fresh=True)
+        self._absent = False
+        await super().prepare()
+
+    async def _fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        if self._absent:
+            return []  # an empty store
+        q, a = _sqlite(sql, args)
+        try:
+            return [tuple(r) for r in self._conn().execute(q, a).fetchall()]
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+
+    async def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        if self._absent:
+            await self._create()
+        db = self._conn()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, args in statements:
+                    db.execute(*_sqlite(sql, args))
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+
+    async def _version(self) -> int | None:
+        tables = {r[0] for r in await self._fetch("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if schema.META not in tables:
+            if tables:
+                raise StoreError(f"{self.where} is an SQLite database but not a tuner store (it has tables "
+                                 f"{', '.join(sorted(tables)[:3])}…)",
+                                 hint="give tuner its own file ([store] path), or run with --no-store")
+            return None
+        rows = await self._fetch(f"SELECT value FROM {schema.META} WHERE key = 'schema_version'")
+        if not rows or not str(rows[0][0]).isdigit():
+            raise StoreError(f"{self.where} has no readable schema version",
+                             hint="move it aside (tuner starts a new one) or run with --no-store")
+        return int(rows[0][0])
+
+    async def _migrate(self, current: int) -> None:
+        db = self._conn()
+        try:
+            db.execute("BEGIN IMMEDIATE")  # one migrator: a second waits, then finds the work done
+            try:
+                current = self._locked_version(db)
+                for version in range(current + 1, schema.VERSION + 1):
+                    for stmt in schema.MIGRATIONS[version - 1]:
+                        db.execute(stmt)
+                db.execute(*_sqlite(f"INSERT INTO {schema.META} (key, value) VALUES ('schema_version', $1) "
+                                    "ON CONFLICT (key) DO UPDATE SET value = $1", (str(schema.VERSION),)))
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+
+    @staticmethod
+    def _locked_version(db: sqlite3.Connection) -> int:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (schema.META,)).fetchall():
+            return 0
+        row = db.execute(f"SELECT value FROM {schema.META} WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    async def close(self) -> None:
+        self._close_quietly()
+
+    def lock_target(self, target: str, label: str) -> contextlib.AbstractAsyncContextManager[None]:
+        # One host, one state directory: the journal's lock already keeps a second session away.
+        return no_lock()
