@@ -1,0 +1,238 @@
+"""The store on a real PostgreSQL server ([store] url): the same schema and answers as SQLite, refusals that change
+nothing, a store that goes away mid-session, and two tuner processes that share one store and never probe one
+target at the same time."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit.test_store import EIC, T0, fp, make_report
+from tuner.config import load_config
+from tuner.store import StoreError, TargetBusyError, open_store, schema
+from tuner.target.connection import connect
+from tuner.target.sandbox import Binaries
+
+from .conftest import Clone, clone_env, wait_for
+
+FAULTS_POLICY = Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "faults.toml"
+
+
+class StoreServer:
+    """A small PostgreSQL 15 cluster of the test's own, holding nothing but tuner's store."""
+
+    def __init__(self, pg15: Binaries) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="tuner-store-", dir="/var/tmp"))
+        os.chmod(self.dir, 0o755)
+        pg = pwd.getpwnam("postgres")
+        os.chown(self.dir, pg.pw_uid, pg.pw_gid)
+        self.bin = pg15.bin_dir
+        self.data = self.dir / "data"
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self._as_postgres([str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust",
+                           "--no-sync", "-E", "UTF8"])
+        self.start()
+        self.sql("postgres", "CREATE DATABASE tunerstore")
+
+    def _as_postgres(self, args: list[str]) -> None:
+        subprocess.run(["runuser", "-u", "postgres", "--", *args], check=True, capture_output=True, timeout=120)
+
+    def start(self) -> None:
+        self._as_postgres([str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w", "-o",
+                           f"-k {self.dir} -p {self.port} -c listen_addresses='' -c fsync=off", "start"])
+
+    def stop(self, mode: str = "fast") -> None:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self._as_postgres([str(self.bin / "pg_ctl"), "-D", str(self.data), "-w", "-m", mode, "stop"])
+
+    def url(self, db: str = "tunerstore") -> str:
+        return f"postgresql://postgres@/{db}?host={self.dir}&port={self.port}"
+
+    def sql(self, db: str, statement: str) -> Any:
+        async def go() -> Any:
+            conn = await connect(self.url(db))
+            try:
+                return await conn.fetch(statement)
+            finally:
+                await conn.close()
+
+        return asyncio.run(go())
+
+    def remove(self) -> None:
+        self.stop("immediate")
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def store_server(pg15: Binaries) -> Iterator[StoreServer]:
+    server = StoreServer(pg15)
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def store_url(store_server: StoreServer) -> Iterator[str]:
+    """An empty store: the schema 'tuner' is dropped after each test."""
+    yield store_server.url()
+    with contextlib.suppress(Exception):
+        store_server.sql("tunerstore", "DROP SCHEMA IF EXISTS tuner CASCADE")
+
+
+def _cfg(url: str) -> Any:
+    return load_config(overrides={"store": {"url": url}})
+
+
+def test_the_postgres_store_stores_lists_and_returns_what_sqlite_does(store_url: str) -> None:
+    a = make_report("a1aaaaaaaaaa", values={1: 3000.0, 16: 900.0}, recommended=16)
+    b = make_report("b2bbbbbbbbbb", at=T0.replace(day=3), recommended=64)
+
+    async def go() -> Any:
+        async with open_store(_cfg(store_url)) as store:
+            assert store is not None
+            for r in (a, b):
+                await store.save(r, r.target.fingerprint or {})
+            sessions = await store.sessions()
+            back = await store.report(await store.resolve("a1"))
+            prior = await store.prior(fp("7001"), "concurrency", exclude="b2bbbbbbbbbb")
+            return sessions, back, prior
+
+    sessions, back, prior = asyncio.run(go())
+    assert [s.id for s in sessions] == ["b2bbbbbbbbbb", "a1aaaaaaaaaa"]
+    assert sessions[1].decisions[0]["recommended"] == "16" and sessions[1].decisions[0]["ci95"] == [2.8, 3.4]
+    assert back == a
+    assert prior.session_id == "a1aaaaaaaaaa" and prior.previous == {EIC: 16}
+    assert ({EIC: 16}, 900.0) in prior.observations
+
+
+def test_a_newer_schema_on_the_server_is_refused_and_left_alone(store_server: StoreServer, store_url: str) -> None:
+    r = make_report("a1aaaaaaaaaa")
+
+    async def save() -> None:
+        async with open_store(_cfg(store_url)) as store:
+            assert store is not None
+            await store.save(r, r.target.fingerprint or {})
+
+    asyncio.run(save())
+    store_server.sql("tunerstore", f"UPDATE tuner.{schema.META} SET value = '{schema.VERSION + 1}'")
+    before = store_server.sql("tunerstore", "SELECT id, report FROM tuner.sessions")
+    with pytest.raises(StoreError, match="newer than this tuner knows") as err:
+        asyncio.run(save())
+    assert err.value.exit_code == 2
+    assert store_server.sql("tunerstore", "SELECT id, report FROM tuner.sessions") == before
+
+
+def test_an_unreachable_store_is_one_sentence_before_anything_runs(tmp_path: Path, store_server: StoreServer) -> None:
+    url = f"postgresql://postgres@/tunerstore?host={tmp_path}&port=1"
+    out = subprocess.run([sys.executable, "-m", "tuner", "recommend", "--sandbox", "--format", "json"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                         env={**os.environ, "TUNER_TUNER__STATE_DIR": str(tmp_path / "state"),
+                              "TUNER_STORE__URL": url})
+    assert out.returncode == 2 and out.stdout == ""
+    lines = [line for line in out.stderr.splitlines() if line.startswith(("tuner:", "hint:"))]
+    assert lines[0].startswith("tuner: error: the store at ") and "cannot be reached" in lines[0]
+    assert "Traceback" not in out.stderr
+    assert not (tmp_path / "state" / "tuner.db").exists()
+
+
+def _start(clone: Clone, tmp_path: Path, name: str, url: str, *extra: str) -> subprocess.Popen[str]:
+    out = tmp_path / name
+    out.mkdir()
+    return subprocess.Popen(
+        [sys.executable, "-m", "tuner", "recommend", "--dsn", clone.dsn, "--family", "concurrency", "--policy",
+         str(FAULTS_POLICY), "--format", "json", "--output", str(out / "out"), *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=out,
+        env=clone_env(clone, out / "state", TUNER_STORE__URL=url))
+
+
+def _target_locks(server: StoreServer) -> int:
+    rows = server.sql("postgres", "SELECT count(*) AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                                  "WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'tuner %'")
+    return int(rows[0]["n"])
+
+
+def test_two_tuners_sharing_a_postgres_store_never_probe_one_target_at_once(
+    clone: Clone, store_server: StoreServer, store_url: str, tmp_path: Path
+) -> None:
+    first = _start(clone, tmp_path, "first", store_url)
+    try:
+        assert wait_for(lambda: _target_locks(store_server) == 1 or first.poll() is not None, 120)
+        assert first.poll() is None, "the first session ended before the second could try"
+        second = _start(clone, tmp_path, "second", store_url)
+        out2, err2 = second.communicate(timeout=120)
+        out1, err1 = first.communicate(timeout=600)
+    finally:
+        if first.poll() is None:
+            first.terminate()
+            first.wait(60)
+    assert first.returncode == 0, err1[-3000:]
+    assert second.returncode == 1 and out2 == ""
+    said = [line for line in err2.splitlines() if line.startswith("tuner: error:")]
+    assert said and "another tuner is running a session on" in said[0], err2[-2000:]
+    first_id = json.loads(out1)["session"]["id"]
+    assert f"stored session {first_id}" in err1
+    # The lock went with the first session: a third runs, and starts warm from the first one's trials.
+    third = _start(clone, tmp_path, "third", store_url)
+    out3, err3 = third.communicate(timeout=600)
+    assert third.returncode == 0, err3[-3000:]
+    doc = json.loads(out3)
+    [fam] = doc["families"]
+    assert fam["warm_start"] and fam["warm_start"].startswith(f"session {first_id} ") and "system identifier" in fam["warm_start"]
+    ids = [r["id"] for r in store_server.sql("tunerstore", "SELECT id FROM tuner.sessions ORDER BY started_at")]
+    assert ids == [first_id, doc["session"]["id"]]
+
+
+def test_a_store_that_goes_away_mid_session_still_gives_the_report(
+    clone: Clone, pg15: Binaries, tmp_path: Path
+) -> None:
+    server = StoreServer(pg15)
+    try:
+        proc = _start(clone, tmp_path, "gone", server.url())
+        try:
+            assert wait_for(lambda: _target_locks(server) == 1 or proc.poll() is not None, 120)
+            assert proc.poll() is None
+            server.stop("immediate")
+            out, err = proc.communicate(timeout=600)
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(60)
+    finally:
+        server.remove()
+    assert proc.returncode == 2, err[-3000:]
+    doc = json.loads(out)
+    assert json.loads((tmp_path / "gone" / "out" / "report.json").read_text()) == doc
+    said = [line for line in err.splitlines() if line.startswith("tuner: error:")]
+    assert len(said) == 1 and "the report was not stored" in said[0] and "Traceback" not in err
+
+
+def test_the_target_lock_is_refused_while_held_and_free_after(store_url: str) -> None:
+    async def go() -> None:
+        async with open_store(_cfg(store_url)) as a, open_store(_cfg(store_url)) as b:
+            assert a is not None and b is not None
+            async with a.lock_target("t1", "staging 1"):
+                with pytest.raises(TargetBusyError, match=r"another tuner is running a session on staging 1 \(tuner "):
+                    async with b.lock_target("t1", "staging 1"):
+                        pass
+                async with b.lock_target("t2", "staging 2"):  # another target is free
+                    pass
+            async with b.lock_target("t1", "staging 1"):
+                pass
+
+    asyncio.run(go())
