@@ -125,6 +125,19 @@ def test_history_lists_sessions_newest_first_with_decisions_and_intervals(tmp_pa
     assert (d["knob"], d["current"], d["recommended"], d["decision"]) == (EIC, "1", "128", "change")
     assert d["ci95"] == [2.8, 3.4] and d["near_optimal"] == [64, 1000]
     text = history_text(every, "x")
+    assert "changed since" not in text  # the same settings in both sessions of 7001
+    moved = make_report("dddddddddddd", at=T0 + timedelta(days=2), eic=256, source="configuration file")
+    save(db, moved)
+
+    async def again() -> Any:
+        store = await _opened(db)
+        try:
+            return await store.sessions()
+        finally:
+            await store.close()
+
+    assert ("changed since bbbbbbbbbbbb: effective_io_concurrency 1 (default) -> 256 (configuration file)"
+            in history_text(run(again()), "x"))
     assert "effective_io_concurrency 1 -> 128 (3.10x, 95% CI [2.80, 3.40]), near-optimal 64..1000" in text
     assert text.count("target ") == 2
 

@@ -5,7 +5,7 @@ standby. Runs after readahead, so it measures at today's readahead: the one its 
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from tuner.core import space
 from tuner.core.decide import decide, recommendation
@@ -77,10 +77,7 @@ class Concurrency:
         # A warm start: the latest stored session on a matching target, re-measured at today's value and its
         # winner first (absolute times drift), instead of the policy's cold initial design.
         prior = await ctx.history.prior(self.name) if ctx.history else None
-        warm: dict[str, Any] = {}
-        if prior is not None:
-            warm = dict(prior=[(c, v) for c, v in prior.observations if set(c) == {KNOB}],
-                        previous=prior.previous if prior.previous and set(prior.previous) == {KNOB} else None)
+        warm = prior.for_knobs([KNOB]) if prior is not None else {}
         # The same construction the optimiser benchmark measures (benchmarks/optimiser.py).
         optimiser = build_optimiser(policy, [dim], current, seed=ctx.cfg.tuner.seed, budget=budget, **warm)
         log.info("plan", family=self.name, knob=KNOB, range=[dim.low, dim.high], current=current[KNOB],

@@ -31,7 +31,7 @@ from tuner.core import space
 from tuner.core.decide import decide, recommendation
 from tuner.core.session import Progress, build_optimiser, search
 from tuner.errors import ProbeError, RefusedError, TunerError
-from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped
+from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.knobs import catalog
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Trial, WalContentionOut, WalScalingOut
@@ -57,6 +57,7 @@ class WalResult:
     recommendations: list[Recommendation] = field(default_factory=list)
     contention: list[WalContentionOut] = field(default_factory=list)
     scaling: list[WalScalingOut] = field(default_factory=list)
+    warm_start: str | None = None
 
 
 class WalProbe:
@@ -171,7 +172,7 @@ class Wal:
                           reason=f"searched, confirmed and measured the scaling curve on {place}",
                           workload=[f"{wp.clients} clients x INSERT of {wp.rows_per_tx} rows per transaction "
                                     f"into {walload.TABLE}, {wp.duration_s:g} s per probe"],
-                          optimiser="bayesian" if knobs else None),
+                          optimiser="bayesian" if knobs else None, warm_start=result.warm_start),
             trials=result.trials, recommendations=result.recommendations, restored=restored,
             section={"wal_contention": result.contention, "wal_scaling": result.scaling,
                      "wal_summary": _summary(result.contention, where.facts.major)},
@@ -208,7 +209,12 @@ async def _tune(ctx: FamilyContext, where: Endpoint, probe: WalProbe, settings: 
             if isinstance(dim, str):
                 raise TunerError(f"cannot search {k}: {dim}")
             dims.append(dim)
-        optimiser = build_optimiser(policy, dims, current, seed=ctx.cfg.tuner.seed, budget=ctx.budget)
+        # A warm start from the latest stored session on a matching target: its trials of these same knobs (the
+        # screens' trials carry one more knob and are left out).
+        prior = await ctx.history.prior(FAMILY) if ctx.history else None
+        warm = prior.for_knobs(knobs) if prior is not None else {}
+        optimiser = build_optimiser(policy, dims, current, seed=ctx.cfg.tuner.seed, budget=ctx.budget, **warm)
+        result.warm_start = warm_note(prior, optimiser)
         found = await search(optimiser, probe, max_consecutive_failures=policy.guardrails.max_failed_probes,
                              progress=ctx.progress)
         result.trials.extend(found.trials)

@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -49,6 +49,7 @@ class SessionSummary:
     policy: str
     probes: int
     decisions: list[dict[str, Any]] = field(default_factory=list)
+    fingerprint: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,19 @@ class Prior:
     started_at: str
     matched_by: str  # "system identifier" or "device model, file system and PostgreSQL major"
     observations: list[tuple[dict[str, int], float]]  # (config, ms): every successful trial of the family
-    previous: dict[str, int] | None  # the configuration that session confirmed (its candidate), if any
+    candidates: list[dict[str, int]]  # the configurations it confirmed against its baseline, in order
+
+    @property
+    def previous(self) -> dict[str, int] | None:
+        """The configuration that session confirmed last (its winner), if any."""
+        return self.candidates[-1] if self.candidates else None
+
+    def for_knobs(self, knobs: Iterable[str]) -> dict[str, Any]:
+        """``build_optimiser``'s warm-start arguments for a search over exactly ``knobs``: the observations of
+        those knobs (a screen's trials carry another knob and are left out) and the last winner among them."""
+        want = set(knobs)
+        return {"prior": [(c, v) for c, v in self.observations if set(c) == want],
+                "previous": next((c for c in reversed(self.candidates) if set(c) == want), None)}
 
 
 def target_id(system_identifier: str | None, data_directory: str | None, label: str) -> str:
@@ -186,7 +199,7 @@ class Store:
             where, args = "WHERE s.target_id LIKE $1", [target.lower() + "%"]
         rows = await self._fetch(
             "SELECT s.id, s.target_id, t.label, s.started_at, s.duration_s, s.kind, s.server_version, s.policy, "
-            f"s.probes FROM sessions s JOIN targets t ON t.id = s.target_id {where} "
+            f"s.probes, s.fingerprint FROM sessions s JOIN targets t ON t.id = s.target_id {where} "
             f"ORDER BY s.started_at DESC, s.id DESC LIMIT {int(limit)}", *args)
         out = []
         for r in rows:
@@ -198,7 +211,7 @@ class Store:
                  "ci95": None if lo is None else [lo, hi], "near_optimal": None if nl is None else [nl, nh]}
                 for k, o, c, rec, d, imp, lo, hi, nl, nh in recs
             ]
-            out.append(SessionSummary(*r, decisions=decisions))  # type: ignore[arg-type]
+            out.append(SessionSummary(*r[:9], decisions=decisions, fingerprint=json.loads(r[9])))
         return out
 
     async def resolve(self, ref: str | None) -> str:
@@ -262,7 +275,7 @@ class Store:
         observations = [(json.loads(c), float(v)) for c, v, _, _, _ in rows if v is not None]
         confirmed = [json.loads(c) for c, _, phase, arm, _ in rows if phase == "confirm" and arm == "candidate"]
         started = (await self._fetch("SELECT started_at FROM sessions WHERE id = $1", sid))[0][0]
-        return Prior(sid, started, matched_by, observations, confirmed[-1] if confirmed else None)
+        return Prior(sid, started, matched_by, observations, confirmed)
 
 
 @contextlib.asynccontextmanager

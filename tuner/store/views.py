@@ -33,15 +33,34 @@ def history_text(sessions: list[SessionSummary], where: str) -> str:
         by_target.setdefault(s.target_id, []).append(s)
     for tid, group in by_target.items():
         lines.append(quote.one_line(f"target {tid} · {group[0].target}"))
-        for s in group:
+        for i, s in enumerate(group):
             lines.append(quote.one_line(
                 f"  {s.id}  {s.started_at}  {s.kind}  PostgreSQL {s.server_version}  policy {s.policy}  "
                 f"{s.probes} probes in {s.duration_s:.0f} s"))
+            if i + 1 < len(group):  # the listing is newest first: the next one is the session before
+                changed = changes(group[i + 1].fingerprint, s.fingerprint)
+                if changed:
+                    lines.append(quote.one_line("      changed since " + group[i + 1].id + ": " + "; ".join(changed)))
             for d in s.decisions or []:
                 lines.append(quote.one_line(f"      {_decision(d)}"))
             if not s.decisions:
                 lines.append("      no recommendation (see 'tuner show " + s.id + "')")
     return "\n".join(lines) + "\n"
+
+
+def changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What differs between two fingerprints of one target, as short phrases."""
+    out = []
+    for key, name in (("server_version_num", "PostgreSQL"), ("device_key", "data device"), ("kernel", "kernel")):
+        if before.get(key) != after.get(key):
+            out.append(f"{name} {before.get(key)} -> {after.get(key)}")
+    sa, sb = before.get("settings") or {}, after.get("settings") or {}
+    for name in sorted(set(sa) | set(sb)):
+        if sa.get(name) != sb.get(name):
+            a = f"{sa[name][0]} ({sa[name][1]})" if name in sa else "unknown"
+            b = f"{sb[name][0]} ({sb[name][1]})" if name in sb else "unknown"
+            out.append(f"{name} {a} -> {b}")
+    return out
 
 
 def history_json(sessions: list[SessionSummary]) -> str:
