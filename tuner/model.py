@@ -44,6 +44,9 @@ class Trial(_Frozen):
         description="per-scan figures: seq_scan_ms, bitmap_scan_ms, seq_scan_mb_s (MB/s read from disk)",
     )
     family: str | None = Field(default=None, description="the family whose probe this was")
+    object: str | None = Field(
+        default=None, description="what the probe's knobs applied to besides the server: for readahead, the "
+        "directories on the probed device (data directory, pg_wal, tablespace NAME)")
 
 
 class EffectOut(_Frozen):

@@ -30,7 +30,7 @@ from tuner.config import Config
 from tuner.core import space
 from tuner.core.decide import Decision, decide
 from tuner.core.session import build_optimiser, search
-from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
+from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.knobs.devices import BlockDevice, DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
 from tuner.log import get_logger
 from tuner.model import DeviceOut, DeviceRef, FamilyOutcome, Recommendation, Trial
@@ -199,9 +199,12 @@ class Readahead:
             return skipped(FAMILY, "no device could be probed (see devices)", devices=devices)
         result = FamilyResult(FamilyOutcome(family=FAMILY, status="done", reason=""))
         workload_sql: list[str] = []
+        warm_notes: list[str] = []
         for plan, cache, before in plans:
             workload_sql.extend(q.sql for q in plan.queries)
-            recs, trials, out = await _probe_device(ctx, plan, cache, before)
+            recs, trials, out, note = await _probe_device(ctx, plan, cache, before)
+            if note:
+                warm_notes.append(f"{plan.group.device.node}: {note}")
             result.trials.extend(trials)
             result.recommendations.extend(recs)
             devices.append(out)
@@ -217,19 +220,20 @@ class Readahead:
         else:
             result.outcome = FamilyOutcome(family=FAMILY, status="done",
                                            reason=f"searched and confirmed {measured} of {len(plans)} device(s)",
-                                           workload=workload_sql, optimiser="bayesian", cache=plans[-1][1].describe())
+                                           workload=workload_sql, optimiser="bayesian", cache=plans[-1][1].describe(),
+                                           warm_start="; ".join(warm_notes) or None)
         result.section = {"devices": devices}
         return result
 
 
 async def _probe_device(
     ctx: FamilyContext, plan: DevicePlan, cache: CacheControl, before: int,
-) -> tuple[list[Recommendation], list[Trial], DeviceOut]:
+) -> tuple[list[Recommendation], list[Trial], DeviceOut, str | None]:
     cfg, policy, facts, journal = ctx.cfg, ctx.policy, ctx.facts, ctx.journal
     group, dev = plan.group, plan.group.device
     ra_dim = space.dimension(RA, policy, facts, quantum=readahead_quantum_kb())
     if isinstance(ra_dim, str):
-        return [], [], _device_out(group, None, "skipped", ra_dim, read_ahead_kb=before)
+        return [], [], _device_out(group, None, "skipped", ra_dim, read_ahead_kb=before), None
     dims = [ra_dim]
     current: dict[str, int] = {RA: ra_dim.snap(before)}
     if plan.joint:
@@ -251,7 +255,15 @@ async def _probe_device(
     log.info("plan", family=FAMILY, device=dev.node, description=dev.description, roles=group.roles,
              read_ahead_kb=before, joint=plan.joint, why_not_joint=plan.why_not_joint,
              queries=[q.name for q in plan.queries], raw_read_mb_s=None if raw is None else round(raw, 1))
-    optimiser = build_optimiser(policy, dims, current, seed=cfg.tuner.seed, budget=ctx.budget)
+    # A warm start from the latest stored session on a matching target that probed a device holding the same
+    # directories (device names change between boots and sandboxes; what a device holds does not).
+    where = ", ".join(group.roles)
+    prior = await ctx.history.prior(FAMILY) if ctx.history else None
+    warm = prior.for_knobs(current, object=where) if prior is not None else {}
+    if prior is not None and not warm["prior"]:
+        prior, warm = None, {}
+    optimiser = build_optimiser(policy, dims, current, seed=cfg.tuner.seed, budget=ctx.budget, **warm)
+    warm_start = warm_note(prior, optimiser)
     trials: list[Trial] = []
     marginal: Decision | None = None
     try:
@@ -261,7 +273,7 @@ async def _probe_device(
         if found.recommendation is None:
             out = _device_out(group, None, "skipped", f"the search found nothing: {found.stop_reason}",
                               read_ahead_kb=before, raw_read_mb_s=_r(raw))
-            return [], trials, out
+            return [], _on(trials, where), out, warm_start
         best = found.recommendation.config
         candidate = {k: best[k] for k in current}
         if plan.joint and group.holds_data_directory:
@@ -323,7 +335,12 @@ async def _probe_device(
         seq_scan_mb_s_current=seq_cur, seq_scan_mb_s_recommended=seq_rec,
         efficiency_current=_ratio(seq_cur, raw), efficiency_recommended=_ratio(seq_rec, raw),
     )
-    return recs, trials, out
+    return recs, _on(trials, where), out, warm_start
+
+
+def _on(trials: list[Trial], where: str) -> list[Trial]:
+    """The trials, marked with the directories of the device they probed (the store keeps them apart)."""
+    return [t.model_copy(update={"object": where}) for t in trials]
 
 
 def device_ref(dev: BlockDevice) -> DeviceRef:

@@ -59,20 +59,29 @@ class Prior:
     session_id: str
     started_at: str
     matched_by: str  # "system identifier" or "device model, file system and PostgreSQL major"
-    observations: list[tuple[dict[str, int], float]]  # (config, ms): every successful trial of the family
-    candidates: list[dict[str, int]]  # the configurations it confirmed against its baseline, in order
+    trials: list[tuple[dict[str, int], float, str | None]]  # (config, ms, object): every successful trial
+    candidates: list[tuple[dict[str, int], str | None]]  # what it confirmed against its baseline, in order
+
+    @property
+    def observations(self) -> list[tuple[dict[str, int], float]]:
+        return [(c, v) for c, v, _ in self.trials]
 
     @property
     def previous(self) -> dict[str, int] | None:
         """The configuration that session confirmed last (its winner), if any."""
-        return self.candidates[-1] if self.candidates else None
+        return self.candidates[-1][0] if self.candidates else None
 
-    def for_knobs(self, knobs: Iterable[str]) -> dict[str, Any]:
-        """``build_optimiser``'s warm-start arguments for a search over exactly ``knobs``: the observations of
-        those knobs (a screen's trials carry another knob and are left out) and the last winner among them."""
+    def for_knobs(self, knobs: Iterable[str], *, object: str | None = None) -> dict[str, Any]:
+        """``build_optimiser``'s warm-start arguments for a search over exactly ``knobs`` (and, given ``object``,
+        on that object only — a readahead search's device): the observations of those knobs (a screen's trials
+        carry another knob and are left out) and the last winner among them."""
         want = set(knobs)
-        return {"prior": [(c, v) for c, v in self.observations if set(c) == want],
-                "previous": next((c for c in reversed(self.candidates) if set(c) == want), None)}
+
+        def mine(c: dict[str, int], o: str | None) -> bool:
+            return set(c) == want and (object is None or o == object)
+
+        return {"prior": [(c, v) for c, v, o in self.trials if mine(c, o)],
+                "previous": next((c for c, o in reversed(self.candidates) if mine(c, o)), None)}
 
 
 def target_id(system_identifier: str | None, data_directory: str | None, label: str) -> str:
@@ -158,10 +167,10 @@ class Store:
         ]
         for i, tr in enumerate(report.trials):
             stmts.append((
-                "INSERT INTO trials (session_id, seq, family, config, value, status, phase, arm, started_at) "
-                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                (s.id, i, tr.family, json.dumps(tr.config, sort_keys=True), _num(tr.value), tr.status, tr.phase,
-                 tr.arm, _iso(tr.started_at)),
+                "INSERT INTO trials (session_id, seq, family, object, config, value, status, phase, arm, "
+                "started_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                (s.id, i, tr.family, tr.object, json.dumps(tr.config, sort_keys=True), _num(tr.value), tr.status,
+                 tr.phase, tr.arm, _iso(tr.started_at)),
             ))
         for i, r in enumerate(report.recommendations):
             e = r.effect
@@ -270,10 +279,10 @@ class Store:
             return None
         sid, matched_by = candidates[0]
         rows = await self._fetch(
-            "SELECT config, value, phase, arm, started_at FROM trials WHERE session_id = $1 AND family = $2 "
+            "SELECT config, value, phase, arm, object FROM trials WHERE session_id = $1 AND family = $2 "
             "AND status = 'ok' ORDER BY seq", sid, family)
-        observations = [(json.loads(c), float(v)) for c, v, _, _, _ in rows if v is not None]
-        confirmed = [json.loads(c) for c, _, phase, arm, _ in rows if phase == "confirm" and arm == "candidate"]
+        observations = [(json.loads(c), float(v), o) for c, v, _, _, o in rows if v is not None]
+        confirmed = [(json.loads(c), o) for c, _, phase, arm, o in rows if phase == "confirm" and arm == "candidate"]
         started = (await self._fetch("SELECT started_at FROM sessions WHERE id = $1", sid))[0][0]
         return Prior(sid, started, matched_by, observations, confirmed)
 

@@ -43,6 +43,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
             seq INTEGER NOT NULL,
             family TEXT,
+            object TEXT,
             config TEXT NOT NULL,
             value DOUBLE PRECISION,
             status TEXT NOT NULL,
