@@ -375,3 +375,21 @@ def test_open_store_honours_no_store_and_the_config_path_and_creates_the_file_on
 
     assert str(tmp_path / "mine.db") in run(go())
     assert oct((tmp_path / "mine.db").stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_prior_gives_a_search_only_its_own_knobs_and_objects() -> None:
+    from tuner.store import Prior
+
+    ra, cd, wd, comp = "read_ahead_kb", "commit_delay", "wal_writer_delay", "wal_compression"
+    p = Prior("s", "t", "system identifier", trials=[
+        ({ra: 128, EIC: 1}, 10.0, "data directory, pg_wal"),
+        ({ra: 512, EIC: 1}, 8.0, "tablespace fast"),
+        ({cd: 0, wd: 200}, 2.0, None),
+        ({cd: 0, wd: 200, comp: 1}, 1.9, None),  # a screen's trial: one more knob
+    ], candidates=[({ra: 256, EIC: 1}, "data directory, pg_wal"), ({ra: 512, EIC: 1}, "tablespace fast"),
+                   ({cd: 10, wd: 400}, None), ({cd: 10, wd: 400, comp: 1}, None)])
+    assert p.for_knobs([ra, EIC], object="data directory, pg_wal") == {
+        "prior": [({ra: 128, EIC: 1}, 10.0)], "previous": {ra: 256, EIC: 1}}
+    assert p.for_knobs([ra, EIC], object="tablespace other") == {"prior": [], "previous": None}
+    assert p.for_knobs([cd, wd]) == {"prior": [({cd: 0, wd: 200}, 2.0)], "previous": {cd: 10, wd: 400}}
+    assert p.previous == {cd: 10, wd: 400, comp: 1}
