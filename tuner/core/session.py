@@ -4,7 +4,7 @@ parameter — so they are tested with a synthetic probe, and run unchanged again
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -48,6 +48,8 @@ def build_optimiser(
     *,
     seed: int,
     budget: int | None = None,
+    prior: Sequence[tuple[Mapping[str, int], float]] = (),
+    previous: Mapping[str, int] | None = None,
 ) -> BayesianOptimiser:
     """The optimiser ``tuner recommend`` runs for these knobs (the benchmarks call this too).
 
@@ -56,6 +58,12 @@ def build_optimiser(
     ``joint_initial``, or the first, the middle and the last of its list — so that a 3 × 3
     start leaves half its budget to the model. A joint search spends its whole budget (its last probes
     re-measure two leaders); a 1-D search may stop early by its own rule.
+
+    A warm start: ``prior`` holds observations (configuration, ms) of earlier sessions on this target, oldest
+    first, and ``previous`` the configuration the last of them recommended. The initial design is then today's
+    values and ``previous`` (once each): both are measured again today, and the prior is rescaled by how their
+    times moved before the model uses it (``BaseOptimiser``). The policy's design is the fallback where the
+    prior cannot be used. Without a prior the search is the cold one above, unchanged.
     """
     search_of = {d.name: policy.search[d.name] for d in dimensions if d.name in policy.search}
     starts = {k: tuple(s.initial) for k, s in search_of.items()}
@@ -68,14 +76,23 @@ def build_optimiser(
     # One knob: today's value first unless the policy says the model should ask for it like any other value.
     today = joint or not starts or search_of[dimensions[0].name].today_first
     probes = budget if budget is not None else (policy.budget.joint_probes if joint else policy.budget.probes)
+    design = initial_design(dimensions, current, starts, today=today)
+    warm: list[Mapping[str, int]] = []
+    if prior:
+        warm = [{d.name: d.snap(current[d.name]) for d in dimensions}]
+        if previous is not None and all(d.name in previous for d in dimensions):
+            warm.append({d.name: d.snap(previous[d.name]) for d in dimensions})
     return BayesianOptimiser(
         dimensions=dimensions,
-        initial=initial_design(dimensions, current, starts, today=today),
+        initial=warm or design,
         seed=seed,
         budget=probes,
         min_probes=probes if joint else min(policy.budget.min_probes, probes),
         patience=policy.budget.patience,
         tolerance=policy.decision.near_optimal_tolerance,
+        prior=prior,
+        previous=warm[1] if len(warm) > 1 else None,
+        fallback=design if warm else (),
     )
 
 

@@ -8,13 +8,22 @@ Both optimisers share one interface:
 * ``recommendation()`` returns the configuration to confirm and its near-optimal range;
 * ``stop_reason()`` says why the search should end now, or None.
 
+A warm start: ``prior=`` observations (configuration, ms) of earlier sessions on the same target and
+``previous=`` the last answer; the search re-measures today's values and that answer first, rescales the prior
+onto today's times from the configurations measured in both, and fits the model on it (one point per
+configuration) and this session's probes — or, with no configuration measured in both, does without it
+(``prior_status`` says which, ``prior_dropped`` counts what the search could not hold). Probes, the budget and
+failures count this session only.
+
 The model works on log(time) (multiplicative noise becomes additive), over each knob's transformed scale
 (``log2p1``: log2(1 + value), so 0 is reachable and 1, 3, 7, 15 … are evenly spaced). The recommendation
 comes from the model's posterior mean, not from the luckiest observation (winner's curse).
 
 Modules: ``space`` (knobs, configurations, the answer, the history), ``design`` (where a search starts),
-``base`` (shared bookkeeping, random search), ``gp`` (the Bayesian optimiser; the only module that imports
-scikit-optimize), ``rules`` (the gap rules it mixes in, each with its constant and its reason).
+``base`` (shared bookkeeping, random search), ``prior`` (earlier sessions' observations: kept, compressed,
+calibrated), ``gp`` (the Bayesian optimiser; the only module that imports scikit-optimize), ``posterior`` (the
+fitted GP it mixes in: fit and predictions, at a bounded cost per probe), ``rules`` (the gap rules it mixes in,
+each with its constant and its reason).
 """
 
 from tuner.optimiser.base import BaseOptimiser, RandomOptimiser

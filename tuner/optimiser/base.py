@@ -1,4 +1,5 @@
-"""The optimisers' shared bookkeeping (``BaseOptimiser``) and the random-search baseline."""
+"""The optimisers' shared bookkeeping (``BaseOptimiser``), prior observations from earlier sessions, and the
+random-search baseline."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import random
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
+from tuner.optimiser.prior import Prior
 from tuner.optimiser.space import Config, Dimension, History, Recommendation, key_of
 
 
@@ -25,7 +27,17 @@ class BaseOptimiser:
         min_probes: int = 7,
         patience: int = 3,
         tolerance: float = 0.05,
+        prior: Sequence[tuple[Mapping[str, int], float]] = (),
+        previous: Mapping[str, int] | None = None,
+        fallback: Sequence[Mapping[str, int]] = (),
     ) -> None:
+        """``prior``: observations (configuration, time in ms) of earlier sessions on the same target, oldest
+        first, as the caller chose them (``tuner.optimiser.prior``); ``previous``: the configuration the last
+        of those sessions recommended (``rules.KeepPrevious``); ``initial`` is then the warm design (today's
+        values and the previous answer), and ``fallback`` the design to run where the prior cannot be used
+        (the policy's starts): from the outset where no prior observation fits these dimensions, else after
+        the warm design where none of its configurations was measured in both (without a fallback the search
+        goes on from the warm design alone)."""
         if not dimensions:
             raise ValueError("at least one dimension")
         self.dimensions = tuple(dimensions)
@@ -39,26 +51,98 @@ class BaseOptimiser:
         # start, and where a narrow optimum lies between the starts it often never probed a good one.
         self.remeasure = 2 if len(dimensions) > 1 else 0
         self._remeasure_plan: list[Config] | None = None
+        # Where the search ends: the budget, or — a warm joint search that converged early — the probe after its
+        # re-measurements, with the reason it converged.
+        self._end = budget
+        self._end_reason: str | None = None
         # Stop when the best expected improvement (in log-time) is below a quarter of the tolerance.
         self.ei_stop = math.log1p(tolerance) / 4
         self._initial: list[Config] = []
         # The initial design, kept after it has been probed (joint re-measurements look back at it).
         self._start_keys: set[tuple[int, ...]] = set()
-        for cfg in initial:
-            clean = self._validate(cfg)
-            if key_of(clean, self.dimensions) not in self._start_keys:
-                self._start_keys.add(key_of(clean, self.dimensions))
-                self._initial.append(clean)
+        self._prior = Prior.compress(self.dimensions, prior, self.prior_per_config)
+        self._fallback = [self._validate(cfg) for cfg in fallback]
+        self._previous: Config | None = None
+        if previous is not None and self._prior.observations:
+            try:
+                self._previous = self._validate(previous)
+            except (ValueError, TypeError):
+                self._previous = None  # another knob set or range: no previous answer to keep
+        # Where no prior observation fits, the search is the cold one from the start.
+        for cfg in initial if self._prior.observations or not self._fallback else self._fallback:
+            self._add_start(self._validate(cfg))
+        if not self._prior.observations:
+            self._fallback = []
         self.history = History()
         # After each successful probe: the recommended config, its predicted log(time), its near-optimal box.
         self._best_trace: list[tuple[tuple[int, ...], float, dict[str, tuple[int, int]]]] = []
+
+    # How many of a configuration's latest prior readings its one compressed point averages. Not tuned: the
+    # latest describe today's target best, and three readings already halve one reading's noise (in log-sd).
+    prior_per_config = 3
+
+    def _add_start(self, clean: Config) -> None:
+        if key_of(clean, self.dimensions) not in self._start_keys:
+            self._start_keys.add(key_of(clean, self.dimensions))
+            self._initial.append(clean)
+
+    # -- the prior ----------------------------------------------------------------------------------
+    @property
+    def prior_dropped(self) -> int:
+        """Prior observations this search's dimensions cannot hold (another knob set, out of range, off the
+        quantum, not a positive time): dropped silently, counted here."""
+        return self._prior.dropped
+
+    @property
+    def prior_status(self) -> str:
+        """What became of the prior, in one sentence (for the report and the log)."""
+        return self._prior.status
+
+    @property
+    def prior_offset(self) -> float | None:
+        """The calibration: log(this session's time / the prior's) at the configurations measured in both,
+        averaged; None until the prior is in use."""
+        return self._prior.offset
+
+    @property
+    def prior_in_use(self) -> bool:
+        return self._prior.offset is not None
+
+    def _prior_keys(self) -> set[tuple[int, ...]]:
+        """Configurations the prior has measured, once it is in use (else none): they count as seen — no
+        proposal goes to them while unseen values remain — but never as probes of this session."""
+        return set(self._prior.points) if self._prior.offset is not None else set()
+
+    def _prior_configs(self) -> list[Config]:
+        """The same, as configurations (in the prior's order)."""
+        if self._prior.offset is None:
+            return []
+        return [{d.name: v for d, v in zip(self.dimensions, k, strict=True)} for k in self._prior.points]
+
+    def _seen(self) -> set[tuple[int, ...]]:
+        """Configurations probed in this session (failed ones included) or measured by the prior in use."""
+        return {key_of(c, self.dimensions) for c in self.history.configs} | self._prior_keys()
+
+    def _seen_values(self) -> set[int]:
+        """1-D: the values probed in this session or measured by the prior in use."""
+        return {k[0] for k in self._seen()}
+
+    def _calibrate(self) -> None:
+        """The initial design has been measured: rescale the prior onto this session's times, or give it up."""
+        self._prior.calibrate(self._observed_means())
+        if self._prior.offset is None and self._fallback:
+            probed = {key_of(c, self.dimensions) for c in self.history.configs}
+            for cfg in self._fallback:
+                if key_of(cfg, self.dimensions) not in probed:
+                    self._add_start(cfg)
+        self._fallback = []
 
     # -- public, validating -------------------------------------------------------------------------
     def suggest(self) -> Config:
         """The next configuration to probe."""
         if self._initial:
             return dict(self._initial[0])
-        remaining = self.budget - self.probes
+        remaining = self._end - self.probes
         if remaining <= self.remeasure:
             # The last probes re-measure the leading candidates: one noisy probe each cannot rank values
             # a few per cent apart, and the answer is chosen among them.
@@ -82,6 +166,12 @@ class BaseOptimiser:
             self._initial.pop(0)
         self.history.configs.append(clean)
         self.history.values_ms.append(value_ms)
+        if self._prior.pending and not self._initial:
+            self._calibrate()  # the initial design has been measured (before the fit below, which uses it)
+            if value_ms is None and self.prior_in_use:
+                self._prior_calibrated()
+        elif value_ms is not None and self.prior_in_use:
+            self._prior.recalibrate(self._observed_means())  # one more configuration may be measured in both
         if value_ms is not None:
             self._register(clean, math.log(value_ms))
             rec = self.recommendation()
@@ -96,12 +186,26 @@ class BaseOptimiser:
         """Why the search should end now, or None to go on."""
         if self.probes >= self.budget:
             return f"probe budget of {self.budget} used"
-        n_ok = len(self.history.ok)
-        if n_ok < self.min_probes or self._initial:
+        if self._end_reason is not None:
+            return self._end_reason if self.probes >= self._end else None
+        # A prior in use counts toward min_probes (one per configuration it measured): what lets a warm
+        # search stop early. The budget and the patience trace count this session's probes only.
+        if self._ok_count() < self.min_probes or self._initial:
             return None
         if self._unresolved_gap() is not None:
             return None
-        return self._converged()
+        reason = self._converged()
+        if reason and self.remeasure and self.prior_in_use and self._end - self.probes > self.remeasure:
+            # A warm joint search converged before its budget: it still ends on its re-measurements of the
+            # leaders, which choose its answer (the GP smooths a narrow optimum into its neighbours; a prior
+            # makes that no less true).
+            self._end, self._end_reason = self.probes + self.remeasure, f"{reason}; the leaders were re-measured"
+            return None
+        return reason
+
+    def _ok_count(self) -> int:
+        """Successful probes, for ``min_probes``: this session's, plus one per configuration of a prior in use."""
+        return len(self.history.ok) + (len(self._prior.points) if self.prior_in_use else 0)
 
     def _converged(self) -> str | None:
         ei = self._max_expected_improvement()
@@ -175,6 +279,10 @@ class BaseOptimiser:
         raise NotImplementedError  # abstract: both concrete optimisers override it
 
     def _register(self, config: Config, log_value: float) -> None:
+        return None
+
+    def _prior_calibrated(self) -> None:
+        """The prior came into use on a failed probe (the design's last): refit where there is a model."""
         return None
 
     def _model_recommendation(self) -> Recommendation | None:

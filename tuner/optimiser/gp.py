@@ -8,11 +8,11 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from tuner.optimiser.base import BaseOptimiser
+from tuner.optimiser.posterior import Posterior
 from tuner.optimiser.rules import (
     AgreeWindow,
     Coverage,
@@ -21,6 +21,8 @@ from tuner.optimiser.rules import (
     Flank,
     HalfStep,
     HalfStepBelowChord,
+    KeepPrevious,
+    PriorLeader,
     RoundNeighbours,
     StartWindow,
 )
@@ -37,13 +39,17 @@ class BayesianOptimiser(
     Edge,
     StartWindow,
     AgreeWindow,
+    PriorLeader,
+    KeepPrevious,
+    Posterior,
     BaseOptimiser,
 ):
     """Gaussian-process Bayesian optimisation (scikit-optimize ``Optimizer``) on log(time).
 
     The GP has a learned white-noise term (skopt's default for ``"GP"``), so repeated probes of one value
     with different times are modelled as noise, not as structure. The gap rules (``tuner.optimiser.rules``)
-    are mixed in ahead of ``BaseOptimiser``, with their constants as class attributes.
+    are mixed in ahead of ``BaseOptimiser``, with their constants as class attributes; the fit and the
+    predictions are ``Posterior``'s (``tuner.optimiser.posterior``).
     """
 
     kind = "bayesian"
@@ -54,6 +60,8 @@ class BayesianOptimiser(
         from skopt.space import Real
 
         space = [Real(d.z_low, d.z_high, name=d.name) for d in self.dimensions]
+        # skopt keeps the session's observations (Xi, yi), the space's transform, and proposes where the search
+        # has nothing of its own to say (ask()); the GP is fitted here (``_fit``), on the prior and the probes.
         self._opt = Optimizer(
             space,
             # skopt's default GP (Matern 5/2, learned noise). A length-scale floor of 0.1 was tried to stop
@@ -67,56 +75,94 @@ class BayesianOptimiser(
             random_state=self.seed,
             acq_optimizer_kwargs={"n_points": 2000},
         )
-
-    def _z(self, config: Mapping[str, int]) -> list[float]:
-        return [d.to_z(config[d.name]) for d in self.dimensions]
+        self._init_posterior()
+        # skopt drew 2000 random points and evaluated the acquisition on them after every tell, for an ask()
+        # that 1-D searches never make and joint ones only once every round-value product is measured. The
+        # draws are owed instead and made, in the same order from the same generator, when ask() is needed,
+        # so its proposals are the ones skopt would have made.
+        self._draws_owed = 0
+        self._next_z: list[float] | None = None
+        self._grid: tuple[tuple[int, ...], ...] | None = None
 
     def _suggest(self) -> Config:
-        if len(self.dimensions) == 1 and self._opt.models:
+        if len(self.dimensions) == 1 and self._model is not None:
             # 1-D: the acquisition is maximised over the round values (0, 1, powers of two) instead of the
             # continuum: probes land on values an operator would write, never on 45 next to 48. Half steps
             # come only from _unresolved_gap, where the measured curve bends between two round values.
+            # A value the prior measured counts as seen.
             d = self.dimensions[0]
             coarse = d.round_values()
             ei = self._expected_improvement([{d.name: v} for v in coarse])
-            seen = {c[d.name] for c in self.history.configs}
+            seen = self._seen_values()
             fresh = [i for i, v in enumerate(coarse) if v not in seen]
             pick = max(fresh or range(len(coarse)), key=lambda i: ei[i])
             return {d.name: coarse[pick]}
-        if self._opt.models:
+        if self._model is not None:
             # Joint searches: the acquisition is maximised over the product of the knobs' round values
             # (0, 1, powers of two, the bounds) — configurations an operator would write — instead of skopt's
             # continuous proposals, which spent the model's probes at readahead 42-93 KiB between 16 and 128
             # and answered there, 5-9 % off an optimum at round values. skopt's ask() remains for when every
-            # product is measured.
+            # product is measured (by this session or the prior).
             products = list(itertools.product(*[d.round_values() for d in self.dimensions]))
-            measured = {key_of(c, self.dimensions) for c in self.history.configs}
+            measured = self._seen()
             unmeasured = [k for k in products if k not in measured]
             if unmeasured:
                 configs = [{d.name: v for d, v in zip(self.dimensions, k, strict=True)} for k in unmeasured]
                 ei = self._expected_improvement(configs)
                 return configs[int(np.argmax(ei))]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            z = self._opt.ask()
+        z = self._ask()
         return {d.name: d.from_z(float(zi)) for d, zi in zip(self.dimensions, z, strict=True)}
 
     def _register(self, config: Config, log_value: float) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self._opt.tell(self._z(config), log_value)
+            # Bookkeeping only (Xi, yi, the count of initial points): the fit is ours, below.
+            self._opt.tell(self._z(config), log_value, fit=False)
+        if self._opt._n_initial_points <= 0:
+            self._draws_owed += 1  # skopt would have drawn its acquisition sample now
+        if self._opt._n_initial_points <= 0 or self.prior_in_use:
+            self._fit()
+
+    def _prior_calibrated(self) -> None:
+        if self._opt.yi:
+            self._fit()
+
+    def _ask(self) -> list[float]:
+        """skopt's proposal: before a model its initial points; after, the best of 2000 random points by
+        expected improvement, drawn now from skopt's generator after the draws owed — as skopt's tell() made
+        them after each fit, so the proposal is the one skopt's ask() returned."""
+        opt = self._opt
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if self._model is None or (opt._n_initial_points > 0 and not self.prior_in_use):
+                return list(opt.ask())
+            from skopt.acquisition import _gaussian_acquisition
+
+            if self._draws_owed or self._next_z is None:
+                for _ in range(self._draws_owed - 1):
+                    opt.space.rvs(n_samples=opt.n_points, random_state=opt.rng)
+                xs = opt.space.transform(opt.space.rvs(n_samples=opt.n_points, random_state=opt.rng))
+                values = _gaussian_acquisition(X=xs, model=self._acquisition_model(), y_opt=np.min(self._fitted_y),
+                                               acq_func="EI", acq_func_kwargs=opt.acq_func_kwargs)
+                bounds = np.array(opt.space.transformed_bounds)
+                best = np.clip(xs[np.argmin(values)], bounds[:, 0], bounds[:, 1])
+                self._next_z = opt.space.inverse_transform(best.reshape((1, -1)))[0]
+                self._draws_owed = 0
+            z = self._next_z
+            # skopt's avoid_duplicates: a proposal already measured is replaced by a random point.
+            if opt.Xi and abs(min(opt.space.distance(z, x) for x in opt.Xi)) <= 1e-8:
+                z = opt.space.rvs(random_state=opt.rng)[0]
+            return list(z)
+
+    def _config(self, key: tuple[int, ...]) -> Config:
+        return {d.name: v for d, v in zip(self.dimensions, key, strict=True)}
 
     def _candidate_grid(self) -> list[tuple[int, ...]]:
-        per_dim = [d.candidates(limit=2048 if len(self.dimensions) == 1 else 64) for d in self.dimensions]
-        return list(itertools.product(*per_dim))
-
-    def predict(self, configs: Sequence[Mapping[str, int]]) -> list[float] | None:
-        """Posterior mean of log(time) at ``configs``, or None before the model has been fitted."""
-        if not self._opt.models:
-            return None
-        model = self._opt.models[-1]
-        xs = self._opt.space.transform([self._z(c) for c in configs])
-        return [float(v) for v in model.predict(xs)]
+        """The configurations the answer is chosen among (fixed for a search: computed once; a copy)."""
+        if self._grid is None:
+            per_dim = [d.candidates(limit=2048 if len(self.dimensions) == 1 else 64) for d in self.dimensions]
+            self._grid = tuple(itertools.product(*per_dim))
+        return list(self._grid)
 
     def _leaders(self, n: int) -> list[Config]:
         """The ``n`` best probed configurations by the model's prediction (denoised)."""
@@ -148,7 +194,7 @@ class BayesianOptimiser(
         the leaders apart (within 1 % — it smooths a narrow dip toward its neighbours), their own measurements
         decide."""
         probed = list({key_of(c, self.dimensions): c for c, _ in self.history.ok}.values())
-        if self.remeasure and self.probes > self.budget - self.remeasure:
+        if self.remeasure and self.probes > self._end - self.remeasure:
             # A joint search's last probes re-measured the leaders: among the configurations measured more
             # than once, their own means decide. The stationary GP smooths a narrow dip (eic 0 at 512 KiB,
             # 1.2x better than every neighbour) into its surroundings: on one measured trace it predicted
@@ -170,6 +216,8 @@ class BayesianOptimiser(
                 configs = [{d.name: v for d, v in zip(self.dimensions, k, strict=True)} for k in within_noise]
                 if len(configs) == 1:
                     return configs[0]
+                if self._previous_stands(within_noise):
+                    return dict(self._previous or {})
                 mu_tied = self.predict(configs)
                 assert mu_tied is not None
                 return configs[int(np.argmin(mu_tied))]
@@ -183,21 +231,21 @@ class BayesianOptimiser(
         mu = self.predict(probed)
         assert mu is not None
         tied = [c for c, m in zip(probed, mu, strict=True) if m <= min(mu) + 0.01]
-        return min(tied, key=self._observed_mean)
+        return self._kept_previous(min(tied, key=self._observed_mean), probed)
 
     def _unresolved_gap(self) -> Config | None:
         """A value that must be measured before the answer can be trusted, or None: the gap rules
         (``tuner.optimiser.rules``), asked in order. Joint searches: ``Edge``. 1-D: the duel's reads while one
         is under way; then ``RoundNeighbours``, then ``HalfStep``; last, and only where the search would
         otherwise stop, ``Coverage``, ``Flank`` and ``Duel``."""
-        if self._initial or not self._opt.models:
+        if self._initial or self._model is None:
             return None
         if len(self.dimensions) > 1:
-            return self._edge_probe()
+            return self._prior_leader_gap() or self._edge_probe()
         if self._duel_queue:
             return {self.dimensions[0].name: self._duel_queue[0]}
-        gap = self._neighbour_gap() or self._half_step_gap()
-        if gap is not None or len(self.history.ok) < self.min_probes or self._converged() is None:
+        gap = self._prior_leader_gap() or self._neighbour_gap() or self._half_step_gap()
+        if gap is not None or self._ok_count() < self.min_probes or self._converged() is None:
             return gap
         return self._coverage_gap() or self._flank_gap() or self._duel_gap()
 
@@ -211,41 +259,34 @@ class BayesianOptimiser(
         improvement the model still expects at a probed value is its doubt about that value's own reading.
         When model and readings disagree — a smooth trend taken over a dip — those probes reshape the model,
         and the search goes on."""
-        if not self._opt.models:
+        if self._model is None:
             return None
         if len(self.dimensions) == 1:
             d = self.dimensions[0]
             values = d.round_values()
             if self._readings_agree():
-                probed = {c[d.name] for c in self.history.configs}
+                probed = self._seen_values()
                 values = [v for v in values if v not in probed]
                 if not values:
                     return 0.0
             return float(np.max(self._expected_improvement([{d.name: v} for v in values])))
+        if self.prior_in_use:
+            # A warm joint search (a cold one spends its budget before this rule may stop it): over the round-value
+            # products it has not seen — all it can probe next (``_suggest``), as in 1-D.
+            seen = self._seen()
+            configs = [{d.name: v for d, v in zip(self.dimensions, k, strict=True)}
+                       for k in itertools.product(*[d.round_values() for d in self.dimensions]) if k not in seen]
+            return float(np.max(self._expected_improvement(configs))) if configs else 0.0
         grid = self._candidate_grid()
         configs = [{d.name: v for d, v in zip(self.dimensions, k, strict=True)} for k in grid]
         return float(np.max(self._expected_improvement(configs)))
 
-    def _expected_improvement(self, configs: Sequence[Mapping[str, int]]) -> np.ndarray:
-        model = self._opt.models[-1]
-        xs = self._opt.space.transform([self._z(c) for c in configs])
-        mu, sd = model.predict(xs, return_std=True)
-        observed = self.predict([c for c, _ in self.history.ok])
-        assert observed is not None
-        best = min(observed)
-        from scipy.stats import norm
-
-        sd = np.maximum(sd, 1e-9)
-        z = (best - mu) / sd
-        return (best - mu) * norm.cdf(z) + sd * norm.pdf(z)
-
     def _model_recommendation(self) -> Recommendation | None:
-        if not self._opt.models:
+        if self._model is None:
             return None
         grid = self._candidate_grid()
-        configs = [{d.name: v for d, v in zip(self.dimensions, k, strict=True)} for k in grid]
-        mu = self.predict(configs)
-        assert mu is not None
+        mu = [float(v) for v in self._posterior_at(self._grid, std=False)]  # self.predict(grid's configurations)
+        config = self._config  # a grid point as a configuration, only where one is needed (4096 in 2-D)
         # The incumbent is the best *probed* configuration by the model's (denoised) prediction: the model
         # smooths noise away, but is not trusted to extrapolate to a value nobody measured.
         probed = {key_of(c, self.dimensions): c for c, _ in self.history.ok}
@@ -255,11 +296,10 @@ class BayesianOptimiser(
         best = grid.index(key_of(incumbent, self.dimensions)) if key_of(incumbent, self.dimensions) in grid else None
         if best is None:
             grid.append(key_of(incumbent, self.dimensions))
-            configs.append(incumbent)
             mu.append((self.predict([incumbent]) or [min(probed_mu)])[0])
             best = len(grid) - 1
         limit = mu[best] + math.log1p(self.tolerance)
-        ranges = self._contiguous_ranges(configs[best], limit)
+        ranges = self._contiguous_ranges(config(grid[best]), limit)
         # Operators write round values: prefer a measured round value inside the near-optimal range, closest
         # to the best — but only where the model predicts it within half the tolerance: a smooth model
         # understates how steep a narrow optimum is, and rounding must not spend the whole tolerance on its
@@ -279,9 +319,9 @@ class BayesianOptimiser(
         ]
         chosen = best
         if round_near:
-            bz = self._z(configs[best])
-            chosen = min(round_near, key=lambda i: (sum((a - b) ** 2 for a, b in zip(self._z(configs[i]), bz)), mu[i]))
-        return Recommendation(configs[chosen], math.exp(mu[chosen]), ranges, "model")
+            bz = self._z(config(grid[best]))
+            chosen = min(round_near, key=lambda i: (sum((a - b) ** 2 for a, b in zip(self._z(config(grid[i])), bz)), mu[i]))
+        return Recommendation(config(grid[chosen]), math.exp(mu[chosen]), ranges, "model")
 
     def _contiguous_ranges(self, at: Config, limit: float) -> dict[str, tuple[int, int]]:
         """Per knob, the unbroken run of candidate values around ``at`` (other knobs held at ``at``) whose
@@ -289,7 +329,8 @@ class BayesianOptimiser(
         reaches past the smallest and largest values probed: beyond them the model only extrapolates."""
         ranges: dict[str, tuple[int, int]] = {}
         for d in self.dimensions:
-            probed = [c[d.name] for c, _ in self.history.ok]
+            # (A prior in use has data too: its configurations count as probed here.)
+            probed = [c[d.name] for c, _ in self.history.ok] + [c[d.name] for c in self._prior_configs()]
             lo_p, hi_p = min(probed + [at[d.name]]), max(probed + [at[d.name]])
             values = [v for v in d.candidates(limit=2048 if len(self.dimensions) == 1 else 256) if lo_p <= v <= hi_p]
             values = sorted(set(values) | {at[d.name]})

@@ -3,6 +3,10 @@ can be trusted. Each rule is a mixin of ``BayesianOptimiser``: its constant(s), 
 tolerance) in log(time)) unless said otherwise and settable per instance, and its reason in one line as its
 docstring. ``BayesianOptimiser._unresolved_gap`` asks them in order. The measurements behind each rule and
 constant: docs/decisions.md (one entry per adopted rule, with its figure).
+
+A warm search (a calibrated ``prior``): a configuration the prior measured counts as *seen* wherever a rule asks
+whether a value is unprobed (the model holds its reading); readings (observed means) stay this session's, as
+the answer is chosen among what was measured today. docs/decisions.md has the rule-by-rule account.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ class _Rule:
     tolerance: float
     budget: int
     remeasure: int
+    _end: int
+    _previous: Config | None
     history: History
     _start_keys: set[tuple[int, ...]]
 
@@ -34,6 +40,9 @@ class _Rule:
         def predict(self, configs: Sequence[Mapping[str, int]]) -> list[float] | None: ...
         def _incumbent(self) -> Config: ...
         def _observed_means(self) -> dict[tuple[int, ...], float]: ...
+        def _prior_configs(self) -> list[Config]: ...
+        def _seen(self) -> set[tuple[int, ...]]: ...
+        def _seen_values(self) -> set[int]: ...
 
     def _round_neighbours(self, x: int) -> list[int]:
         """1-D: the round values on either side of ``x`` (0 is not the neighbour of 1 where it is kept apart)."""
@@ -67,7 +76,7 @@ class RoundNeighbours(_Rule):
         is another round value, its unprobed round neighbour (a smooth model may rank a falling trend over a dip
         that read better), or None. 0 is not the neighbour of 1: it is another mechanism, probed up front."""
         d = self.dimensions[0]
-        probed = {c[d.name] for c in self.history.configs}
+        probed = self._seen_values()
         inc, near, mu = self._around_incumbent()
         fresh = [v for v in near if v not in probed]
         if fresh:
@@ -92,7 +101,7 @@ class HalfStep(_Rule):
         64) where the V puts it at least ``half_step_gain`` tolerances below the incumbent, or None; none on a
         flat stretch, at a bound, or at a tip on the incumbent, where it would only give noise one more chance."""
         d = self.dimensions[0]
-        probed = {c[d.name] for c in self.history.configs}
+        probed = self._seen_values()
         inc, near, mu = self._around_incumbent()
         if len(near) < 2 or inc not in d.round_values():
             return None
@@ -221,7 +230,7 @@ class Coverage(_Rule):
         best = min(means.values())
         tol = math.log1p(self.tolerance)
         inc = self._incumbent()[d.name]
-        probed = {c[d.name] for c in self.history.configs}
+        probed = self._seen_values()
         coarse = d.round_values()
         for key in sorted(means, key=means.__getitem__):
             if means[key] > best + self.coverage_window * tol:
@@ -257,7 +266,7 @@ class Flank(_Rule):
         if inc not in coarse:
             return None
         means = self._observed_means()
-        probed = {c[d.name] for c in self.history.configs}
+        probed = self._seen_values()
         i = coarse.index(inc)
         sides = [j for j in (i - 1, i + 1) if 0 <= j < len(coarse) and (coarse[j],) in means]
         if not sides:
@@ -282,12 +291,12 @@ class Edge(_Rule):
         the knob's range goes on, the round value ``edge_step`` further out (at most the bound), the other
         knobs as the incumbent's; silent once the bound is reached or the probe further out is worse. Without
         it, model proposals creep toward such an optimum (1888, 2891, 3998 KiB on one measured trace)."""
-        if self.budget - self.probes <= self.remeasure:
+        if self._end - self.probes <= self.remeasure:
             return None
         inc = self._incumbent()
-        probed = {key_of(c, self.dimensions) for c in self.history.configs}
+        probed = self._seen()
         for d in self.dimensions:
-            values = [c[d.name] for c in self.history.configs]
+            values = [c[d.name] for c in self.history.configs] + [c[d.name] for c in self._prior_configs()]
             z = d.to_z(inc[d.name])
             rounds = d.round_values()
             if inc[d.name] == max(values) and inc[d.name] < d.high:
@@ -302,6 +311,57 @@ class Edge(_Rule):
             if key_of(cand, self.dimensions) not in probed:
                 return cand
         return None
+
+
+class PriorLeader(_Rule):
+    """A configuration only the prior measured may be today's best, but it answers only once measured today."""
+
+    # Measured where the model puts it this many tolerances below every configuration this session measured:
+    # where it is level with them, the answer is as good, and a flat basin would otherwise send the search
+    # through every configuration the prior read in it.
+    prior_leader_margin = 0.5
+
+    def _prior_leader_gap(self) -> Config | None:
+        """A warm search: of the configurations only the prior measured, the one the model ranks best, where it
+        ranks it ``prior_leader_margin`` tolerances below every configuration measured in this session; else
+        None. The incumbent is always a configuration measured today — without this rule, one the prior read
+        best (and counts as seen) would never be measured, and never answer."""
+        probed = {key_of(c, self.dimensions) for c in self.history.configs}
+        only_prior = [c for c in self._prior_configs() if key_of(c, self.dimensions) not in probed]
+        today = list({key_of(c, self.dimensions): c for c, _ in self.history.ok}.values())
+        if not only_prior or not today:
+            return None
+        mu_prior, mu_today = self.predict(only_prior), self.predict(today)
+        assert mu_prior is not None and mu_today is not None
+        i = int(np.argmin(mu_prior))
+        if mu_prior[i] < min(mu_today) - self.prior_leader_margin * math.log1p(self.tolerance):
+            return only_prior[i]
+        return None
+
+
+class KeepPrevious(_Rule):
+    """A warm search keeps the previous answer unless today's evidence puts another configuration clearly below it."""
+
+    # Another configuration measured today answers only where the model puts it this many tolerances below the
+    # previous answer (re-measured today): that answer was chosen on a whole session's probes, and one noisy
+    # reading of a neighbour would otherwise move it as often to a worse value as to a better one.
+    previous_margin = 1.0
+
+    def _kept_previous(self, incumbent: Config, candidates: Sequence[Config]) -> Config:
+        """The previous answer instead of ``incumbent`` where it is among ``candidates`` (measured today) and
+        the model does not put ``incumbent`` ``previous_margin`` tolerances below it; else ``incumbent``."""
+        prev = self._previous
+        if prev is None or not self._prior_configs() or prev == incumbent or prev not in candidates:
+            return incumbent
+        mu = self.predict([prev, incumbent])
+        assert mu is not None
+        return dict(prev) if mu[1] > mu[0] - self.previous_margin * math.log1p(self.tolerance) else incumbent
+
+    def _previous_stands(self, within_noise: Sequence[tuple[int, ...]]) -> bool:
+        """After a joint search's re-measurements: the previous answer is among the leaders whose means its
+        noise cannot separate from the best (where the model would otherwise decide)."""
+        prev = self._previous
+        return prev is not None and bool(self._prior_configs()) and key_of(prev, self.dimensions) in within_noise
 
 
 class StartWindow(_Rule):
