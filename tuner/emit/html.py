@@ -1200,11 +1200,12 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 .tag.change{background:#009E73;color:#fff}
 .tag.keep{background:#e6e6e6;color:#1b1b1b}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85rem}
-pre{background:#f6f6f6;padding:.5rem .7rem;overflow-x:auto;white-space:pre-wrap;word-break:break-all;margin:.3rem 0}
+pre{background:#f6f6f6;padding:.5rem .7rem;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere;margin:.3rem 0}
 .reason{color:#333}
 details{margin:.6rem 0}
 summary{cursor:pointer;font-weight:600}
 footer{margin-top:3rem;color:#666;font-size:.85rem;border-top:1px solid #ddd;padding-top:.6rem}
+@media (max-width:600px){body{padding:12px 12px 32px;font-size:14px}}
 @media print{body{max-width:none;padding:0;font-size:10.5pt}nav{display:none}h2{break-after:avoid}
 a{color:inherit;text-decoration:none}.scroll{overflow:visible}svg.chart{min-width:0;max-width:100%}
 details>*{display:block}}
