@@ -89,7 +89,7 @@ def test_sql_refuses_a_setting_name_that_is_not_an_identifier() -> None:
 
 def test_output_directory_gets_every_format(tmp_path: Path) -> None:
     written = write_outputs(report(), tmp_path / "out")
-    assert sorted(p.name for p in written) == ["recommendation.sql", "report.json", "report.txt", "rollback.sql"]
+    assert sorted(p.name for p in written) == ["recommendation.sql", "report.html", "report.json", "report.txt", "rollback.sql"]
     json.loads((tmp_path / "out" / "report.json").read_text())
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")]  # no temp files left
 

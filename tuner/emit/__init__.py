@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import ClassVar, Protocol
 
 from tuner.emit.host import Host
+from tuner.emit.html import HtmlReport
 from tuner.emit.json import JsonReport
 from tuner.emit.sql import Sql
 from tuner.emit.table import TableReport
@@ -25,7 +26,7 @@ class Emitter(Protocol):
     def render(self, report: Report) -> dict[str, str]: ...
 
 
-EMITTERS: dict[str, Emitter] = {e.name: e for e in (TableReport(), JsonReport(), Sql(), Host())}
+EMITTERS: dict[str, Emitter] = {e.name: e for e in (TableReport(), JsonReport(), Sql(), Host(), HtmlReport())}
 FORMATS: tuple[str, ...] = tuple(name for name, e in EMITTERS.items() if e.stdout)
 
 
