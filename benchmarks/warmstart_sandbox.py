@@ -9,6 +9,9 @@ a new system identifier, so it matches on the same device model, file system and
 warm: it re-measures today's value and the first session's winner, rescales the stored times, and searches on.
 Repeats differ in their seed (--seed-base + i).
 
+--control runs the second session cold too (``--cold``): the same comparison between two cold sessions, the
+baseline for how often two sessions agree at all on this machine.
+
 Reported per repeat and in total: the search probes and all probes (search + confirmation) of each session, the
 warm/cold ratios, whether the warm session's recommended value lies inside the cold session's near-optimal range,
 and whether the two decisions agree. Targets (issue #34): the warm session needs at most half the probes, and
@@ -76,6 +79,8 @@ def main() -> None:
     ap.add_argument("--knob", default="effective_io_concurrency")
     ap.add_argument("--seed-base", type=int, default=1000)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--control", action="store_true",
+                    help="run the second session cold as well (--cold): how often two cold sessions agree")
     args = ap.parse_args()
     rows = []
     t0 = time.monotonic()
@@ -84,7 +89,8 @@ def main() -> None:
             state = Path(tmp) / "state"
             seed = args.seed_base + i
             cold = summary(session(state, seed=seed, scale=args.scale, family=args.family), args.knob)
-            warm = summary(session(state, seed=seed, scale=args.scale, family=args.family), args.knob)
+            warm = summary(session(state, seed=seed, scale=args.scale, family=args.family,
+                                   extra=("--cold",) if args.control else ()), args.knob)
         near = cold["near_optimal"]
         inside = (near is not None and warm["recommended"] is not None and near[0] <= warm["recommended"] <= near[1])
         row = {"repeat": i + 1, "seed": seed, "cold": cold, "warm": warm,
@@ -97,7 +103,8 @@ def main() -> None:
               f"{warm['probes'] - warm['search_probes']} -> {warm['recommended']} ({warm['decision']}); inside: "
               f"{inside}; {warm['warm_start']}", flush=True)
     out = {
-        "benchmark": "warmstart_sandbox", "repeats": args.repeats, "scale": args.scale, "family": args.family,
+        "benchmark": "warmstart_sandbox", "second_session": "cold (--control)" if args.control else "warm",
+        "repeats": args.repeats, "scale": args.scale, "family": args.family,
         "knob": args.knob, "duration_s": round(time.monotonic() - t0, 1),
         "median_search_ratio": statistics.median(r["search_ratio"] for r in rows),
         "median_probe_ratio": statistics.median(r["probe_ratio"] for r in rows),
