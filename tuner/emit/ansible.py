@@ -17,8 +17,9 @@ today's values.
 
 Check mode (``--check --diff``) changes nothing: the modules report what they would do, reads still run.
 
-Every string in the vars file is tagged ``!unsafe``: Ansible renders ``{{ ... }}`` in the strings it is given,
-and names and values from outside (a tablespace's name) must stay text. community.postgresql's ALTER SYSTEM
+Every string in the vars file that could hold a template is tagged ``!unsafe`` (:mod:`tuner.emit.yamldoc`):
+Ansible renders ``{{ ... }}`` in the strings it is given, and names and values from outside (a tablespace's name)
+must stay text. community.postgresql's ALTER SYSTEM
 module writes a value between quotes without doubling them, so only plain values (:func:`quote.plain`) are
 written for it; a change whose value is not plain is named instead.
 """
@@ -155,7 +156,7 @@ def _settings_task(module: str) -> dict[str, Any]:
         "loop": "{{ tuner_settings }}",
         "loop_control": {"label": "{{ item.name }} = {{ item.value }}"},
         "when": ("(tuner_auto_conf.query_result | default({}) | selectattr('name', 'equalto', item.name) "
-                 f"| map(attribute='setting') | list) != ([] if item.value == '{RESET}' else [item.value])"),
+                 f"| map(attribute='setting') | list) != ([] if item.value == '{RESET}' else [item.value | string])"),
         "register": "tuner_altered",
         "notify": "tuner | reload PostgreSQL",
     }
@@ -207,7 +208,7 @@ def playbook(report: Report, *, rollback: bool = False) -> list[dict[str, Any]]:
                                   "dest": "{{ tuner_udev_rules_dir | default('/etc/udev/rules.d') }}/"
                                           "99-tuner-readahead.rules",
                                   "mode": "0644"},
-         "when": "tuner_udev_rules | length > 0", "notify": "tuner | apply udev rules"},
+         "when": "(tuner_udev_rules | default('', true)) | length > 0", "notify": "tuner | apply udev rules"},
     ]
     handlers: list[dict[str, Any]] = [
         {"name": "tuner | reload PostgreSQL",

@@ -5,8 +5,11 @@ end its string, open a key of its own or start a line. The text is ASCII (``allo
 — line and paragraph separators, bidi overrides, NEL, which YAML would otherwise write raw or read as line breaks
 — comes out as a ``\\uXXXX`` escape in a double-quoted scalar, which reads back as the same character.
 
-:class:`Unsafe` marks a string for Ansible, which renders ``{{ ... }}`` and ``{% ... %}`` in every string of a
-playbook or vars file it is given: tagged ``!unsafe``, Ansible keeps it as text and never templates it.
+:class:`Unsafe` marks a string for Ansible, which renders ``{{ ... }}``, ``{% ... %}`` and ``{# ... #}`` in every
+string of a playbook or vars file it is given: tagged ``!unsafe``, Ansible keeps it as text and never templates it.
+Only a string with a ``{`` in it — one that could open a template — is tagged: ansible-core 2.19 types an
+``!unsafe`` scalar by its text and not by its quotes (``!unsafe '256'`` is an integer, ``!unsafe 'on'`` true,
+``!unsafe ''`` null), and such text cannot hold a template anyway.
 """
 
 from __future__ import annotations
@@ -58,10 +61,10 @@ def dump(data: Any, *, header: list[str] | None = None) -> str:
 
 
 def unsafe(data: Any) -> Any:
-    """``data`` with every string value in it marked :class:`Unsafe`, for an Ansible vars file (keys are tuner's
-    own variable and field names)."""
+    """``data`` with every string value that could open a template (it has a ``{``) marked :class:`Unsafe`, for
+    an Ansible vars file (keys are tuner's own variable and field names)."""
     if isinstance(data, str):
-        return Unsafe(data)
+        return Unsafe(data) if "{" in data else data
     if isinstance(data, dict):
         return {k: unsafe(v) for k, v in data.items()}
     if isinstance(data, (list, tuple)):
