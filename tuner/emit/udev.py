@@ -47,7 +47,7 @@ def render(report: Report, *, rollback: bool = False) -> str:
     else:
         lines += [f"Install as {host_emit.UDEV_RULE_FILE} on the host, as root, then run: {APPLY}. "
                   "tuner export --format udev rewrites the file.",
-                  f"Rollback: rollback/udev/99-tuner-readahead.rules in place of this file, then the same commands."]
+                  "Rollback: rollback/udev/99-tuner-readahead.rules in place of this file, then the same commands."]
     out = ["# " + quote.one_line(line) for line in lines] + [""]
     top = len(out)
     written = 0
