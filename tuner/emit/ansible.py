@@ -122,8 +122,9 @@ def render_vars(report: Report, *, rollback: bool = False) -> str:
         header += ["Run: ansible-playbook -i INVENTORY tuner.yml --check --diff, then without --check. "
                    "Rollback: the same in rollback/ansible/.",
                    "Variables: tuner_hosts (default: group postgresql), tuner_login_user/_password/_host/"
-                   "_unix_socket/_port/_db (a superuser: ALTER SYSTEM and pg_file_settings need one), tuner_restart "
-                   "(default false), tuner_postgresql_service, tuner_udev_rules_dir, tuner_udev_trigger."]
+                   "_unix_socket/_port/_db (a superuser: ALTER SYSTEM and pg_file_settings need one), tuner_become_user "
+                   "(default postgres: the PostgreSQL tasks' user when become is on), tuner_restart (default false), "
+                   "tuner_postgresql_service, tuner_udev_rules_dir, tuner_udev_trigger."]
     header.append("")
     header += [item["evidence"] for key in ("tuner_settings", "tuner_tablespaces", "tuner_readahead")
                for item in data[key]]
@@ -220,6 +221,12 @@ def playbook(report: Report, *, rollback: bool = False) -> list[dict[str, Any]]:
          "ansible.builtin.command": "udevadm trigger --type=devices --subsystem-match=block --action=change",
          "listen": "tuner | apply udev rules", "when": "tuner_udev_trigger | default(true) | bool"},
     ]
+    # With become (root, for the udev rule), PostgreSQL tasks run as tuner_become_user: peer authentication over
+    # the local socket wants the postgres OS user. Without become, become_user changes nothing.
+    as_postgres = "{{ tuner_become_user | default('postgres') }}"
+    for task in [*tasks, *handlers]:
+        if any(key.startswith(_CPG) for key in task):
+            task["become_user"] = as_postgres
     login = {_CPG + m: dict(_LOGIN) for m in (module, "postgresql_query")}
     return [{
         "name": f"tuner {'rollback' if rollback else 'apply'}: server settings, tablespace options, readahead",

@@ -62,13 +62,18 @@ def evidence(rec: Recommendation, report: Report) -> str:
     return "; ".join(parts)
 
 
-def empty(report: Report, what: str) -> str:
-    """The sentence of an empty change set: keep what you have, nothing measured, or nothing of this kind."""
+def empty(report: Report, what: str, *scopes: str) -> str:
+    """The sentence of an empty change set: nothing measured, keep what you have (everywhere, or for the
+    ``scopes`` this format expresses), or nothing of this kind to change."""
     sid = report.session.id
     if not report.recommendations:
         return f"no recommendation: session {sid} could measure nothing, so there is nothing to change"
     if not changes(report):
         return f"keep what you have: no change earned its evidence in session {sid}, so there is nothing to change"
+    kept = [label(r) for r in report.recommendations if r.decision == "keep" and (not scopes or r.scope in scopes)]
+    if kept:
+        return (f"keep what you have for {', '.join(kept)}: no change earned its evidence in session {sid}; "
+                "its other changes are for elsewhere, as this file says")
     return f"nothing to change in {what}: the changes of session {sid} are for elsewhere, as this file says"
 
 

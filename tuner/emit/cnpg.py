@@ -65,7 +65,7 @@ def header(report: Report, ps: ch.ParameterSet, *, name: str, what: str, command
         return lines
     lines += [f"Apply: {command}; every value is a string.", ""] + ps.notes
     if not ps.apply:
-        lines.append(ch.empty(report, what))
+        lines.append(ch.empty(report, what, "system"))
     return lines
 
 

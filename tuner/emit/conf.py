@@ -73,7 +73,7 @@ def render(report: Report) -> str:
             written += 1
         out.append("")
     if not written:
-        out[top:top] = ["# " + quote.one_line(ch.empty(report, WHAT)), ""]
+        out[top:top] = ["# " + quote.one_line(ch.empty(report, WHAT, "system")), ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

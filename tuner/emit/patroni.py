@@ -52,7 +52,7 @@ RESTART = ("needs a restart: Patroni marks the members pending_restart (patronic
 def _annotation(report: Report, ps: ch.ParameterSet) -> dict[str, Any]:
     s = report.session
     note: dict[str, Any] = {"managed_by": "tuner", "session": s.id, "date": s.started_at.isoformat()}
-    note["changes"] = ps.evidence or [ch.empty(report, WHAT)]
+    note["changes"] = ps.evidence or [ch.empty(report, WHAT, "system")]
     if ps.restart:
         note["pending_restart"] = ps.restart
     if ps.refused:
@@ -81,7 +81,7 @@ def render_yaml(report: Report, *, rollback: bool = False) -> str:
                    "/config with patch-config.json); Patroni merges it into the dynamic configuration and reloads "
                    "every member.", ""] + ps.notes
         if not ps.apply:
-            header.append(ch.empty(report, WHAT))
+            header.append(ch.empty(report, WHAT, "system"))
     return yamldoc.dump(patch, header=header)
 
 

@@ -74,7 +74,8 @@ def render(report: Report, *, rollback: bool = False) -> str:
             written += 1
         out.append("")
     if not written:
-        out[top:top] = ["# " + ("nothing to roll back." if rollback else quote.one_line(ch.empty(report, WHAT))), ""]
+        note = "nothing to roll back." if rollback else ch.empty(report, WHAT, "device")
+        out[top:top] = ["# " + quote.one_line(note), ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
