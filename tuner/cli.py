@@ -613,10 +613,12 @@ _FROM_HINT = ("--from takes a stored session (its id as 'tuner history' lists it
               "or the path of a report.json that tuner wrote")
 
 
-def _export_source(config_path: Path | None, state_dir: Path | None, source: str | None) -> tuple[Any, list[Any]]:
-    """The report to export and the stored sessions of its target, newest first (none for a report.json)."""
+def _export_source(config_path: Path | None, state_dir: Path | None,
+                   source: str | None) -> tuple[Any, list[Any] | None]:
+    """The report to export and the stored sessions of its target, newest first (None for a report.json: its
+    history is not known)."""
     if source is not None and not _SESSION_REF.fullmatch(source):
-        return _read_report(Path(source)), []
+        return _read_report(Path(source)), None
     from tuner.store import target_id
 
     cfg = _store_config(config_path, state_dir)
@@ -627,7 +629,7 @@ def _export_source(config_path: Path | None, state_dir: Path | None, source: str
         target = target_id(report.target.system_identifier, fp.get("data_directory"),
                            str(fp.get("label") or report.target.dsn))
         history = await store.sessions(target=target)
-        return report, history if any(s.id == report.session.id for s in history) else []
+        return report, history if any(s.id == report.session.id for s in history) else None
 
     return _with_store(cfg, work)  # type: ignore[no-any-return]
 

@@ -121,8 +121,8 @@ def test_every_new_format_is_a_choice_of_recommend_show_and_export() -> None:
 
 def test_recommend_output_keeps_the_reports_files_and_export_writes_the_formats(tmp_path: Path) -> None:
     written = {p.relative_to(tmp_path).as_posix() for p in emit.write_outputs(change_report(), tmp_path)}
-    assert written == {"report.txt", "report.json", "recommendation.sql", "rollback.sql", "readahead.sh",
-                       "readahead-rollback.sh", "99-tuner-readahead.rules"}
+    assert written == {"report.txt", "report.json", "report.html", "recommendation.sql", "rollback.sql",
+                       "readahead.sh", "readahead-rollback.sh", "99-tuner-readahead.rules"}
 
 
 @pytest.mark.parametrize("fmt", NEW)
@@ -382,8 +382,8 @@ class _Historian:
     stdout: ClassVar[bool] = True
     wants_history: ClassVar[bool] = True
 
-    def render(self, report: Report, *, history: list[Any]) -> dict[str, str]:
-        return {"h.txt": ",".join(s.id for s in history)}
+    def render(self, report: Report, *, history: list[Any] | None = None) -> dict[str, str]:
+        return {"h.txt": "unknown" if history is None else ",".join(s.id for s in history)}
 
 
 def test_render_passes_history_only_to_emitters_that_want_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -393,7 +393,8 @@ def test_render_passes_history_only_to_emitters_that_want_it(monkeypatch: pytest
     s = SessionSummary(id="a1", target_id="t", target="x", started_at="2026", duration_s=1.0, kind="recommend",
                        server_version="15", policy="default", probes=1)
     assert emit.render(change_report(), "historian", history=[s]) == {"h.txt": "a1"}
-    assert emit.render(change_report(), "historian") == {"h.txt": ""}
+    assert emit.render(change_report(), "historian") == {"h.txt": "unknown"}
+    assert emit.render(change_report(), "historian", history=[]) == {"h.txt": ""}
     assert emit.render(change_report(), "conf", history=[s]) == conf.Conf().render(change_report())
 
 
@@ -427,11 +428,14 @@ def test_export_prints_a_stored_sessions_main_file_and_writes_all_its_files(tmp_
 
 
 def test_export_reads_a_report_json_without_a_store(tmp_path: Path) -> None:
+    from tuner.cli import _export_source
+
     src = tmp_path / "report.json"
     src.write_text(to_json(change_report()))
     r = _cli("--format", "cnpg", "--from", str(src), state=tmp_path / "nowhere")
     assert r.exit_code == 0 and r.stdout == emit.text(change_report(), "cnpg")
     assert not (tmp_path / "nowhere").exists()
+    assert _export_source(None, tmp_path, str(src)) == (change_report(), None)  # its history is not known
 
 
 def test_export_gives_the_emitter_the_targets_stored_sessions_newest_first(tmp_path: Path) -> None:
