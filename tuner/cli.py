@@ -559,3 +559,123 @@ for _cmd in (history, show, diff):
 recommend.help = inspect.cleandoc(recommend.help or "") + "\n\n" + CONFIG_TEXT + "\n\n" + EXIT_TEXT
 restore.help = inspect.cleandoc(restore.help or "") + "\n\n" + CONFIG_TEXT
 validate.help = inspect.cleandoc(validate.help or "") + "\n\n" + CONFIG_TEXT
+
+
+@main.command()
+@_with_store_options
+@click.option("--format", "fmt", type=click.Choice(FORMATS), required=True,
+              help="conf, ansible, patroni, cnpg, zalando, udev, tuned (config management), or table, json, sql.")
+@click.option("--from", "source", metavar="SESSION|FILE",
+              help="A stored session: its id as 'tuner history' lists it, a unique prefix, or 'latest' (the default); "
+                   "or the path of a report.json that tuner wrote.")
+@click.option("--output", type=click.Path(path_type=Path, file_okay=False),
+              help="Write the format's files and their rollback twins (under rollback/) into DIR, each atomically; "
+                   "without it the main file goes to stdout.")
+def export(config_path: Path | None, state_dir: Path | None, fmt: str, source: str | None,
+           output: Path | None) -> None:
+    """Render a session's "change" decisions for config management, each with its evidence and a rollback twin.
+
+    \b
+    Formats and their files (--output DIR writes them all; stdout gets the first):
+      conf     conf.d/99-tuner.conf for include_dir; rollback/conf.d/99-tuner.conf
+      ansible  ansible/tuner-vars.yml + ansible/tuner.yml (community.postgresql); rollback/ansible/
+      patroni  patroni/patroni-config.yaml (patronictl edit-config --apply), patroni/patch-config.json
+               (PATCH /config); rollback/patroni/
+      cnpg     cnpg/cluster-patch.yaml, a merge patch for a CloudNativePG Cluster; rollback/cnpg/
+      zalando  zalando/postgresql-patch.yaml, for a Zalando postgresql resource; rollback/zalando/
+      udev     udev/99-tuner-readahead.rules; rollback/udev/
+      tuned    tuned/tuned.conf, a tuned profile (disk plugin readahead); rollback/tuned/
+
+    Server settings go to conf, ansible, patroni, cnpg and zalando; tablespace options to ansible (and
+    sql); a device's readahead to udev, tuned and ansible. What a format cannot express, or a setting its
+    consumer manages itself, is named in a comment with where it goes instead. "Keep what you have" is an
+    empty change set that says so.
+
+    \b
+    Examples:
+      tuner export --format conf                     print conf.d/99-tuner.conf
+      tuner export --format ansible --from 3f2a91 --output deploy/tuner
+      tuner export --format patroni --from out/report.json --output /tmp/patroni
+    """
+    from tuner import emit
+
+    report, history = _export_source(config_path, state_dir, source)
+    files = emit.render(report, fmt, history=history)
+    if output is None:
+        click.echo(next(iter(files.values()), ""), nl=False)
+        return
+    written = _write_files(files, output)
+    click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
+
+
+_SESSION_REF = re.compile(r"[0-9a-fA-F]+|latest")
+_FROM_HINT = ("--from takes a stored session (its id as 'tuner history' lists it, a unique prefix, or 'latest') "
+              "or the path of a report.json that tuner wrote")
+
+
+def _export_source(config_path: Path | None, state_dir: Path | None,
+                   source: str | None) -> tuple[Any, list[Any] | None]:
+    """The report to export and the stored sessions of its target, newest first (None for a report.json: its
+    history is not known)."""
+    if source is not None and not _SESSION_REF.fullmatch(source):
+        return _read_report(Path(source)), None
+    from tuner.store import target_id
+
+    cfg = _store_config(config_path, state_dir)
+
+    async def work(store: Any) -> Any:
+        report = await store.report(await store.resolve(source))
+        fp = report.target.fingerprint or {}
+        target = target_id(report.target.system_identifier, fp.get("data_directory"),
+                           str(fp.get("label") or report.target.dsn))
+        history = await store.sessions(target=target)
+        return report, history if any(s.id == report.session.id for s in history) else None
+
+    return _with_store(cfg, work)  # type: ignore[no-any-return]
+
+
+def _read_report(path: Path) -> Any:
+    from pydantic import ValidationError
+
+    from tuner.emit.json import parse
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"no file {path}", hint=_FROM_HINT) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"cannot read {path}: {why}", hint=_FROM_HINT) from None
+    try:
+        return parse(text)
+    except json.JSONDecodeError as exc:
+        why = f"not JSON: {exc.msg} at line {exc.lineno}"
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        why = (f"{exc.error_count()} problem{'s' if exc.error_count() > 1 else ''}, first at "
+               f"{'.'.join(map(str, first['loc'])) or 'the top'}: {first['msg']}")
+    except (ValueError, AttributeError, TypeError) as exc:
+        why = f"not a report's structure ({type(exc).__name__})"
+    raise ConfigError(f"{path} is not a tuner report ({why})",
+                      hint="give the report.json that 'tuner recommend --output DIR' wrote, or "
+                           "'tuner show SESSION --format json' prints")
+
+
+def _write_files(files: dict[str, str], directory: Path) -> list[Path]:
+    """Each file into ``directory`` atomically; a directory that cannot be written is one sentence (exit 2)."""
+    from tuner.files import atomic_write
+
+    written: list[Path] = []
+    for name, body in files.items():
+        path = directory / name
+        try:
+            atomic_write(path, body)
+        except OSError as exc:
+            done = f" ({len(written)} of {len(files)} files were written before it)" if written else ""
+            raise ConfigError(f"cannot write {path}: {exc.strerror or exc}{done}",
+                              hint="give --output a directory you can write (it is created if missing)") from None
+        written.append(path)
+    return written
+
+
+export.help = inspect.cleandoc(export.help or "") + "\n\n" + STORE_TEXT + "\n\n" + CONFIG_TEXT

@@ -8,14 +8,18 @@ test session's own, so leftovers are easy to see and never mixed with anything e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import pwd
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -240,3 +244,49 @@ async def _prepare(dsn: str, ts_dir: Path) -> None:
         await conn.close()
 
 
+# -- a small PostgreSQL 15 cluster of a test module's own (initdb as the postgres user, trust, a socket in its dir) --
+class StoreServer:
+    """A small PostgreSQL 15 cluster of the test's own, holding nothing but tuner's store."""
+
+    def __init__(self, pg15: Binaries) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="tuner-store-", dir="/var/tmp"))
+        os.chmod(self.dir, 0o755)
+        pg = pwd.getpwnam("postgres")
+        os.chown(self.dir, pg.pw_uid, pg.pw_gid)
+        self.bin = pg15.bin_dir
+        self.data = self.dir / "data"
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self._as_postgres([str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust",
+                           "--no-sync", "-E", "UTF8"])
+        self.start()
+        self.sql("postgres", "CREATE DATABASE tunerstore")
+
+    def _as_postgres(self, args: list[str]) -> None:
+        subprocess.run(["runuser", "-u", "postgres", "--", *args], check=True, capture_output=True, timeout=120)
+
+    def start(self) -> None:
+        self._as_postgres([str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w", "-o",
+                           f"-k {self.dir} -p {self.port} -c listen_addresses='' -c fsync=off", "start"])
+
+    def stop(self, mode: str = "fast") -> None:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self._as_postgres([str(self.bin / "pg_ctl"), "-D", str(self.data), "-w", "-m", mode, "stop"])
+
+    def url(self, db: str = "tunerstore") -> str:
+        return f"postgresql://postgres@/{db}?host={self.dir}&port={self.port}"
+
+    def sql(self, db: str, statement: str) -> Any:
+        async def go() -> Any:
+            conn = await connect(self.url(db))
+            try:
+                return await conn.fetch(statement)
+            finally:
+                await conn.close()
+
+        return asyncio.run(go())
+
+    def remove(self) -> None:
+        self.stop("immediate")
+        shutil.rmtree(self.dir, ignore_errors=True)

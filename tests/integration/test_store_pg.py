@@ -8,12 +8,8 @@ import asyncio
 import contextlib
 import json
 import os
-import pwd
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,59 +19,11 @@ import pytest
 from tests.unit.test_store import EIC, T0, fp, make_report
 from tuner.config import load_config
 from tuner.store import StoreError, TargetBusyError, open_store, schema
-from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries
 
-from .conftest import Clone, clone_env, wait_for
+from .conftest import Clone, StoreServer, clone_env, wait_for
 
 FAULTS_POLICY = Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "faults.toml"
-
-
-class StoreServer:
-    """A small PostgreSQL 15 cluster of the test's own, holding nothing but tuner's store."""
-
-    def __init__(self, pg15: Binaries) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="tuner-store-", dir="/var/tmp"))
-        os.chmod(self.dir, 0o755)
-        pg = pwd.getpwnam("postgres")
-        os.chown(self.dir, pg.pw_uid, pg.pw_gid)
-        self.bin = pg15.bin_dir
-        self.data = self.dir / "data"
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self._as_postgres([str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust",
-                           "--no-sync", "-E", "UTF8"])
-        self.start()
-        self.sql("postgres", "CREATE DATABASE tunerstore")
-
-    def _as_postgres(self, args: list[str]) -> None:
-        subprocess.run(["runuser", "-u", "postgres", "--", *args], check=True, capture_output=True, timeout=120)
-
-    def start(self) -> None:
-        self._as_postgres([str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w", "-o",
-                           f"-k {self.dir} -p {self.port} -c listen_addresses='' -c fsync=off", "start"])
-
-    def stop(self, mode: str = "fast") -> None:
-        with contextlib.suppress(subprocess.CalledProcessError):
-            self._as_postgres([str(self.bin / "pg_ctl"), "-D", str(self.data), "-w", "-m", mode, "stop"])
-
-    def url(self, db: str = "tunerstore") -> str:
-        return f"postgresql://postgres@/{db}?host={self.dir}&port={self.port}"
-
-    def sql(self, db: str, statement: str) -> Any:
-        async def go() -> Any:
-            conn = await connect(self.url(db))
-            try:
-                return await conn.fetch(statement)
-            finally:
-                await conn.close()
-
-        return asyncio.run(go())
-
-    def remove(self) -> None:
-        self.stop("immediate")
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,10 @@
 Names, values, reasons, version strings, host and device names come from outside (the server, the host, sysfs).
 Every emitter renders a report full of one hostile string at a time, and real tools judge the result: pglast
 (PostgreSQL's own parser) for the SQL, ``sh -n`` and a run against stub commands for the shell scripts, glibc's
-fnmatch(3) and udev's own unescaping rule for the udev rules, rich for the table, ``json`` for the report.
+fnmatch(3) and udev's own unescaping rule for the udev rules, rich for the table, ``json`` for the report; for the
+config-management formats (issue #36), PyYAML's and json's loaders, tuned's configparser settings, and
+PostgreSQL's configuration-file quoting (tests/integration/test_consumers.py reads the same values back through a
+real server's pg_file_settings, and runs a real ansible-playbook on a tablespace name that is a Jinja template).
 """
 
 from __future__ import annotations
@@ -20,9 +23,15 @@ from pathlib import Path
 
 import pglast
 import pytest
+import yaml
 from pglast import ast, keywords
 
+from tuner import emit
+from tuner.emit import ansible as ansible_emit
+from tuner.emit import conf as conf_emit
 from tuner.emit import host, sql, write_outputs
+from tuner.emit import tuned as tuned_emit
+from tuner.emit import udev as udev_emit
 from tuner.emit.json import parse, to_json
 from tuner.emit.table import to_table
 from tuner.model import (
@@ -457,3 +466,143 @@ def test_every_file_is_written(s: str, tmp_path: Path) -> None:
     for p in written:
         p.read_text(encoding="utf-8")  # valid UTF-8 (a lone surrogate could not be written)
     assert not os.path.exists(tmp_path / "INJECTED")
+
+
+# ---- the config-management formats (issue #36): every hostile name and value stays inside its string ----------
+
+EXPORTS = ("conf", "ansible", "patroni", "cnpg", "zalando", "udev", "tuned")
+# A line of a configuration file that tuner writes: a setting name, and a bare integer or a quoted string whose
+# only quotes are doubled and whose backslashes start an escape (guc-file.l's STRING and GUC_scanstr).
+CONF_LINE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)? = (-?[0-9]+|'([^'\\\n]|''|\\[0-7]{3}|\\\\)*')")
+
+
+def _conf_unquote(text: str) -> str:
+    """What PostgreSQL reads from a quoted value tuner wrote: '' is ', \\\\ is \\, \\ooo a byte."""
+    body, out, i = text[1:-1], bytearray(), 0
+    while i < len(body):
+        if body.startswith("''", i):
+            out += b"'"
+            i += 2
+        elif body.startswith("\\\\", i):
+            out += b"\\"
+            i += 2
+        elif body[i] == "\\":
+            out.append(int(body[i + 1:i + 4], 8))
+            i += 4
+        else:
+            out += body[i].encode()
+            i += 1
+    return out.decode()
+
+
+@pytest.mark.parametrize("s", CORPUS, ids=ids(CORPUS))
+def test_conf_lines_are_tuners_and_values_read_back_as_themselves(s: str) -> None:
+    rep = hostile_report(s)
+    for text in (conf_emit.render(rep), conf_emit.render_rollback(rep)):
+        assert not _raw_unsafe(text)
+        values = {}
+        for line in text.splitlines():
+            if line and not line.startswith("# "):
+                assert CONF_LINE.fullmatch(line), line
+                name, _, value = line.partition(" = ")
+                values[name] = _conf_unquote(value) if value.startswith("'") else value
+        if _storable(s):
+            assert values in ({"effective_io_concurrency": "256", "wal_compression": s},  # apply
+                              {"effective_io_concurrency": s, "wal_compression": "off"})  # rollback
+        else:
+            assert "wal_compression" not in values and "not written" in text
+
+
+def _yaml_nodes(node: yaml.Node) -> list[yaml.ScalarNode]:
+    if isinstance(node, yaml.ScalarNode):
+        return [node]
+    children = node.value if isinstance(node, yaml.SequenceNode) else [c for kv in node.value for c in kv]
+    return [n for child in children for n in _yaml_nodes(child)]
+
+
+class _UnsafeLoader(yaml.SafeLoader):
+    """PyYAML that reads Ansible's !unsafe as a plain string (Ansible keeps it as text, untemplated)."""
+
+
+_UnsafeLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("s", CORPUS, ids=ids(CORPUS))
+def test_yaml_and_json_formats_load_as_the_same_names_and_values(s: str) -> None:
+    rep = hostile_report(s)
+    for fmt in ("patroni", "cnpg", "zalando"):
+        for name, text in emit.render(rep, fmt).items():
+            assert not _raw_unsafe(text) and text.isascii(), name
+            doc = json.loads(text) if name.endswith(".json") else yaml.safe_load(text)
+            params = (doc["spec"] if "spec" in doc else doc)["postgresql"]["parameters"]
+            rollback = name.startswith("rollback/")
+            # the only keys are the two server settings; a value is what the report says, or refused
+            want = {"effective_io_concurrency": s if rollback else "256",
+                    "wal_compression": "off" if rollback else s} if _storable(s) else {}
+            assert params == want, (name, params)
+
+
+@pytest.mark.parametrize("s", CORPUS, ids=ids(CORPUS))
+def test_ansible_tags_every_string_that_could_be_a_template_and_keeps_the_names(s: str) -> None:
+    rep = hostile_report(s)
+    for name, text in emit.render(rep, "ansible").items():
+        assert not _raw_unsafe(text) and text.isascii(), name
+        if name.endswith("tuner-vars.yml"):
+            for node in _yaml_nodes(yaml.compose(text, Loader=_UnsafeLoader)):
+                assert "{" not in node.value or node.tag == "!unsafe", node.value
+            doc = yaml.load(text, Loader=_UnsafeLoader)  # noqa: S506 - SafeLoader with one more tag
+            names = [t["tablespace"] for t in doc["tuner_tablespaces"]]
+            assert names == ([s, s] if _nameable(s) else [])
+            for t in doc["tuner_tablespaces"]:
+                (stmt,) = _statements(t["statement"])
+                assert stmt.tablespacename == s
+            # ALTER SYSTEM module values are plain text: the hostile value is not written, and says why
+            assert all(re.fullmatch(r"[A-Za-z0-9._+-]+", x["value"]) for x in doc["tuner_settings"])
+        else:  # the playbook is tuner's own text: outside text only in its comments
+            benign = emit.render(hostile_report("x"), "ansible")[name]
+            assert ([line for line in text.splitlines() if not line.startswith("#")]
+                    == [line for line in benign.splitlines() if not line.startswith("#")])
+
+
+@pytest.mark.parametrize("s", CORPUS, ids=ids(CORPUS))
+def test_ansible_module_values_are_plain(s: str) -> None:
+    data, notes = ansible_emit.variables(hostile_report(s))
+    values = [x["value"] for x in data["tuner_settings"]]
+    assert all(re.fullmatch(r"[A-Za-z0-9._+-]+", v) and v.lower() not in {"_reset", "default"} for v in values)
+    plain = bool(re.fullmatch(r"[A-Za-z0-9._+-]+", s)) and s.lower() not in {"_reset", "default"}
+    assert len(values) == (2 if plain else 0)
+
+
+@pytest.mark.parametrize("s", CORPUS, ids=ids(CORPUS))
+def test_udev_format_rules_match_exactly_the_device(s: str) -> None:
+    rep = hostile_report(s)
+    for rollback in (False, True):
+        text = udev_emit.render(rep, rollback=rollback)
+        assert not _raw_unsafe(text)
+        rule_lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+        devices = [r for r in rep.recommendations if r.device is not None and host.commands(r) is not None]
+        assert len(rule_lines) == len(devices)
+        for line, r in zip(rule_lines, devices, strict=True):
+            assert line == host.udev_rule(r.device, int(r.current if rollback else r.recommended))  # type: ignore[arg-type]
+            _udev_tokens(line)
+
+
+@pytest.mark.parametrize("s", CORPUS, ids=ids(CORPUS))
+def test_tuned_profile_has_only_tuners_options_and_nothing_to_expand(s: str) -> None:
+    import configparser
+
+    rep = hostile_report(s)
+    for rollback in (False, True):
+        text = tuned_emit.render(rep, rollback=rollback)
+        assert not _raw_unsafe(text)
+        parser = configparser.ConfigParser(delimiters=("=",), inline_comment_prefixes=("#",), strict=False,
+                                           interpolation=None)
+        parser.read_string(text)
+        for section in parser.sections():
+            if section == "main":
+                assert dict(parser[section]) == {"summary": "readahead measured by tuner"}
+                continue
+            assert set(parser[section]) <= {"type", "priority", "devices", "devices_udev_regex", "readahead"}
+            assert all("${" not in v and "#" not in v for v in parser[section].values())
+        for line in text.splitlines():
+            assert not line or line.startswith(("# ", "[")) or re.fullmatch(r"[a-z_]+=[^\s#]+|summary=.*", line), line

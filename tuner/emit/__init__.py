@@ -3,20 +3,34 @@
 An emitter has a ``name``, says whether ``--format NAME`` may print it (``stdout``), and ``render(report)``
 returns its files (name → text; the first is what ``--format`` prints). A new format is one module with such a
 class plus one line in :data:`EMITTERS`.
+
+Two optional class attributes: ``export_only = True`` keeps a format's files out of ``--output`` of recommend and
+show (the config-management formats: ``tuner export --format NAME --output DIR`` writes them); ``wants_history =
+True`` makes :func:`render` pass ``history=`` — the stored sessions of the report's target, newest first.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from tuner.emit.ansible import Ansible
+from tuner.emit.cnpg import Cnpg
+from tuner.emit.conf import Conf
 from tuner.emit.host import Host
 from tuner.emit.html import HtmlReport
 from tuner.emit.json import JsonReport
+from tuner.emit.patroni import Patroni
 from tuner.emit.sql import Sql
 from tuner.emit.table import TableReport
+from tuner.emit.tuned import Tuned
+from tuner.emit.udev import Udev
+from tuner.emit.zalando import Zalando
 from tuner.files import atomic_write
 from tuner.model import Report
+
+if TYPE_CHECKING:
+    from tuner.store import SessionSummary
 
 
 class Emitter(Protocol):
@@ -26,20 +40,36 @@ class Emitter(Protocol):
     def render(self, report: Report) -> dict[str, str]: ...
 
 
-EMITTERS: dict[str, Emitter] = {e.name: e for e in (TableReport(), JsonReport(), Sql(), Host(), HtmlReport())}
+EMITTERS: dict[str, Emitter] = {e.name: e for e in (
+    TableReport(), JsonReport(), Sql(), Host(), HtmlReport(),
+    Conf(), Ansible(), Patroni(), Cnpg(), Zalando(), Udev(), Tuned(),
+)}
 FORMATS: tuple[str, ...] = tuple(name for name, e in EMITTERS.items() if e.stdout)
+
+
+def render(report: Report, fmt: str, *, history: list[SessionSummary] | None = None) -> dict[str, str]:
+    """Format ``fmt``'s files (name → text, the main one first). ``history`` — the stored sessions of the report's
+    target, newest first, or None when there is none to give (a report read from a file) — goes to an emitter
+    whose class says ``wants_history = True``."""
+    emitter: Any = EMITTERS[fmt]
+    if getattr(type(emitter), "wants_history", False):
+        return dict(emitter.render(report, history=history))
+    return dict(emitter.render(report))
 
 
 def text(report: Report, fmt: str) -> str:
     """What ``--format fmt`` prints on stdout."""
-    return next(iter(EMITTERS[fmt].render(report).values()))
+    return next(iter(render(report, fmt).values()))
 
 
 def write_outputs(report: Report, directory: Path) -> list[Path]:
-    """Every emitter's files into ``directory``, each written atomically."""
+    """Every emitter's files into ``directory``, each written atomically (the export-only formats' files are
+    written by ``tuner export``)."""
     written = []
     for emitter in EMITTERS.values():
-        for name, body in emitter.render(report).items():
+        if getattr(type(emitter), "export_only", False):
+            continue
+        for name, body in render(report, emitter.name).items():
             atomic_write(directory / name, body)
             written.append(directory / name)
     return written

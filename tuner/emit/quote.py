@@ -9,6 +9,10 @@ function here, and every emitter goes through them:
 - :func:`ident`, :func:`setting`, :func:`literal` — SQL identifiers, setting names and values.
 - :func:`device_node`, :func:`sysfs_path` — the paths a root shell script writes to, checked and shell-quoted.
 - :func:`udev_value` — a value in a udev rule's match key.
+- :func:`conf_setting`, :func:`conf_value` — a line of a PostgreSQL configuration file (``include_dir``).
+- :func:`setting_text` — a value for a serializer that quotes it itself (YAML, JSON): Patroni, Kubernetes.
+- :func:`plain` — a value a consumer writes unquoted (Ansible's ALTER SYSTEM module, tuned).
+- :func:`tuned_match` — a tuned ``devices_udev_regex`` that matches one udev property exactly.
 
 What cannot be written safely raises :class:`Unrenderable`; the emitters then say so instead of writing it.
 """
@@ -193,3 +197,70 @@ def udev_value(key: str, value: str) -> str:
                            "(empty, or it has |, a backslash or a control character)")
     escaped = re.sub(r"([*?\[])", r"\\\1", value).replace('"', '\\"')
     return f'{key}=="{escaped}"'
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9._+-]+")
+_UDEV_PROPERTY = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+
+def conf_setting(name: str) -> str:
+    """A setting name in a configuration file: the file has no quoting for names (PostgreSQL's guc-file.l reads an
+    identifier, or two joined by a dot), so only ASCII identifier parts are written, as they are."""
+    parts = name.split(".")
+    if len(parts) > 2 or not all(_SETTING_PART.fullmatch(p) for p in parts):
+        raise Unrenderable(f"not a setting name a configuration file can hold: {shown(name)}")
+    return name
+
+
+def conf_value(value: int | str) -> str:
+    """A setting's value in a configuration file: integers bare, anything else in single quotes with ``'`` doubled
+    and ``\\`` doubled (the file's strings read a backslash as an escape, GUC_scanstr). A control, format or line
+    separator character is written as octal escapes of its UTF-8 bytes (``\\012``), which the file reads back as
+    the same character, so the value stays on its line. NUL and undecodable characters are refused."""
+    number = _as_int(value)
+    if number is not None:
+        return str(number)
+    text = str(value)
+    _refuse_unstorable(text, "the value")
+    out = []
+    for ch in text:
+        if ch == "'":
+            out.append("''")
+        elif ch == "\\":
+            out.append("\\\\")
+        elif unsafe(ch):
+            out.append("".join(f"\\{b:03o}" for b in ch.encode()))
+        else:
+            out.append(ch)
+    return "'" + "".join(out) + "'"
+
+
+def setting_text(value: int | str) -> str:
+    """A setting's value as the text PostgreSQL stores (integers in decimal), for a serializer that quotes it
+    itself (YAML, JSON). NUL and undecodable characters, which no server can hold, are refused."""
+    number = _as_int(value)
+    if number is not None:
+        return str(number)
+    text = str(value)
+    _refuse_unstorable(text, "the value")
+    return text
+
+
+def plain(value: int | str, what: str) -> str:
+    """``value`` as text of letters, digits and ``. _ + -`` only (``256``, ``lz4``, ``4MB``, ``-1``), for a consumer
+    that writes it somewhere without quoting it: community.postgresql's ALTER SYSTEM module puts it between single
+    quotes without doubling them, tuned expands ``${...}`` in its values. Anything else is refused."""
+    text = str(value)
+    if not _PLAIN.fullmatch(text):
+        raise Unrenderable(f"{what} {shown(text)} has characters that the consumer would not read as text "
+                           "(only letters, digits and . _ + - are written)")
+    return text
+
+
+def tuned_match(prop: str, value: str) -> str:
+    """A tuned ``devices_udev_regex`` that matches the udev property ``prop`` with exactly ``value``: tuned searches
+    the device's properties as ``KEY=value`` lines (re.MULTILINE), so the regex is anchored at both ends of one
+    line and the value is :func:`plain` and regex-escaped."""
+    if not _UDEV_PROPERTY.fullmatch(prop):
+        raise Unrenderable(f"not a udev property name: {shown(prop)}")
+    return f"^{prop}={re.escape(plain(value, f'the udev property {prop}'))}$"

@@ -1,0 +1,112 @@
+"""``tuned/tuned.conf``: the readahead changes as a tuned profile (its ``disk`` plugin), and its rollback twin.
+
+tuned's disk plugin writes ``readahead=`` to the device's queue/read_ahead_kb: the number is in KiB (a suffix
+`` s`` would mean 512-byte sectors; tuned 2.20, plugins/plugin_disk.py ``_parse_ra``). Devices are matched by
+``devices=`` (kernel names, fnmatch) or ``devices_udev_regex=`` (a regex searched in the device's udev properties,
+one ``KEY=value`` line each; hardware/device_matcher_udev.py). Kernel names can change across reboots, so a device
+with a stable identity is matched by the udev property that carries it:
+
+- a device-mapper UUID or name (tuner's ``ENV{DM_UUID}``/``ENV{DM_NAME}``) is that property itself (55-dm.rules);
+- an NVMe namespace's ``wwid`` is ``ID_WWN`` and a virtio disk's ``serial`` is ``ID_SERIAL``
+  (systemd's 60-persistent-storage.rules: ``ENV{ID_WWN}="$attr{wwid}"``, ``ENV{ID_SERIAL}="$attr{serial}"``).
+
+A SCSI WWID (device/wwid) has no udev property of the same text, and a loop device's backing file none at all:
+such a device is not written here — the udev format matches it exactly. Only a device with no stable identity is
+matched by its kernel name. Values are checked by :func:`tuner.emit.quote.plain` (tuned expands ``${...}`` in
+values, and ``${f:exec:...}`` runs a command).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import ClassVar
+
+from tuner.emit import changes as ch
+from tuner.emit import host as host_emit
+from tuner.emit import quote
+from tuner.model import DeviceRef, Recommendation, Report
+
+FILE = "tuned/tuned.conf"
+ROLLBACK_FILE = "rollback/tuned/tuned.conf"
+PROFILE = "tuner-readahead"
+PRIORITY = -10  # instances are given devices in priority order (default 0): before a [disk] that takes every disk
+WHAT = "a tuned profile"
+
+
+def device_match(device: DeviceRef) -> str:
+    """The ``devices=`` or ``devices_udev_regex=`` line that names ``device``. Raises quote.Unrenderable."""
+    m = device.match
+    for key, prop in (("ENV{DM_UUID}", "DM_UUID"), ("ENV{DM_NAME}", "DM_NAME")):
+        if key in m:
+            return f"devices_udev_regex={quote.tuned_match(prop, m[key])}"
+    if "ATTR{wwid}" in m and device.name.startswith("nvme"):
+        return f"devices_udev_regex={quote.tuned_match('ID_WWN', m['ATTR{wwid}'])}"
+    if "ATTR{serial}" in m and device.name.startswith("vd"):
+        return f"devices_udev_regex={quote.tuned_match('ID_SERIAL', m['ATTR{serial}'])}"
+    if set(m) == {"KERNEL"} and not m["KERNEL"].endswith("*"):
+        return f"devices={quote.plain(m['KERNEL'], 'the kernel name')}"
+    raise quote.Unrenderable(
+        f"tuned matches a device only by a udev property or its kernel name, and {quote.shown(device.node)} is "
+        f"identified by {' and '.join(sorted(m))}, which no udev property carries: use the udev format")
+
+
+def _section(rec: Recommendation, index: int, *, rollback: bool) -> list[str]:
+    if host_emit.commands(rec) is None or rec.device is None:
+        raise quote.Unrenderable(host_emit.not_rendered(rec) or f"no device for {rec.object}")
+    kb = quote.integer(rec.current if rollback else rec.recommended, "read_ahead_kb")
+    return [f"[tuner_disk_{index}]", "type=disk", f"priority={PRIORITY}", device_match(rec.device),
+            f"readahead={kb}"]
+
+
+def render(report: Report, *, rollback: bool = False) -> str:
+    lines = [f"tuned.conf: {ch.provenance(report)}", ch.measured_on(report),
+             "readahead= is in KiB, as in queue/read_ahead_kb."]
+    if rollback:
+        lines.append(f"Rollback of session {report.session.id}: install it in place of the profile's tuned.conf and "
+                     f"run tuned-adm profile {PROFILE} again; or switch back to the profile you had (tuned-adm "
+                     "profile NAME): tuned then puts back the readahead it found.")
+    else:
+        lines += [f"Install: save as /etc/tuned/{PROFILE}/tuned.conf, add include=<the profile you use now> under "
+                  f"[main] (tuned runs one profile), then: tuned-adm profile {PROFILE}. Or copy the [tuner_disk_*] "
+                  "sections into your own profile.",
+                  "Rollback: rollback/tuned/tuned.conf in its place, or switch back to the profile you had."]
+    out = ["# " + quote.one_line(line) for line in lines]
+    out += ["", "[main]", "summary=readahead measured by tuner", ""]
+    top = len(out)
+    written = 0
+    for rec in ch.changes(report):
+        if rec.scope != "device":
+            if not rollback:
+                out += ["# " + quote.one_line(ch.elsewhere(rec, WHAT)), ""]
+            continue
+        section, why = quote.attempt(partial(_section, rec, written + 1, rollback=rollback))
+        head = (f"{ch.label(rec)}: back to {rec.current} (today's value, from the {rec.source})" if rollback
+                else ch.evidence(rec, report))
+        out.append("# " + quote.one_line(head))
+        if section is None:
+            out.append("# " + quote.one_line(f"not written: {why}"))
+        else:
+            if section[3].startswith("devices="):
+                out.append("# matched by kernel name: the device has no WWID or serial, and kernel names can "
+                           "change across reboots")
+            if not rollback:
+                out.append("# PostgreSQL's open files keep their old readahead: restart PostgreSQL to reach every "
+                           "backend")
+            out += section
+            written += 1
+        out.append("")
+    if not written:
+        note = "nothing to roll back." if rollback else ch.empty(report, WHAT, "device")
+        out[top:top] = ["# " + quote.one_line(note), ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+class Tuned:
+    """A tuned profile with the readahead changes, and its rollback twin."""
+
+    name: ClassVar[str] = "tuned"
+    stdout: ClassVar[bool] = True
+    export_only: ClassVar[bool] = True
+
+    def render(self, report: Report) -> dict[str, str]:
+        return {FILE: render(report), ROLLBACK_FILE: render(report, rollback=True)}

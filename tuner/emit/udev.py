@@ -1,0 +1,90 @@
+"""``udev/99-tuner-readahead.rules``: the readahead rule (:func:`tuner.emit.host.udev_rule`) as a format of its own,
+and its rollback twin — the same rule with today's value, which ``udevadm trigger`` writes back at once.
+
+A rule matches its device by the most stable key the device has (a WWID, a serial, a device-mapper UUID, a loop
+device's backing file); only a device with none of them is matched by its kernel name, and the file says so.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import ClassVar
+
+from tuner.emit import changes as ch
+from tuner.emit import host as host_emit
+from tuner.emit import quote
+from tuner.model import Recommendation, Report
+
+FILE = "udev/99-tuner-readahead.rules"
+ROLLBACK_FILE = "rollback/udev/99-tuner-readahead.rules"
+APPLY = "udevadm control --reload-rules && udevadm trigger --type=devices --subsystem-match=block --action=change"
+REOPEN = ("PostgreSQL's open files keep their old readahead: restart PostgreSQL (or recycle its connections) to "
+          "reach every backend")
+WHAT = "udev rules"
+
+
+def by_kernel_name(rec: Recommendation) -> bool:
+    """Whether the device is matched by its kernel name only (it has no WWID, serial or other stable key)."""
+    match = rec.device.match if rec.device else {}
+    return set(match) == {"KERNEL"} and not match["KERNEL"].endswith("*")
+
+
+def rule(rec: Recommendation, *, rollback: bool = False) -> str:
+    """The rule that sets ``rec``'s device to the recommended value (or back to today's). Raises
+    quote.Unrenderable for what host.py would not write either."""
+    if host_emit.commands(rec) is None or rec.device is None:
+        raise quote.Unrenderable(host_emit.not_rendered(rec) or f"no device for {rec.object}")
+    kb = quote.integer(rec.current if rollback else rec.recommended, "read_ahead_kb")
+    return host_emit.udev_rule(rec.device, kb)
+
+
+def render(report: Report, *, rollback: bool = False) -> str:
+    lines = [f"99-tuner-readahead.rules: {ch.provenance(report)}", ch.measured_on(report)]
+    if rollback:
+        lines.append(f"Rollback of session {report.session.id}: install it in place of "
+                     f"{host_emit.UDEV_RULE_FILE}, then run: {APPLY}. It writes back today's values; today's "
+                     "values came from the kernel, so once they are back you may delete the file.")
+    else:
+        lines += [f"Install as {host_emit.UDEV_RULE_FILE} on the host, as root, then run: {APPLY}. "
+                  "tuner export --format udev rewrites the file.",
+                  "Rollback: rollback/udev/99-tuner-readahead.rules in place of this file, then the same commands."]
+    out = ["# " + quote.one_line(line) for line in lines] + [""]
+    top = len(out)
+    written = 0
+    for rec in ch.changes(report):
+        if rec.scope != "device":
+            if not rollback:
+                out += ["# " + quote.one_line(ch.elsewhere(rec, WHAT)), ""]
+            continue
+        text, why = quote.attempt(partial(rule, rec, rollback=rollback))
+        if rollback:
+            out.append("# " + quote.one_line(f"{ch.label(rec)}: back to {rec.current} (today's value, from the "
+                                             f"{rec.source})"))
+        else:
+            out.append("# " + quote.one_line(ch.evidence(rec, report)))
+        if text is None:
+            out.append("# " + quote.one_line(f"not written: {why}"))
+        else:
+            if by_kernel_name(rec):
+                out.append("# matched by kernel name: the device has no WWID or serial, and kernel names can "
+                           "change across reboots")
+            if not rollback:
+                out.append("# " + REOPEN)
+            out.append(text)
+            written += 1
+        out.append("")
+    if not written:
+        note = "nothing to roll back." if rollback else ch.empty(report, WHAT, "device")
+        out[top:top] = ["# " + quote.one_line(note), ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+class Udev:
+    """The readahead udev rule, and its rollback twin."""
+
+    name: ClassVar[str] = "udev"
+    stdout: ClassVar[bool] = True
+    export_only: ClassVar[bool] = True
+
+    def render(self, report: Report) -> dict[str, str]:
+        return {FILE: render(report), ROLLBACK_FILE: render(report, rollback=True)}
