@@ -5,6 +5,7 @@ declared order → the report. Nothing here knows a family by name: families say
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import socket
 import time
@@ -26,7 +27,7 @@ from tuner.store import Store, target_id
 from tuner.store.base import no_lock
 from tuner.store.fingerprint import fingerprint
 from tuner.target import interlock
-from tuner.target.connection import connect, redact
+from tuner.target.connection import connect, redact, server_address
 from tuner.target.facts import TargetFacts, gather
 from tuner.target.guard import Guard
 from tuner.target.server import Restart, servers
@@ -120,8 +121,16 @@ async def recommend(
 
     writes = any(f.needs.writable for f in chosen)
     try:
-        async with servers(cfg, use_sandbox=use_sandbox, progress=progress, writable=writes) as where:
+        async with servers(cfg, use_sandbox=use_sandbox, progress=progress, writable=writes) as where, \
+                contextlib.AsyncExitStack() as locks:
+            # The store's lock on the server's address first, before tuner connects: a second tuner sharing the
+            # store must not even connect while the first one restarts the server between probes. The lock on
+            # its identity (system identifier + data directory) follows once the facts are in.
+            address = server_address(where.dsn)
+            near = (store.lock_target(f"address {address}", " ".join(redact(where.dsn).split()))
+                    if store else no_lock())
             try:
+                await locks.enter_async_context(near)
                 allow = policy.guardrails.allow_restart
                 target, clearance = await _endpoint(cfg, where.dsn, where.restart if allow else None, writable=False,
                                                     sandbox=use_sandbox)
@@ -158,7 +167,7 @@ async def recommend(
             finally:
                 # While the servers still exist: a sandbox's loop device is detached when the sandbox closes, and
                 # writing the journal's (attached-time) value after that would change a device nobody uses.
-                put_back()
+                put_back()  # (the locks are released after this)
     finally:
         put_back()  # when the servers never came up; a no-op otherwise
     facts = target.facts

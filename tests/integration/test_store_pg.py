@@ -120,7 +120,7 @@ def test_two_tuners_sharing_a_postgres_store_never_probe_one_target_at_once(
 ) -> None:
     first = _start(clone, tmp_path, "first", store_url)
     try:
-        assert wait_for(lambda: _target_locks(store_server) == 1 or first.poll() is not None, 120)
+        assert wait_for(lambda: _target_locks(store_server) >= 1 or first.poll() is not None, 120)
         assert first.poll() is None, "the first session ended before the second could try"
         second = _start(clone, tmp_path, "second", store_url)
         out2, err2 = second.communicate(timeout=120)
@@ -153,7 +153,7 @@ def test_a_store_that_goes_away_mid_session_still_gives_the_report(
     try:
         proc = _start(clone, tmp_path, "gone", server.url())
         try:
-            assert wait_for(lambda: _target_locks(server) == 1 or proc.poll() is not None, 120)
+            assert wait_for(lambda: _target_locks(server) >= 1 or proc.poll() is not None, 120)
             assert proc.poll() is None
             server.stop("immediate")
             out, err = proc.communicate(timeout=600)

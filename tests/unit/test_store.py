@@ -393,3 +393,19 @@ def test_a_prior_gives_a_search_only_its_own_knobs_and_objects() -> None:
     assert p.for_knobs([ra, EIC], object="tablespace other") == {"prior": [], "previous": None}
     assert p.for_knobs([cd, wd]) == {"prior": [({cd: 0, wd: 200}, 2.0)], "previous": {cd: 10, wd: 400}}
     assert p.previous == {cd: 10, wd: 400, comp: 1}
+
+
+@pytest.mark.parametrize(("dsn", "env", "address"), [
+    ("host=/tmp/x port=5 dbname=a", {}, "/tmp/x:5"),
+    ("postgresql://u:secret@H1:6,h2/db", {}, "h1:6,h2:5432"),
+    ("postgresql://postgres@/postgres?host=/var/tmp/s&port=4815", {}, "/var/tmp/s:4815"),
+    (None, {}, "/var/run/postgresql:5432"),
+    ("host=db1 dbname=x", {"PGPORT": "6543"}, "db1:6543"),
+    ("host=db2,db1 port=1,2 dbname=y user=z", {}, "db1:2,db2:1"),
+])
+def test_the_address_lock_names_the_server_not_the_database_or_the_password(
+    dsn: str | None, env: dict[str, str], address: str
+) -> None:
+    from tuner.target.connection import server_address
+
+    assert server_address(dsn, env) == address

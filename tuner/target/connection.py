@@ -154,6 +154,26 @@ def to_uri(dsn: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query, quote_via=urllib.parse.quote)))
 
 
+def server_address(dsn: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """Where ``dsn`` leads, as one comparable string: its hosts and ports (the database, user and options left out —
+    one server, whatever database a session uses). The PG* environment fills what the DSN leaves out."""
+    import os
+
+    env = os.environ if environ is None else environ
+    parts = urllib.parse.urlsplit(to_uri(dsn)) if dsn else urllib.parse.urlsplit("postgresql://")
+    query = dict(urllib.parse.parse_qsl(parts.query))
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    hosts = [h for h in netloc.split(",") if h] if netloc else []
+    if not hosts:
+        names = (query.get("host") or env.get("PGHOST") or "/var/run/postgresql").split(",")
+        ports = (query.get("port") or env.get("PGPORT") or "5432").split(",")
+        hosts = [f"{n}:{ports[min(i, len(ports) - 1)]}" for i, n in enumerate(names)]
+    else:
+        port = query.get("port") or env.get("PGPORT") or "5432"
+        hosts = [h if ":" in h.lstrip("[").split("]")[-1] else f"{h}:{port}" for h in hosts]
+    return ",".join(sorted(urllib.parse.unquote(h).lower() for h in hosts))
+
+
 def check_dsn(dsn: str | None) -> None:
     """Raise :class:`ConfigError` if ``dsn`` cannot be used (for the configuration's checks)."""
     if dsn:
