@@ -459,16 +459,11 @@ def show(config_path: Path | None, state_dir: Path | None, session: str | None, 
     """
     from tuner import emit
 
-    cfg = _store_config(config_path, state_dir)
-
-    async def work(store: Any) -> Any:
-        return await store.report(await store.resolve(session))
-
-    report = _with_store(cfg, work)
+    report, history = _export_source(config_path, state_dir, session or "latest")
     if output is not None:
-        written = emit.write_outputs(report, output)
+        written = emit.write_outputs(report, output, history=history)
         click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
-    click.echo(emit.text(report, fmt), nl=False)
+    click.echo(emit.text(report, fmt, history=history), nl=False)
 
 
 @main.command()
@@ -616,8 +611,9 @@ _FROM_HINT = ("--from takes a stored session (its id as 'tuner history' lists it
 def _export_source(config_path: Path | None, state_dir: Path | None,
                    source: str | None) -> tuple[Any, list[Any] | None]:
     """The report to export and the stored sessions of its target, newest first (None for a report.json: its
-    history is not known)."""
-    if source is not None and not _SESSION_REF.fullmatch(source):
+    history is not known). ``show`` passes only session references (an invalid one is refused by the store)."""
+    if source is not None and not _SESSION_REF.fullmatch(source) and (
+            Path(source).exists() or "/" in source or source.endswith(".json")):
         return _read_report(Path(source)), None
     from tuner.store import target_id
 

@@ -57,19 +57,19 @@ def render(report: Report, fmt: str, *, history: list[SessionSummary] | None = N
     return dict(emitter.render(report))
 
 
-def text(report: Report, fmt: str) -> str:
+def text(report: Report, fmt: str, *, history: list[SessionSummary] | None = None) -> str:
     """What ``--format fmt`` prints on stdout."""
-    return next(iter(render(report, fmt).values()))
+    return next(iter(render(report, fmt, history=history).values()))
 
 
-def write_outputs(report: Report, directory: Path) -> list[Path]:
+def write_outputs(report: Report, directory: Path, *, history: list[SessionSummary] | None = None) -> list[Path]:
     """Every emitter's files into ``directory``, each written atomically (the export-only formats' files are
     written by ``tuner export``)."""
     written = []
     for emitter in EMITTERS.values():
         if getattr(type(emitter), "export_only", False):
             continue
-        for name, body in render(report, emitter.name).items():
+        for name, body in render(report, emitter.name, history=history).items():
             atomic_write(directory / name, body)
             written.append(directory / name)
     return written
