@@ -269,6 +269,9 @@ def test_the_prior_is_the_latest_session_on_the_same_server(tmp_path: Path) -> N
     assert p.observations == [({EIC: 1}, 2000.0), ({EIC: 16}, 700.0), ({EIC: 1}, 2000.0), ({EIC: 16}, 700.0)]
     assert p.previous == {EIC: 16}
     assert _prior(db, fp("7001"), exclude="a2aaaaaaaaaa").session_id == "a1aaaaaaaaaa"
+    # The same server moved to another disk: its old curve is not this one's (and no other session matches).
+    assert _prior(db, fp("7001", device_key="nvme9|rotational=0|xfs")) is None
+    assert _prior(db, fp("7001", device_key=None)).session_id == "a2aaaaaaaaaa"  # a remote target: sysid alone
 
 
 def test_the_prior_falls_back_to_the_same_device_and_major(tmp_path: Path) -> None:

@@ -106,6 +106,17 @@ class Posterior:
                                              noise_level_bounds=white.noise_level_bounds))
         return kernel
 
+    def _difference_sd(self, a: Mapping[str, int], b: Mapping[str, int]) -> float:
+        """The posterior standard deviation of log(time at a) − log(time at b): how sure the model is of the
+        difference between two configurations (their covariance counted), not of each one alone."""
+        if self._model is None:
+            return 0.0
+        xs = self._opt.space.transform([self._z(a), self._z(b)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _, cov = self._model.predict(xs, return_cov=True)
+        return float(np.sqrt(max(cov[0, 0] + cov[1, 1] - 2 * cov[0, 1], 0.0)))
+
     def predict(self, configs: Sequence[Mapping[str, int]]) -> list[float] | None:
         """Posterior mean of log(time) at ``configs``, or None before the model has been fitted."""
         if self._model is None:

@@ -255,7 +255,8 @@ class Store:
 
     async def prior(self, fingerprint: dict[str, Any], family: str, *, exclude: str | None = None) -> Prior | None:
         """The latest stored session that measured ``family`` on a matching target: the same server (system
-        identifier), else the same device model, file system and PostgreSQL major. Only that one session's
+        identifier, on the same data device where both sessions know it), else the same device model, file
+        system and PostgreSQL major. Only that one session's
         trials are returned — times from different sessions are on different scales (data size, cache, day),
         and the optimiser calibrates one prior against today's measurements."""
         sysid, major, device_key = fingerprint.get("system_identifier"), fingerprint.get("major"), \
@@ -265,8 +266,11 @@ class Store:
             rows = await self._fetch(
                 "SELECT s.id, s.started_at FROM sessions s JOIN targets t ON t.id = s.target_id "
                 "WHERE t.system_identifier = $1 AND s.id <> $2 AND EXISTS (SELECT 1 FROM trials r WHERE "
-                "r.session_id = s.id AND r.family = $3 AND r.status = 'ok') ORDER BY s.started_at DESC LIMIT 1",
-                sysid, exclude or "", family)
+                "r.session_id = s.id AND r.family = $3 AND r.status = 'ok') "
+                # The same server on another disk is another curve: a known device must match too.
+                "AND (s.device_key IS NULL OR $4 = '' OR s.device_key = $4) "
+                "ORDER BY s.started_at DESC LIMIT 1",
+                sysid, exclude or "", family, device_key or "")
             candidates += [(r[0], "system identifier") for r in rows]
         if not candidates and device_key and major:
             rows = await self._fetch(
