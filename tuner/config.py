@@ -172,7 +172,7 @@ class SandboxConfig(Section):
 
 
 class OutputConfig(Section):
-    format: str = Field(default="table", description="what `tuner recommend` prints: table, json or sql")
+    format: str = Field(default="table", description="what `tuner recommend` prints: any of `tuner recommend --help`'s --format choices")
     directory: DirPath | None = None
 
     @field_validator("format")
