@@ -184,3 +184,37 @@ def test_the_target_lock_is_refused_while_held_and_free_after(store_url: str) ->
                 pass
 
     asyncio.run(go())
+
+
+def test_the_fingerprint_names_the_file_that_sets_a_setting_and_a_conf_export_says_auto_conf_overrides_it(
+    store_server: StoreServer,
+) -> None:
+    from tuner import emit
+    from tuner.model import TargetOut
+    from tuner.store.fingerprint import fingerprint
+    from tuner.target.connection import connect
+    from tuner.target.facts import gather
+
+    store_server.sql("postgres", "ALTER SYSTEM SET effective_io_concurrency = 16")
+    try:
+        store_server.sql("postgres", "SELECT pg_reload_conf()")
+
+        async def facts() -> Any:
+            conn = await connect(store_server.url("postgres"))
+            try:
+                return await gather(conn)
+            finally:
+                await conn.close()
+
+        f = asyncio.run(facts())
+    finally:
+        store_server.sql("postgres", "ALTER SYSTEM RESET effective_io_concurrency")
+        store_server.sql("postgres", "SELECT pg_reload_conf()")
+    got = fingerprint(f, label="store server")["settings"][EIC]
+    assert got[:2] == ["16", "configuration file"] and got[2].rsplit(":", 1)[0].endswith("postgresql.auto.conf")
+    r = make_report("a1aaaaaaaaaa")
+    rec = r.recommendations[0].model_copy(update={"current": 16, "source": "configuration file"})
+    target = TargetOut(**{**r.target.model_dump(), "fingerprint": {**(r.target.fingerprint or {}),
+                                                                    "settings": {EIC: got}}})
+    conf = emit.text(r.model_copy(update={"recommendations": [rec], "target": target}), "conf")
+    assert f"is set in {got[2]} (ALTER SYSTEM)" in conf and "ALTER SYSTEM RESET effective_io_concurrency" in conf

@@ -36,6 +36,22 @@ def _header(report: Report, *lines: str) -> list[str]:
     return ["# " + quote.one_line(line) for line in (f"99-tuner.conf: {ch.provenance(report)}", *lines)]
 
 
+def _shadow_note(rec: Recommendation, report: Report) -> str:
+    """What the session saw of the file that sets today's value (pg_settings.sourcefile, in the fingerprint when
+    the role could read it): postgresql.auto.conf overrides this file outright."""
+    fp = report.target.fingerprint or {}
+    seen = (fp.get("settings") or {}).get(rec.knob) or []
+    where = str(seen[2]) if len(seen) > 2 and seen[2] else None
+    if where and where.rsplit(":", 1)[0].endswith("postgresql.auto.conf"):
+        return (f"today's {rec.knob} is set in {where} (ALTER SYSTEM), which is read after include_dir and overrides "
+                f"this line: run ALTER SYSTEM RESET {rec.knob}; first")
+    if where:
+        return (f"today's {rec.knob} is set in {where}: if that line comes after postgresql.conf's include_dir, "
+                "it overrides this one — remove it there")
+    return (f"today's {rec.knob} was read from a configuration file: if that is postgresql.auto.conf, it overrides "
+            f"this line (ALTER SYSTEM RESET {rec.knob}; first)")
+
+
 def render(report: Report) -> str:
     system = ch.changes(report, "system")
     names = ", ".join(quote.literal(r.knob) for r in system if quote.attempt(partial(quote.setting, r.knob))[0])
@@ -63,8 +79,7 @@ def render(report: Report) -> str:
         lines, why = quote.attempt(partial(_lines, rec))
         notes = [ch.restart_note(rec), ch.source_note(rec)]
         if rec.source == "configuration file":
-            notes.append(f"today's {rec.knob} was read from a configuration file: if that is postgresql.auto.conf, "
-                         f"it overrides this line (ALTER SYSTEM RESET {rec.knob}; first)")
+            notes.append(_shadow_note(rec, report))
         out += ["# " + quote.one_line(n) for n in notes if n]
         if lines is None:
             out.append("# " + quote.one_line(f"not written: {why}"))

@@ -48,7 +48,10 @@ def fingerprint(facts: TargetFacts, *, label: str) -> dict[str, Any]:
         what = device.get("model") or device.get("kind") or "unknown"
         device_key = f"{what}|rotational={device.get('rotational')}|{device['fstype']}"
     cat = catalog.load()
-    settings = {name: [s.setting, s.source] for name, s in sorted(facts.settings.items()) if cat.knows(name)}
+    # [value, source] and, where the role may see it, the file that sets it (a conf.d export says whether
+    # postgresql.auto.conf would override it).
+    settings = {name: [s.setting, s.source] + ([f"{s.sourcefile}:{s.sourceline}"] if s.sourcefile else [])
+                for name, s in sorted(facts.settings.items()) if cat.knows(name)}
     return {
         "label": label,
         "system_identifier": facts.system_identifier,

@@ -27,6 +27,9 @@ class Setting(BaseModel):
     reset_val: str | None
     source: str
     pending_restart: bool
+    # The file and line today's value comes from (NULL unless the role is a superuser or has pg_read_all_settings).
+    sourcefile: str | None = None
+    sourceline: int | None = None
 
 
 class Tablespace(BaseModel):
