@@ -4,9 +4,8 @@ tolerance) in log(time)) unless said otherwise and settable per instance, and it
 docstring. ``BayesianOptimiser._unresolved_gap`` asks them in order. The measurements behind each rule and
 constant: docs/decisions.md (one entry per adopted rule, with its figure).
 
-A warm search (a calibrated ``prior``): a configuration the prior measured counts as *seen* wherever a rule asks
-whether a value is unprobed (the model holds its reading); readings (observed means) stay this session's, as
-the answer is chosen among what was measured today. docs/decisions.md has the rule-by-rule account.
+A warm search (a calibrated ``prior``): a value the prior measured counts as *seen* wherever a rule asks whether
+it is unprobed; readings (observed means) and the answer stay this session's (docs/decisions.md, rule by rule).
 """
 
 from __future__ import annotations
@@ -342,28 +341,23 @@ class PriorLeader(_Rule):
 class KeepPrevious(_Rule):
     """A warm search keeps the previous answer unless today's evidence puts another configuration clearly below it."""
 
-    # Another configuration measured today answers only where the model puts it this many tolerances below the
-    # previous answer (re-measured today): that answer was chosen on a whole session's probes, and one noisy
-    # reading of a neighbour would otherwise move it as often to a worse value as to a better one.
+    # Another configuration measured today answers only where the model puts it this many tolerances, and this many
+    # standard deviations of the posterior difference (one-sided 5 %), below the previous answer: one noisy reading
+    # would move it as often to a worse value as to a better one (the reasons and figures: docs/decisions.md).
     previous_margin = 1.0
-    # ... and where that difference is also clear of the model's own uncertainty about it: more than this many
-    # standard deviations of the posterior difference (one-sided 5 %). On the sandbox's plateau (eic 128..1000
-    # within noise of each other) the margin alone let two or three single readings move a warm session's answer
-    # from 1000 to 256 or 128 in 2 of 5 repeats.
     previous_z = 1.645
 
     def _kept_previous(self, incumbent: Config, candidates: Sequence[Config]) -> Config:
-        """The previous answer instead of ``incumbent`` where it is among ``candidates`` (measured today) and
-        the model does not put ``incumbent`` clearly below it: ``previous_margin`` tolerances and
-        ``previous_z`` standard deviations of the posterior difference; else ``incumbent``."""
+        """The previous answer instead of ``incumbent`` where it is among ``candidates`` (measured today) and the
+        model does not put ``incumbent`` clearly below it (the margin and the z above); else ``incumbent``."""
         prev = self._previous
         if prev is None or not self._prior_configs() or prev == incumbent or prev not in candidates:
             return incumbent
         mu = self.predict([prev, incumbent])
         assert mu is not None
-        gap = mu[0] - mu[1]  # > 0: the incumbent is predicted faster
-        return incumbent if gap > max(self.previous_margin * math.log1p(self.tolerance),
-                                      self.previous_z * self._difference_sd(prev, incumbent)) else dict(prev)
+        bar = max(self.previous_margin * math.log1p(self.tolerance), self.previous_z * self._difference_sd(prev, incumbent))
+        return incumbent if mu[0] - mu[1] > bar else dict(prev)  # mu[0] - mu[1] > 0: the incumbent is faster
+
     def _previous_stands(self, within_noise: Sequence[tuple[int, ...]]) -> bool:
         """After a joint search's re-measurements: the previous answer is among the leaders whose means its
         noise cannot separate from the best (where the model would otherwise decide)."""
