@@ -247,10 +247,34 @@ def _during_a_query(clone: Clone, action: str) -> bool:
     while time.monotonic() < deadline:
         if clone.running.run(look()) is not None:
             if action == "restart":
-                subprocess.run(clone.restart_command, shell=True, check=True, timeout=180, capture_output=True)
+                # tuner restarts the server before its next probe, and may do so while this restart runs: one of
+                # the two pg_ctl calls can then fail ("another server might be running"). What the test needs
+                # is that the probe's connection died and that the server is up again afterwards.
+                subprocess.run(clone.restart_command, shell=True, check=False, timeout=180, capture_output=True)
+                _until_accepting(clone)
             return True
         time.sleep(0.02)
     return False
+
+
+def _until_accepting(clone: Clone, timeout_s: float = 120) -> None:
+    """Wait until the clone accepts connections (not "the database system is starting up")."""
+    async def up() -> bool:
+        try:
+            conn = await connect(clone.dsn, timeout_s=2)
+        except Exception:
+            return False
+        await conn.close()
+        return True
+
+    deadline = time.monotonic() + timeout_s
+    while not clone.running.run(up()):
+        if time.monotonic() > deadline:
+            pg_ctl = str(clone.restart_command).replace(" restart", " start")
+            subprocess.run(pg_ctl.replace("-m fast", ""), shell=True, check=False, timeout=180, capture_output=True)
+            assert clone.running.run(up()), "the clone did not come back after the test's restart"
+            return
+        time.sleep(0.2)
 
 
 def test_a_probe_whose_connection_dies_fails_and_the_session_goes_on(clone: Clone, tmp_path: Path, before: Any) -> None:
