@@ -285,6 +285,7 @@ class BayesianOptimiser(
         if self._model is None:
             return None
         grid = self._candidate_grid()
+        assert self._grid is not None  # _candidate_grid() keeps it
         mu = [float(v) for v in self._posterior_at(self._grid, std=False)]  # self.predict(grid's configurations)
         config = self._config  # a grid point as a configuration, only where one is needed (4096 in 2-D)
         # The incumbent is the best *probed* configuration by the model's (denoised) prediction: the model

@@ -89,6 +89,7 @@ class Prior:
 
 def _holds(d: Dimension, v: object) -> bool:
     """Whether the knob can hold ``v``: an integer inside its bounds, a multiple of its quantum."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v != int(v):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
         return False
-    return d.low <= int(v) <= d.high and int(v) % d.quantum == 0
+    n = int(float(v))
+    return v == n and d.low <= n <= d.high and n % d.quantum == 0

@@ -353,9 +353,9 @@ class KeepPrevious(_Rule):
         prev = self._previous
         if prev is None or not self._prior_configs() or prev == incumbent or prev not in candidates:
             return incumbent
-        mu = self.predict([prev, incumbent])
+        mu, sd = self.predict([prev, incumbent]), self._difference_sd(prev, incumbent)  # type: ignore[attr-defined]
         assert mu is not None
-        bar = max(self.previous_margin * math.log1p(self.tolerance), self.previous_z * self._difference_sd(prev, incumbent))
+        bar = max(self.previous_margin * math.log1p(self.tolerance), self.previous_z * sd)
         return incumbent if mu[0] - mu[1] > bar else dict(prev)  # mu[0] - mu[1] > 0: the incumbent is faster
 
     def _previous_stands(self, within_noise: Sequence[tuple[int, ...]]) -> bool:

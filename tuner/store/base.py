@@ -220,7 +220,11 @@ class Store:
                  "ci95": None if lo is None else [lo, hi], "near_optimal": None if nl is None else [nl, nh]}
                 for k, o, c, rec, d, imp, lo, hi, nl, nh in recs
             ]
-            out.append(SessionSummary(*r[:9], decisions=decisions, fingerprint=json.loads(r[9])))
+            sid, tid, label, started, duration, kind, version, policy, probes, fingerprint = r
+            out.append(SessionSummary(
+                id=sid, target_id=tid, target=label, started_at=started, duration_s=float(duration), kind=kind,
+                server_version=version, policy=policy, probes=int(probes), decisions=decisions,
+                fingerprint=json.loads(fingerprint)))
         return out
 
     async def resolve(self, ref: str | None) -> str:
