@@ -6,6 +6,7 @@ Every write is one transaction: a session is stored whole or not at all.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import hashlib
 import json
@@ -103,31 +104,35 @@ def _num(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
 
 
-class Store:
-    """A history of sessions. Subclasses provide ``_fetch``, ``_write``, ``close`` and ``lock_target``."""
+class Store(abc.ABC):
+    """A history of sessions. A backend provides the primitives below; everything else is shared."""
 
     where: str = "the store"
 
     # -- primitives -------------------------------------------------------------------------------
+    @abc.abstractmethod
     async def _fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
+        """The rows of one query (PostgreSQL's ``$1`` placeholders)."""
 
+    @abc.abstractmethod
     async def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         """Run ``statements`` in one transaction."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def _migrate(self, current: int) -> None:
-        raise NotImplementedError
+        """Run the migrations after ``current`` in one transaction; a concurrent migrator waits and finds them done."""
 
+    @abc.abstractmethod
     async def _version(self) -> int | None:
         """The stored schema version; None for an empty store."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def close(self) -> None:
-        raise NotImplementedError
+        """Let go of the store (a no-op the second time)."""
 
+    @abc.abstractmethod
     def lock_target(self, target: str, label: str) -> contextlib.AbstractAsyncContextManager[None]:
-        raise NotImplementedError
+        """Hold this store's lock on ``target`` for a block, or raise :class:`TargetBusyError` naming the holder."""
 
     # -- schema -----------------------------------------------------------------------------------
     async def prepare(self) -> None:

@@ -6,7 +6,7 @@ import contextlib
 import os
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,21 +104,28 @@ class SqliteStore(Store):
         except sqlite3.Error as exc:
             raise self._error(exc) from None
 
-    async def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
-        if self._absent:
-            await self._create()
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``: one writer at a time, a second waits), rolled back on any
+        error; SQLite's errors become one sentence."""
         db = self._conn()
         try:
             db.execute("BEGIN IMMEDIATE")
             try:
-                for sql, args in statements:
-                    db.execute(*_sqlite(sql, args))
+                yield db
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
         except sqlite3.Error as exc:
             raise self._error(exc) from None
+
+    async def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        if self._absent:
+            await self._create()
+        with self._transaction() as db:
+            for sql, args in statements:
+                db.execute(*_sqlite(sql, args))
 
     async def _version(self) -> int | None:
         tables = {r[0] for r in await self._fetch("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -135,22 +142,13 @@ class SqliteStore(Store):
         return int(rows[0][0])
 
     async def _migrate(self, current: int) -> None:
-        db = self._conn()
-        try:
-            db.execute("BEGIN IMMEDIATE")  # one migrator: a second waits, then finds the work done
-            try:
-                current = self._locked_version(db)
-                for version in range(current + 1, schema.VERSION + 1):
-                    for stmt in schema.MIGRATIONS[version - 1]:
-                        db.execute(stmt)
-                db.execute(*_sqlite(f"INSERT INTO {schema.META} (key, value) VALUES ('schema_version', $1) "
-                                    "ON CONFLICT (key) DO UPDATE SET value = $1", (str(schema.VERSION),)))
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise self._error(exc) from None
+        with self._transaction() as db:  # a second migrator waits, then finds the work done
+            current = self._locked_version(db)
+            for version in range(current + 1, schema.VERSION + 1):
+                for stmt in schema.MIGRATIONS[version - 1]:
+                    db.execute(stmt)
+            db.execute(*_sqlite(f"INSERT INTO {schema.META} (key, value) VALUES ('schema_version', $1) "
+                                "ON CONFLICT (key) DO UPDATE SET value = $1", (str(schema.VERSION),)))
 
     @staticmethod
     def _locked_version(db: sqlite3.Connection) -> int:
