@@ -1,0 +1,11 @@
+"""``tuner daemon``: tuner as a background service.
+
+It runs full sessions on a schedule and inside maintenance windows, watches each target for drift (a new
+PostgreSQL major, a new device, a hand-edited setting, growth) and answers it with the session or re-validation
+it calls for, re-validates stored recommendations, and serves what it knows over HTTP for config management. It
+never applies a recommendation itself.
+
+Modules: ``timespec`` (durations, windows, crontab), ``systemd`` (sd_notify), ``lockfile`` (one daemon per state
+directory), ``drift`` (the drift fingerprint and what a change calls for), ``api`` (HTTP), ``metrics``
+(Prometheus), ``service`` (the scheduler and the work queue).
+"""
