@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tuner.errors import ConfigError
 from tuner.tomlfile import Untrusted, read_toml
@@ -209,6 +209,111 @@ class StoreConfig(Section):
         return value
 
 
+class DaemonTarget(Section):
+    """One target of the daemon beyond (or instead of) ``[target]``."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,62}$",
+                      description="the target's name in the API, /metrics and logs (lower case, digits, . _ -)")
+    dsn: str | None = Field(default=None, description="as [target] dsn")
+    restart_command: str | None = Field(default=None, description="as [target] restart_command")
+    families: tuple[str, ...] = Field(default_factory=_known_families, description="families to tune on it")
+    policy: str | None = Field(default=None, description="policy for this target (default: [tuner] policy)")
+
+    @field_validator("dsn")
+    @classmethod
+    def _usable(cls, value: str | None) -> str | None:
+        return TargetConfig._usable(value)
+
+    @field_validator("families")
+    @classmethod
+    def _registered(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return TunerSection._registered(value)
+
+
+def _duration(value: str) -> str:
+    from tuner.daemon.timespec import parse_duration
+
+    parse_duration(value)
+    return value
+
+
+Duration = Annotated[str, AfterValidator(_duration)]
+
+
+class DaemonConfig(Section):
+    """``tuner daemon``: when it probes, what it watches, where it answers."""
+
+    listen: str = Field(default="127.0.0.1:8187",
+                        description="HTTP API address HOST:PORT (loopback by default; any other needs token_file)")
+    token_file: Path | None = Field(
+        default=None,
+        description="file holding the bearer token: needed for POST, and for every endpoint but /healthz off loopback")
+    schedule: str | None = Field(default="0 2 * * 6",
+                                 description="crontab (5 fields, local time) of full sessions; empty: none")
+    windows: tuple[str, ...] = Field(
+        default=(), description='when probing may run, e.g. ["Sat 01:00-05:00", "Mon-Fri 22:00-04:00"]; empty: any time')
+    drift_check_every: Duration = Field(default="10m", description="how often the target's fingerprint is checked")
+    revalidate_every: Duration = Field(default="7d",
+                                       description="how often a stored recommendation is re-confirmed")
+    targets: tuple[DaemonTarget, ...] = Field(default=(), description="more targets ([[daemon.targets]])")
+
+    @field_validator("listen")
+    @classmethod
+    def _address(cls, value: str) -> str:
+        listen_address(value)
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _crontab(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        from tuner.daemon.timespec import parse_crontab
+
+        parse_crontab(value)
+        return value
+
+    @field_validator("windows")
+    @classmethod
+    def _windows(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from tuner.daemon.timespec import parse_window
+
+        for w in value:
+            parse_window(w)
+        return value
+
+    @model_validator(mode="after")
+    def _guarded(self) -> DaemonConfig:
+        host, _ = listen_address(self.listen)
+        if not is_loopback(host) and self.token_file is None:
+            raise ValueError(f"listen = {self.listen!r} is not a loopback address: set token_file too "
+                             "(every endpoint but /healthz then needs its bearer token)")
+        names = [t.name for t in self.targets]
+        if len(set(names)) != len(names):
+            raise ValueError("two [[daemon.targets]] share a name")
+        return self
+
+
+def listen_address(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT``) as (host, port), or ValueError."""
+    host, sep, port = value.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{value!r} is not HOST:PORT (e.g. 127.0.0.1:8187 or [::1]:8187)")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class Config(Section):
     target: TargetConfig = TargetConfig()
     tuner: TunerSection = TunerSection()
@@ -217,6 +322,7 @@ class Config(Section):
     sandbox: SandboxConfig = SandboxConfig()
     output: OutputConfig = OutputConfig()
     store: StoreConfig = StoreConfig()
+    daemon: DaemonConfig = DaemonConfig()
 
     source: Path | None = Field(default=None, exclude=True, description="file the config came from")
 

@@ -11,6 +11,7 @@ import socket
 import time
 import uuid
 from datetime import UTC, datetime
+from collections.abc import Mapping
 from typing import Any
 
 from tuner.actuate import Journal, SysfsWriter
@@ -18,7 +19,8 @@ from tuner.config import Config, state_dir
 from tuner.core.session import NullProgress, Progress
 from tuner.errors import RefusedError
 from tuner.families import REGISTRY
-from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Registry, WarmStart, skipped, unmet_needs
+from tuner.families.base import (Endpoint, FamilyContext, FamilyResult, Pin, Registry, WarmStart, skipped,
+                                 unmet_needs)
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
 from tuner.policy import Policy
@@ -30,7 +32,7 @@ from tuner.target import interlock
 from tuner.target.connection import connect, redact, server_address
 from tuner.target.facts import TargetFacts, gather
 from tuner.target.guard import Guard
-from tuner.target.server import Restart, servers
+from tuner.target.server import Restart, Servers, servers
 
 log = get_logger("tuner.runner")
 
@@ -94,15 +96,22 @@ async def recommend(
     registry: Registry = REGISTRY,
     store: Store | None = None,
     warm_start: bool = True,
+    session_id: str | None = None,
+    where: Servers | None = None,
+    pins: Mapping[str, Pin] | None = None,
 ) -> Report:
     """Run one session over ``families`` and return its report; everything it changed is put back.
 
     With a ``store``, the session holds the store's lock on its target while it probes (two tuners sharing a
     PostgreSQL store never probe one server at once) and, with ``warm_start``, each family may start its search
     from the latest stored session on a matching target. Storing the report is the caller's job (after the
-    report is out, so a store that went away cannot keep it from the operator)."""
+    report is out, so a store that went away cannot keep it from the operator).
+
+    The daemon passes its own ``session_id`` (announced before the session starts), ``where`` (servers it keeps
+    for its whole life, e.g. its sandbox) and ``pins``: per family, a stored recommendation to re-validate with
+    paired trials instead of searching."""
     progress = progress or NullProgress()
-    started, t0, session_id = datetime.now(UTC), time.monotonic(), uuid.uuid4().hex[:12]
+    started, t0, session_id = datetime.now(UTC), time.monotonic(), session_id or uuid.uuid4().hex[:12]
     chosen = registry.ordered(families)
     trials: list[Trial] = []
     outcomes: list[FamilyOutcome] = []
@@ -121,7 +130,10 @@ async def recommend(
 
     writes = any(f.needs.writable for f in chosen)
     try:
-        async with servers(cfg, use_sandbox=use_sandbox, progress=progress, writable=writes) as where, \
+        kept: contextlib.AbstractAsyncContextManager[Servers] = (
+            contextlib.nullcontext(where) if where is not None
+            else servers(cfg, use_sandbox=use_sandbox, progress=progress, writable=writes))
+        async with kept as where, \
                 contextlib.AsyncExitStack() as locks:
             # The store's lock on the server's address first, before tuner connects: a second tuner sharing the
             # store must not even connect while the first one restarts the server between probes. The lock on
@@ -147,7 +159,8 @@ async def recommend(
                 history = WarmStart(store, fp, session_id) if store and warm_start and cfg.store.warm_start else None
                 ctx = FamilyContext(cfg=cfg, policy=policy, target=target, writable=writable, journal=journal,
                                     progress=progress, budget=budget, sandbox=use_sandbox,
-                                    own_devices=where.own_devices, sandbox_dir=where.sandbox_dir, history=history)
+                                    own_devices=where.own_devices, sandbox_dir=where.sandbox_dir, history=history,
+                                    pins=dict(pins or {}))
                 busy = store.lock_target(target_id(target.facts.system_identifier, fp["data_directory"], label),
                                          label) if store else no_lock()
                 async with busy:

@@ -18,21 +18,26 @@ class StopRequested(asyncio.CancelledError):
 class Stop:
     def __init__(self) -> None:
         self.signal: int | None = None
+        self.reason: str | None = None  # why, when it is not a signal (the daemon: a maintenance window closed)
 
     @property
     def requested(self) -> bool:
         return self.signal is not None
 
-    def request(self, signum: int) -> None:
+    def request(self, signum: int, reason: str | None = None) -> None:
+        if self.signal is None:
+            self.reason = reason
         self.signal = self.signal or signum
 
     def check(self) -> None:
         """Raise :class:`StopRequested` if a stop was requested."""
         if self.signal is not None:
-            raise StopRequested(f"stopped by {signal.Signals(self.signal).name}")
+            raise StopRequested(f"stopped: {self.reason}" if self.reason
+                                else f"stopped by {signal.Signals(self.signal).name}")
 
     def reset(self) -> None:
         self.signal = None
+        self.reason = None
 
 
 STOP = Stop()  # the process's one stop flag: there is one session per process

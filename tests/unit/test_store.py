@@ -211,12 +211,21 @@ def test_a_truncated_store_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "tuner.db"
     save(db, *(make_report(f"{i:012x}") for i in range(30)))
     raw = db.read_bytes()
-    db.write_bytes(raw[: len(raw) // 3] + b"\xff" * 4096 + raw[len(raw) // 3 + 4096:])
+    # The sessions table's root page: damage where reading the history must pass (a page nobody reads, such as an
+    # empty table's index, goes unnoticed by reads — SQLite checks pages as it reads them).
+    con = sqlite3.connect(db)
+    root, size = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'sessions'").fetchone()[0], \
+        con.execute("PRAGMA page_size").fetchone()[0]
+    con.close()
+    at = (root - 1) * size
+    db.write_bytes(raw[:at] + b"\xff" * size + raw[at + size:])
 
     async def go() -> None:
         store = await _opened(db)
         try:
-            await store.sessions(limit=1000)
+            # Everything the store holds is read: wherever the damage falls, something reads it.
+            await store.runs()
+            await store.all_drift_events()
             for s in await store.sessions(limit=1000):
                 await store.report(s.id)
         finally:

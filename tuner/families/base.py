@@ -82,6 +82,8 @@ class FamilyContext:
     sandbox_dir: str | None = None
     # Earlier sessions on a matching target (a warm start): None when there is no store, or warm starts are off.
     history: WarmStart | None = None
+    # Per family, a stored recommendation to re-validate instead of searching (the daemon's re-validation).
+    pins: dict[str, Pin] = field(default_factory=dict)
 
     @property
     def facts(self) -> TargetFacts:
@@ -96,6 +98,28 @@ class FamilyContext:
             yield conn
         finally:
             await conn.close()
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A stored recommendation to re-validate: no search, only the paired confirmation of ``candidate`` against
+    today's values — or, where today's value already is the recommendation (it was applied), against ``baseline``,
+    the values it was recommended over. Knobs are keyed as in a trial's config."""
+
+    session_id: str  # the session that made the recommendation
+    candidate: dict[str, int]
+    baseline: dict[str, int]
+    near_optimal: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def against(self, today: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+        """(current, candidate) for the confirmation, over ``today``'s knobs."""
+        candidate = {k: self.candidate.get(k, v) for k, v in today.items()}
+        if candidate != today:
+            return dict(today), candidate
+        return {k: self.baseline.get(k, v) for k, v in today.items()}, candidate
+
+    def note(self) -> str:
+        return f"re-validation of session {self.session_id}'s recommendation: no search, paired trials only"
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,15 @@ class Concurrency:
         assert not isinstance(dim, str)  # applicable() checked it
         today = space.today(KNOB, facts)
         current = {KNOB: int(today.value)}
+        pin = ctx.pins.get(self.name)
+        if pin is not None:  # the daemon's re-validation: the stored recommendation against today, no search
+            before, candidate = pin.against(current)
+            decided = await decide(before, candidate, probe, policy, near_optimal=pin.near_optimal,
+                                   progress=ctx.progress)
+            rec = recommendation(KNOB, decided, source=today.source, requires=space.spec(KNOB, facts).requires)  # type: ignore[union-attr]
+            return FamilyResult(FamilyOutcome(family=self.name, status="done", reason=pin.note(), workload=workload_sql,
+                                              cache=cache.describe()),
+                                trials=list(decided.trials), recommendations=[rec])
         budget = ctx.budget if ctx.budget is not None else policy.budget.probes
         # A warm start: the latest stored session on a matching target, re-measured at today's value and its
         # winner first (absolute times drift), instead of the policy's cold initial design.

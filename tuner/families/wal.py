@@ -169,7 +169,8 @@ class Wal:
         knobs = _knobs(ctx, where, settings)
         return FamilyResult(
             FamilyOutcome(family=FAMILY, status="done",
-                          reason=f"searched, confirmed and measured the scaling curve on {place}",
+                          reason=(f"re-validated on {place}" if FAMILY in ctx.pins
+                                  else f"searched, confirmed and measured the scaling curve on {place}"),
                           workload=[f"{wp.clients} clients x INSERT of {wp.rows_per_tx} rows per transaction "
                                     f"into {walload.TABLE}, {wp.duration_s:g} s per probe"],
                           optimiser="bayesian" if knobs else None, warm_start=result.warm_start),
@@ -211,6 +212,16 @@ async def _tune(ctx: FamilyContext, where: Endpoint, probe: WalProbe, settings: 
             dims.append(dim)
         # A warm start from the latest stored session on a matching target: its trials of these same knobs (the
         # screens' trials carry one more knob and are left out).
+        pin = ctx.pins.get(FAMILY)
+        if pin is not None:  # the daemon's re-validation: the searched knobs' stored recommendation, no screens
+            before, candidate = pin.against(current)
+            decided = await decide(before, candidate, probe, policy, metric=METRIC, near_optimal=pin.near_optimal,
+                                   progress=ctx.progress)
+            result.trials.extend(decided.trials)
+            result.recommendations.extend(recommendation(k, decided, source=settings[k]["source"],
+                                                         requires=_requires(settings[k])) for k in knobs)
+            result.warm_start = pin.note()
+            return
         prior = await ctx.history.prior(FAMILY) if ctx.history else None
         warm = prior.for_knobs(knobs) if prior is not None else {}
         optimiser = build_optimiser(policy, dims, current, seed=ctx.cfg.tuner.seed, budget=ctx.budget, **warm)

@@ -205,6 +205,87 @@ class Store(abc.ABC):
             target)
         return [{"id": r[0], "detected_at": r[1], "changes": json.loads(r[2]), "action": r[3]} for r in rows]
 
+    async def ensure_target(self, target: str, system_identifier: str | None, data_directory: str | None,
+                            label: str) -> None:
+        """Record a target the daemon watches before any of its sessions is stored (drift events refer to it)."""
+        now = _iso(datetime.now(UTC))
+        await self._write([(
+            "INSERT INTO targets (id, system_identifier, data_directory, label, first_seen, last_seen) "
+            "VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO UPDATE SET last_seen = $5",
+            (target, system_identifier, data_directory, label, now))])
+
+    async def all_drift_events(self, *, limit: int = 100) -> list[dict[str, Any]]:
+        """Drift events of every target, newest first, with the target's label."""
+        rows = await self._fetch(
+            "SELECT d.id, d.target_id, t.label, d.detected_at, d.changes, d.action FROM drift_events d "
+            f"JOIN targets t ON t.id = d.target_id ORDER BY d.detected_at DESC, d.id DESC LIMIT {int(limit)}")
+        return [{"id": r[0], "target_id": r[1], "target": r[2], "detected_at": r[3], "changes": json.loads(r[4]),
+                 "action": r[5]} for r in rows]
+
+    # -- the daemon's runs -------------------------------------------------------------------------
+    async def add_run(self, run: dict[str, Any]) -> None:
+        """Queue one piece of the daemon's work (a row of ``daemon_runs``; see :mod:`tuner.store.schema`)."""
+        await self._write([(
+            "INSERT INTO daemon_runs (id, target, target_id, kind, families, knobs, reason, forced, requested_at, "
+            "started_at, ended_at, status, detail) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            (run["id"], run["target"], run.get("target_id"), run["kind"], json.dumps(list(run.get("families", ()))),
+             json.dumps(list(run.get("knobs", ()))), run["reason"], int(bool(run.get("forced"))),
+             run.get("requested_at") or _iso(datetime.now(UTC)), run.get("started_at"), run.get("ended_at"),
+             run.get("status", "queued"), run.get("detail")))])
+
+    async def update_run(self, run_id: str, *, status: str, detail: str | None = None,
+                         target_id: str | None = None, started: bool = False, ended: bool = False) -> None:
+        now = _iso(datetime.now(UTC))
+        await self._write([(
+            "UPDATE daemon_runs SET status = $2, detail = COALESCE($3, detail), target_id = COALESCE($4, target_id), "
+            "started_at = CASE WHEN $5 = 1 THEN $7 ELSE started_at END, "
+            "ended_at = CASE WHEN $6 = 1 THEN $7 ELSE ended_at END WHERE id = $1",
+            (run_id, status, detail, target_id, int(started), int(ended), now))])
+
+    async def runs(self, *, status: Iterable[str] = (), target: str | None = None,
+                   limit: int = 100) -> list[dict[str, Any]]:
+        """The daemon's runs, newest first (``status``: only those)."""
+        wanted = list(status)
+        where, args = [], []  # type: ignore[var-annotated]
+        if wanted:
+            where.append("status IN (" + ", ".join(f"${i + 1}" for i in range(len(wanted))) + ")")
+            args += wanted
+        if target:
+            args.append(target)
+            where.append(f"target = ${len(args)}")
+        rows = await self._fetch(
+            "SELECT id, target, target_id, kind, families, knobs, reason, forced, requested_at, started_at, ended_at, "
+            f"status, detail FROM daemon_runs {'WHERE ' + ' AND '.join(where) if where else ''} "
+            f"ORDER BY requested_at DESC, id DESC LIMIT {int(limit)}", *args)
+        keys = ("id", "target", "target_id", "kind", "families", "knobs", "reason", "forced", "requested_at",
+                "started_at", "ended_at", "status", "detail")
+        out = []
+        for r in rows:
+            run = dict(zip(keys, r, strict=True))
+            run["families"], run["knobs"], run["forced"] = json.loads(run["families"]), json.loads(run["knobs"]), \
+                bool(run["forced"])
+            out.append(run)
+        return out
+
+    async def accepted(self, target: str) -> list[tuple[str, Any]]:
+        """The recommendations in force on a target (its store id): per knob and object, the latest stored
+        session that decided it, if that decision was "change" — a later "keep" (a re-validation that no longer
+        clears the minimum effect, or a new session) withdraws it. Each as (session id, Recommendation)."""
+        seen: set[tuple[str, str | None]] = set()
+        out: list[tuple[str, Any]] = []
+        for s in await self.sessions(target=target, limit=200):
+            if s.target_id != target:
+                continue
+            report = await self.report(s.id)
+            for r in report.recommendations:
+                key = (r.knob, r.object)
+                if key in seen:
+                    continue
+                seen.add(key)
+                if r.decision == "change":
+                    out.append((s.id, r))
+        return out
+
     # -- reading ----------------------------------------------------------------------------------
     async def sessions(self, *, target: str | None = None, limit: int = 50) -> list[SessionSummary]:
         """The latest ``limit`` sessions (of one target, given its id or a prefix of it), newest first."""

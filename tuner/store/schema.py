@@ -76,6 +76,26 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             action TEXT NOT NULL)""",
         "CREATE INDEX drift_by_target ON drift_events (target_id, detected_at)",
     ),
+    # 2: the daemon's work: every session or re-validation it was asked for (by its schedule, a drift event, its
+    # re-validation timer or POST /v1/sessions), queued until its window, then running, then how it ended. A
+    # daemon killed mid-session finds its row 'running' when it starts again and records it 'interrupted'.
+    (
+        """CREATE TABLE daemon_runs (
+            id TEXT PRIMARY KEY,
+            target TEXT NOT NULL,
+            target_id TEXT,
+            kind TEXT NOT NULL,
+            families TEXT NOT NULL,
+            knobs TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            forced INTEGER NOT NULL,
+            requested_at TEXT NOT NULL,
+            started_at TEXT,
+            ended_at TEXT,
+            status TEXT NOT NULL,
+            detail TEXT)""",
+        "CREATE INDEX daemon_runs_by_status ON daemon_runs (status, requested_at)",
+    ),
 )
 
 VERSION = len(MIGRATIONS)
