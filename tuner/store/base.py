@@ -268,22 +268,26 @@ class Store(abc.ABC):
         return out
 
     async def accepted(self, target: str) -> list[tuple[str, Any]]:
-        """The recommendations in force on a target (its store id): per knob and object, the latest stored
-        session that decided it, if that decision was "change" — a later "keep" (a re-validation that no longer
-        clears the minimum effect, or a new session) withdraws it. Each as (session id, Recommendation)."""
-        seen: set[tuple[str, str | None]] = set()
-        out: list[tuple[str, Any]] = []
+        """The recommendations in force on a target (its store id), newest first, each as (session id,
+        Recommendation). Per knob and object, the latest stored session that decided it rules: "change" puts its
+        recommendation in force; "keep" withdraws an earlier one (a re-validation whose interval no longer clears
+        the minimum effect, a new session that found nothing better) — unless what it kept *is* that earlier
+        recommendation (it was applied, and a later session found nothing better than it)."""
+        decided: dict[tuple[str, str | None], list[tuple[str, Any]]] = {}
         for s in await self.sessions(target=target, limit=200):
             if s.target_id != target:
                 continue
-            report = await self.report(s.id)
-            for r in report.recommendations:
-                key = (r.knob, r.object)
-                if key in seen:
-                    continue
-                seen.add(key)
-                if r.decision == "change":
-                    out.append((s.id, r))
+            for r in (await self.report(s.id)).recommendations:
+                decided.setdefault((r.knob, r.object), []).append((s.id, r))
+        out: list[tuple[str, Any]] = []
+        for history in decided.values():
+            sid, latest = history[0]
+            if latest.decision == "change":
+                out.append((sid, latest))
+                continue
+            earlier = next(((i, r) for i, r in history[1:] if r.decision == "change"), None)
+            if earlier is not None and str(earlier[1].recommended) == str(latest.current):
+                out.append(earlier)
         return out
 
     # -- reading ----------------------------------------------------------------------------------

@@ -1,0 +1,156 @@
+"""The daemon's HTTP API (aiohttp): read-only by default, JSON bodies, bearer tokens where they are needed.
+
+    GET  /healthz                  200 while the process serves (never needs a token)
+    GET  /readyz                   200 once the scheduler runs and the store answers, else 503
+    GET  /metrics                  Prometheus text format
+    GET  /v1/recommendations       the accepted recommendations per target, in the report's JSON schema
+    GET  /v1/recommendations/NAME?format=FORMAT
+                                   one target's accepted recommendations rendered by an emitter (conf, ansible, …)
+    GET  /v1/sessions              the daemon's runs and the stored sessions, newest first
+    GET  /v1/sessions/ID           one run and, once stored, its whole report
+    GET  /v1/drift                 drift events, newest first, each with what changed from what to what
+    POST /v1/sessions              run a session now, in or out of the window: 202 with its id (token required)
+
+A token is required for POST always (no ``token_file``: POST is off), and for every endpoint but /healthz when the
+daemon listens on anything but loopback. Tokens are compared in constant time. Nothing the API returns holds a
+password: reports keep DSNs redacted, and errors are tuner's own sentences.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from aiohttp import web
+
+from tuner.errors import TunerError
+from tuner.log import get_logger
+
+log = get_logger("tuner.daemon.api")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+OPEN = frozenset({"/healthz"})
+
+
+class Backend(Protocol):
+    """What the API asks the daemon (see :class:`tuner.daemon.service.Daemon`)."""
+
+    def token(self) -> str | None: ...
+    def token_everywhere(self) -> bool: ...
+    def ready(self) -> tuple[bool, str]: ...
+    def metrics(self) -> tuple[bytes, str]: ...
+    async def recommendations(self, target: str | None) -> dict[str, Any]: ...
+    async def rendered(self, target: str, fmt: str) -> dict[str, str]: ...
+    async def sessions(self, limit: int) -> dict[str, Any]: ...
+    async def session(self, session_id: str) -> dict[str, Any] | None: ...
+    async def drift(self, limit: int) -> dict[str, Any]: ...
+    async def request_session(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.json_response(data, status=status, dumps=lambda d: json.dumps(d, default=str, indent=1))
+
+
+def _problem(status: int, message: str, hint: str | None = None) -> web.Response:
+    body = {"error": message} | ({"hint": hint} if hint else {})
+    return _json(body, status)
+
+
+def _limit(request: web.Request, default: int = 50) -> int:
+    raw = request.query.get("limit", str(default))
+    if not raw.isdigit() or not 1 <= int(raw) <= 1000:
+        raise web.HTTPBadRequest(text=json.dumps({"error": "limit must be a whole number from 1 to 1000"}),
+                                 content_type="application/json")
+    return int(raw)
+
+
+def build_app(backend: Backend) -> web.Application:
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        token = backend.token()
+        needs = request.method != "GET" or (backend.token_everywhere() and request.path not in OPEN)
+        if needs:
+            if token is None:
+                return _problem(403, "this daemon accepts no writes: it has no token_file",
+                                "set [daemon] token_file and send Authorization: Bearer <token>")
+            given = request.headers.get("Authorization", "")
+            scheme, _, value = given.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
+                resp = _problem(401, "a valid bearer token is required", "send Authorization: Bearer <token>")
+                resp.headers["WWW-Authenticate"] = 'Bearer realm="tuner"'
+                return resp
+        try:
+            return await handler(request)
+        except web.HTTPException:
+            raise
+        except TunerError as exc:
+            return _problem(getattr(exc, "http_status", 409), str(exc), exc.hint)
+        except Exception as exc:  # a bug: one line to the client, the traceback in the log
+            log.exception("api.error", path=request.path)
+            return _problem(500, f"unexpected error: {type(exc).__name__}")
+
+    async def healthz(request: web.Request) -> web.Response:
+        return _json({"status": "ok"})
+
+    async def readyz(request: web.Request) -> web.Response:
+        ok, why = backend.ready()
+        return _json({"status": "ready" if ok else "not ready", "detail": why}, 200 if ok else 503)
+
+    async def metrics(request: web.Request) -> web.Response:
+        body, content_type = backend.metrics()
+        resp = web.Response(body=body)
+        resp.headers["Content-Type"] = content_type
+        return resp
+
+    async def recommendations(request: web.Request) -> web.Response:
+        return _json(await backend.recommendations(request.query.get("target")))
+
+    async def rendered(request: web.Request) -> web.Response:
+        fmt = request.query.get("format", "json")
+        files = await backend.rendered(request.match_info["name"], fmt)
+        if len(files) == 1 and request.query.get("files") != "json":
+            (name, text), = files.items()
+            resp = web.Response(text=text, content_type="text/plain")
+            resp.headers["Content-Disposition"] = f'inline; filename="{name}"'
+            return resp
+        return _json({"files": files})
+
+    async def sessions(request: web.Request) -> web.Response:
+        return _json(await backend.sessions(_limit(request)))
+
+    async def session(request: web.Request) -> web.Response:
+        found = await backend.session(request.match_info["id"])
+        if found is None:
+            return _problem(404, f"no session {request.match_info['id']}", "GET /v1/sessions lists them")
+        return _json(found)
+
+    async def drift(request: web.Request) -> web.Response:
+        return _json(await backend.drift(_limit(request, 100)))
+
+    async def start(request: web.Request) -> web.Response:
+        body: Any = {}
+        if request.can_read_body:
+            try:
+                body = await request.json()
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                return _problem(400, "the body is not JSON", 'send {} or {"target": "NAME", "families": [...]}')
+            if not isinstance(body, dict):
+                return _problem(400, "the body must be a JSON object", 'e.g. {"target": "default"}')
+        queued = await backend.request_session(body)
+        resp = _json(queued, 202)
+        resp.headers["Location"] = f"/v1/sessions/{queued['id']}"
+        return resp
+
+    app = web.Application(middlewares=[guard], client_max_size=64 * 1024)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/v1/recommendations", recommendations)
+    app.router.add_get("/v1/recommendations/{name}", rendered)
+    app.router.add_get("/v1/sessions", sessions)
+    app.router.add_post("/v1/sessions", start)
+    app.router.add_get("/v1/sessions/{id}", session)
+    app.router.add_get("/v1/drift", drift)
+    return app

@@ -1,0 +1,843 @@
+"""The daemon: one process, one lock on the state directory, an apscheduler that only *asks* for work, and one
+worker that does it — a session, a re-probe of some families, or a re-validation — one at a time, inside the
+maintenance windows (or at once, when POST /v1/sessions asks).
+
+Every piece of work is a row of the store's ``daemon_runs`` before it starts (queued → running → done, failed,
+interrupted, or queued again when its window closed or the daemon stopped). A daemon killed mid-session finds its
+row 'running' when it starts again: the journal is restored first, the row becomes 'interrupted', and the same
+work is queued again.
+
+The drift check is cheap (:mod:`tuner.daemon.drift`: one connection, some catalogue and sysfs reads). Its
+baseline is kept in the state directory, so a change made while the daemon was down is noticed too; after every
+run of tuner's own the baseline is taken again (a session restarts the server and changes what it restores).
+Nothing is ever applied to a target by the daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tuner.config import Config, is_loopback, listen_address, load_config, state_dir
+from tuner.errors import ConfigError, TunerError
+from tuner.log import get_logger
+from tuner.stop import STOP
+
+log = get_logger("tuner.daemon")
+
+STOP_WITHIN_S = 30.0
+IDLE_POLL_S = 60.0  # the worker looks at its queue at least this often (windows open, timers)
+KINDS = ("session", "reprobe", "revalidate")
+
+
+class DaemonError(TunerError):
+    http_status = 409
+
+
+# -- targets --------------------------------------------------------------------------------------------------
+@dataclass
+class Target:
+    """One server the daemon tunes, with the configuration its sessions run under."""
+
+    name: str
+    cfg: Config
+    sandbox: bool = False
+    servers: Any = None  # the kept sandbox's servers (tuner.target.server.Servers)
+    store_id: str | None = None  # the store's id for it, once known (system identifier + data directory)
+    label: str = ""
+
+    @property
+    def dsn(self) -> str | None:
+        return self.servers.dsn if self.servers is not None else self.cfg.target.dsn
+
+
+def targets_of(cfg: Config, *, sandbox: bool) -> list[Target]:
+    """``[target]`` as "default" (or the sandbox), then every ``[[daemon.targets]]``."""
+    out: list[Target] = []
+    if sandbox:
+        out.append(Target("sandbox", cfg, sandbox=True))
+    elif cfg.target.dsn or any(k in os.environ for k in ("PGHOST", "PGSERVICE", "PGDATABASE", "PGPORT")):
+        out.append(Target("default", cfg))
+    for t in cfg.daemon.targets:
+        if any(o.name == t.name for o in out):
+            raise ConfigError(f"[[daemon.targets]] name {t.name!r} is taken by [target]",
+                              hint="give it another name")
+        tuner = cfg.tuner.model_copy(update={"families": t.families, **({"policy": t.policy} if t.policy else {})})
+        target = cfg.target.model_copy(update={"dsn": t.dsn, "restart_command": t.restart_command})
+        out.append(Target(t.name, cfg.model_copy(update={"tuner": tuner, "target": target})))
+    if not out:
+        raise ConfigError("the daemon has no target: set [target] dsn (or PGHOST), add [[daemon.targets]], "
+                          "or use --sandbox", hint="tuner daemon --sandbox tries it on a throwaway PostgreSQL")
+    return out
+
+
+def read_token(cfg: Config) -> str | None:
+    """The bearer token from ``[daemon] token_file``: a regular file only its owner can read, not empty."""
+    path = cfg.daemon.token_file
+    if path is None:
+        return None
+    from tuner.config import resolve_path
+
+    path = resolve_path(cfg, path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise ConfigError(f"[daemon] token_file {path} cannot be read: {exc.strerror}",
+                          hint="create it (e.g. openssl rand -hex 32 > FILE; chmod 600 FILE)") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if st.st_mode & 0o077:
+            raise ConfigError(f"[daemon] token_file {path} can be read by others (mode {st.st_mode & 0o777:o})",
+                              hint=f"chmod 600 {path}")
+        token = fh.read(4097).decode("utf-8", "replace").strip()
+    if not 16 <= len(token) <= 4096 or any(c.isspace() for c in token):
+        raise ConfigError(f"[daemon] token_file {path} must hold one token of 16 to 4096 characters and no spaces",
+                          hint="e.g. openssl rand -hex 32 > FILE")
+    return token
+
+
+def check(cfg: Config, *, sandbox: bool) -> list[str]:
+    """Everything ``--check-config`` and a reload validate beyond the schema; the summary lines."""
+    from tuner.daemon.timespec import Windows, parse_window
+
+    targets = targets_of(cfg, sandbox=sandbox)
+    token = read_token(cfg)
+    host, port = listen_address(cfg.daemon.listen)
+    if not is_loopback(host) and token is None:
+        raise ConfigError(f"[daemon] listen = {cfg.daemon.listen!r} is not loopback and there is no token",
+                          hint="set [daemon] token_file")
+    state_dir(cfg)
+    from tuner.policy import load_policy
+
+    for t in targets:
+        load_policy(t.cfg.tuner.policy, config_dir=t.cfg.source.parent if t.cfg.source else None)
+    windows = Windows(tuple(parse_window(w) for w in cfg.daemon.windows))
+    return [
+        f"listen {host}:{port} ({'token required for every endpoint but /healthz' if not is_loopback(host) else 'loopback'}"
+        f"{'; POST allowed with the token' if token else '; read-only: no token_file'})",
+        f"schedule {cfg.daemon.schedule or 'none'}; windows {', '.join(cfg.daemon.windows) or 'any time'} "
+        f"(now {'open' if windows.contains(datetime.now().astimezone()) else 'closed'})",
+        f"drift check every {cfg.daemon.drift_check_every}; re-validation every {cfg.daemon.revalidate_every}",
+        *(f"target {t.name}: {'a sandbox of its own' if t.sandbox else _shown(t.dsn)}; families "
+          f"{', '.join(t.cfg.tuner.families)}; policy {t.cfg.tuner.policy}" for t in targets),
+    ]
+
+
+def _shown(dsn: str | None) -> str:
+    from tuner.target.connection import redact
+
+    return " ".join(redact(dsn).split()) if dsn else "PG* environment"
+
+
+# -- progress: what the daemon says it is doing ---------------------------------------------------------------
+@dataclass
+class Current:
+    run: dict[str, Any]
+    target: str
+    phase: str = "starting"
+    step: str = ""
+    probes: int = 0
+    task: asyncio.Task[Any] | None = None
+    stop_reason: str | None = None
+
+
+class DaemonProgress:
+    """The runner's progress, as systemd STATUS= and /v1/sessions/ID."""
+
+    def __init__(self, daemon: Daemon, current: Current) -> None:
+        self.daemon, self.current = daemon, current
+
+    def phase(self, name: str, total: int | None) -> None:
+        self.current.phase, self.current.step = name, ""
+        self.daemon.say(f"{self.current.run['kind']} {self.current.run['id']} on {self.current.target}: {name}")
+
+    def advance(self, text: str) -> None:
+        self.current.step = text
+        if self.current.phase != "sandbox":
+            self.current.probes += 1
+            self.daemon.metrics.probes.labels(self.current.target).inc()
+
+
+# -- the daemon ---------------------------------------------------------------------------------------------------
+@dataclass
+class Daemon:
+    cfg: Config
+    config_path: Path | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    sandbox: bool = False
+
+    def __post_init__(self) -> None:
+        from tuner.daemon.metrics import Metrics
+        from tuner.daemon.systemd import Notifier
+
+        self.metrics = Metrics()
+        self.notifier = Notifier()
+        self.targets = {t.name: t for t in targets_of(self.cfg, sandbox=self.sandbox)}
+        self._token = read_token(self.cfg)
+        self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._current: Current | None = None
+        self._scheduler: Any = None
+        self._store_ok: str | None = None
+        self._started = time.time()
+        for name in self.targets:
+            self.metrics.target(name)
+
+    # -- API backend ------------------------------------------------------------------------------------------
+    def token(self) -> str | None:
+        return self._token
+
+    def token_everywhere(self) -> bool:
+        return not is_loopback(listen_address(self.cfg.daemon.listen)[0])
+
+    def ready(self) -> tuple[bool, str]:
+        if self._scheduler is None or not self._scheduler.running:
+            return False, "the scheduler is not running"
+        if self._store_ok:
+            return False, self._store_ok
+        return True, self._status
+
+    def metrics_text(self) -> tuple[bytes, str]:
+        return self.metrics.render(), self.metrics.content_type
+
+    async def recommendations(self, target: str | None) -> dict[str, Any]:
+        from tuner.store import open_store
+
+        if target is not None and target not in self.targets:
+            raise DaemonError(f"no target {target!r}", hint=f"targets: {', '.join(self.targets)}")
+        out = []
+        async with open_store(self.cfg) as db:
+            assert db is not None
+            for t in self.targets.values():
+                if target and t.name != target:
+                    continue
+                accepted = await db.accepted(t.store_id) if t.store_id else []
+                out.append({"target": t.name, "target_id": t.store_id,
+                            "recommendations": [r.model_dump(mode="json") | {"session_id": sid}
+                                                for sid, r in accepted]})
+        return {"generated_at": _now(), "targets": out}
+
+    async def rendered(self, target: str, fmt: str) -> dict[str, str]:
+        from tuner import emit
+        from tuner.store import open_store
+
+        if fmt not in emit.FORMATS:
+            raise DaemonError(f"unknown format {fmt!r}", hint=f"formats: {', '.join(emit.FORMATS)}")
+        t = self.targets.get(target)
+        if t is None:
+            raise DaemonError(f"no target {target!r}", hint=f"targets: {', '.join(self.targets)}")
+        async with open_store(self.cfg) as db:
+            assert db is not None
+            accepted = await db.accepted(t.store_id) if t.store_id else []
+            if not accepted:
+                raise DaemonError(f"target {target} has no accepted recommendation yet",
+                                  hint="GET /v1/sessions shows what ran; POST /v1/sessions runs a session now")
+            latest = await db.report(accepted[0][0])
+        report = latest.model_copy(update={"recommendations": [r for _, r in accepted]})
+        return emit.render(report, fmt)
+
+    async def sessions(self, limit: int) -> dict[str, Any]:
+        from tuner.store import open_store
+
+        async with open_store(self.cfg) as db:
+            assert db is not None
+            runs = await db.runs(limit=limit)
+            stored = await db.sessions(limit=limit)
+        for run in runs:
+            self._live(run)
+        return {"runs": runs, "sessions": [_summary(s) for s in stored]}
+
+    async def session(self, session_id: str) -> dict[str, Any] | None:
+        from tuner.store import StoreError, open_store
+
+        if not session_id or not all(c in "0123456789abcdef" for c in session_id) or len(session_id) > 32:
+            return None
+        async with open_store(self.cfg) as db:
+            assert db is not None
+            run = next(iter(r for r in await db.runs(limit=1000) if r["id"] == session_id), None)
+            try:
+                report = (await db.report(session_id)).model_dump(mode="json")
+            except (ConfigError, StoreError):
+                report = None
+        if run is None and report is None:
+            return None
+        if run is not None:
+            self._live(run)
+        return {"run": run, "report": report}
+
+    async def drift(self, limit: int) -> dict[str, Any]:
+        from tuner.store import open_store
+
+        async with open_store(self.cfg) as db:
+            assert db is not None
+            return {"events": await db.all_drift_events(limit=limit)}
+
+    async def request_session(self, body: dict[str, Any]) -> dict[str, Any]:
+        from tuner.families import REGISTRY
+
+        unknown = set(body) - {"target", "families", "kind"}
+        if unknown:
+            raise DaemonError(f"unknown field {sorted(unknown)[0]!r} in the request",
+                              hint='fields: target, families, kind ("session" or "revalidate")')
+        name = body.get("target") or next(iter(self.targets))
+        if name not in self.targets:
+            raise DaemonError(f"no target {name!r}", hint=f"targets: {', '.join(self.targets)}")
+        kind = body.get("kind", "session")
+        if kind not in ("session", "revalidate"):
+            raise DaemonError(f"kind must be 'session' or 'revalidate', not {kind!r}")
+        families = body.get("families") or []
+        if not isinstance(families, list) or any(f not in REGISTRY.names() for f in families):
+            raise DaemonError("families must be a list of family names", hint=f"families: {', '.join(REGISTRY.names())}")
+        kind_out = "reprobe" if kind == "session" and families else kind
+        run = await self.enqueue(name, kind_out, reason="requested over the API", families=families, forced=True)
+        return {"id": run["id"], "status": "queued", "target": name, "kind": kind_out}
+
+    def _live(self, run: dict[str, Any]) -> None:
+        cur = self._current
+        if cur is not None and cur.run["id"] == run["id"]:
+            run["progress"] = {"phase": cur.phase, "step": cur.step, "probes": cur.probes}
+
+    # -- queue ------------------------------------------------------------------------------------------------
+    async def enqueue(self, target: str, kind: str, *, reason: str, families: list[str] | tuple[str, ...] = (),
+                      knobs: list[str] | tuple[str, ...] = (), forced: bool = False) -> dict[str, Any]:
+        """Queue a run unless the same work is queued already (a schedule that fires twice queues it once)."""
+        from tuner.store import open_store
+
+        async with open_store(self.cfg) as db:
+            assert db is not None
+            if not forced:
+                for run in await db.runs(status=("queued",), target=target):
+                    if run["kind"] == kind and sorted(run["families"]) == sorted(families) and not run["forced"]:
+                        return run
+            run = {"id": uuid.uuid4().hex[:12], "target": target, "target_id": self.targets[target].store_id,
+                   "kind": kind, "families": list(families), "knobs": list(knobs), "reason": reason,
+                   "forced": forced, "status": "queued", "requested_at": _now()}
+            await db.add_run(run)
+        log.info("daemon.queued", run=run["id"], target=target, kind=kind, reason=reason, forced=forced)
+        self._wake.set()
+        return run
+
+    async def _next(self) -> tuple[dict[str, Any], bool] | None:
+        """The oldest queued run that may start now (forced, or its window is open), and whether it is forced."""
+        from tuner.store import open_store
+
+        async with open_store(self.cfg) as db:
+            assert db is not None
+            queued = await db.runs(status=("queued",), limit=1000)
+        now = datetime.now().astimezone()
+        for run in reversed(queued):  # oldest first
+            if run["target"] not in self.targets:
+                continue
+            if run["forced"] or self.windows().contains(now):
+                return run, bool(run["forced"])
+        return None
+
+    def windows(self) -> Any:
+        from tuner.daemon.timespec import Windows, parse_window
+
+        return Windows(tuple(parse_window(w) for w in self.cfg.daemon.windows))
+
+    async def _worker(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                nxt = await self._next()
+            except TunerError as exc:
+                self._store_ok = str(exc)
+                log.error("daemon.store", error=str(exc))
+                nxt = None
+            else:
+                self._store_ok = None
+            if nxt is None:
+                self.say(self._idle_status())
+                self._wake.clear()
+                wait = IDLE_POLL_S
+                nxt_open = self.windows().next_open(datetime.now().astimezone())
+                wait = max(1.0, min(wait, (nxt_open - datetime.now().astimezone()).total_seconds() + 1))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=wait)
+                continue
+            await self._execute(*nxt)
+
+    async def _execute(self, run: dict[str, Any], forced: bool) -> None:
+        from tuner.store import open_store
+
+        target = self.targets[run["target"]]
+        current = Current(run=run, target=target.name)
+        self._current = current
+        self.metrics.running.labels(target.name).set(1)
+        async with open_store(self.cfg) as db:
+            assert db is not None
+            await db.update_run(run["id"], status="running", started=True)
+        closer: asyncio.TimerHandle | None = None
+        if not forced:
+            closes = self.windows().closes_at(datetime.now().astimezone())
+            if closes is not None:
+                delay = (closes - datetime.now().astimezone()).total_seconds()
+                closer = asyncio.get_running_loop().call_later(
+                    max(0.0, delay), self._stop_current, f"its maintenance window closed at {closes:%H:%M}")
+        STOP.reset()
+        current.task = asyncio.create_task(self._session(target, run, current))
+        status, detail = "failed", None
+        try:
+            report = await current.task
+            status, detail = "done", _outcome(report)
+        except asyncio.CancelledError:
+            # The session was stopped (its window closed, the daemon stops); the runner put everything back.
+            status = "queued"
+            detail = f"stopped when {current.stop_reason or 'it was cancelled'}; it runs again"
+        except TunerError as exc:
+            status, detail = "failed", f"{exc}" + (f" ({exc.hint})" if exc.hint else "")
+        except Exception as exc:  # a bug: logged with its traceback, and the daemon keeps serving
+            log.exception("daemon.run_failed", run=run["id"])
+            status, detail = "failed", f"unexpected error: {type(exc).__name__}: {exc}"
+        finally:
+            if closer is not None:
+                closer.cancel()
+            STOP.reset()
+            self._current = None
+            self.metrics.running.labels(target.name).set(0)
+            self.metrics.runs.labels(target.name, run["kind"], status).inc()
+            try:
+                async with open_store(self.cfg) as db:
+                    assert db is not None
+                    await db.update_run(run["id"], status=status, detail=detail, target_id=target.store_id,
+                                        ended=status != "queued")
+                    if status == "queued":  # a fresh id for the next attempt: the session id is the run id
+                        await db.update_run(run["id"], status="deferred", detail=detail, ended=True)
+                        again = dict(run, id=uuid.uuid4().hex[:12], status="queued", requested_at=_now(),
+                                     reason=f"{run['reason']} (again after {run['id']}: {detail})", started_at=None)
+                        await db.add_run(again)
+            except TunerError as exc:
+                log.error("daemon.store", error=str(exc))
+            log.info("daemon.run_ended", run=run["id"], target=target.name, kind=run["kind"], status=status,
+                     detail=detail)
+            await self._refresh(target)
+            with contextlib.suppress(Exception):
+                await self._rebaseline(target)
+
+    def _stop_current(self, reason: str) -> None:
+        cur = self._current
+        if cur is None or cur.task is None or cur.task.done() or cur.stop_reason:
+            return
+        cur.stop_reason = reason
+        log.info("daemon.stopping_run", run=cur.run["id"], reason=reason)
+        STOP.request(signal.SIGTERM, reason)
+        cur.task.cancel()
+
+    async def _session(self, target: Target, run: dict[str, Any], current: Current) -> Any:
+        from tuner.policy import load_policy
+        from tuner.runner import recommend
+        from tuner.store import open_store
+
+        cfg = target.cfg
+        policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
+        policy = policy.for_daemon() if hasattr(policy, "for_daemon") else policy
+        families = tuple(run["families"]) or cfg.tuner.families
+        async with open_store(self.cfg) as db:
+            assert db is not None
+            pins = None
+            if run["kind"] == "revalidate":
+                pins = await self._pins(db, target, run["knobs"])
+                if not pins:
+                    raise DaemonError("nothing to re-validate: the target has no accepted recommendation of a "
+                                      "setting tuner can re-validate (effective_io_concurrency, WAL settings)")
+                families = tuple(pins)
+            report = await recommend(cfg, policy, use_sandbox=target.sandbox, families=families, store=db,
+                                     session_id=run["id"], where=target.servers, pins=pins,
+                                     progress=DaemonProgress(self, current))
+            fp = report.target.fingerprint or {}
+            target.store_id = _store_id(report.target.system_identifier, fp, target)
+            await db.save(report, fp, kind=run["kind"])
+        return report
+
+    async def _pins(self, db: Any, target: Target, knobs: list[str]) -> dict[str, Any]:
+        from tuner.families.base import Pin
+
+        if not target.store_id:
+            return {}
+        family_of = _family_of()
+        grouped: dict[str, dict[str, Any]] = {}
+        for sid, r in await db.accepted(target.store_id):
+            fam = family_of.get(r.knob)
+            if (r.scope != "system" or fam not in ("concurrency", "wal") or (knobs and r.knob not in knobs)
+                    or not isinstance(r.recommended, int) or not isinstance(r.current, int)):
+                continue
+            g = grouped.setdefault(fam, {"sid": sid, "cand": {}, "base": {}, "near": {}})
+            g["cand"][r.knob], g["base"][r.knob] = r.recommended, r.current
+            if r.near_optimal:
+                g["near"][r.knob] = tuple(r.near_optimal)
+        return {fam: Pin(g["sid"], g["cand"], g["base"], g["near"]) for fam, g in grouped.items()}
+
+    async def _refresh(self, target: Target) -> None:
+        """The target's recommendation gauges from the store."""
+        from tuner.store import open_store
+
+        if not target.store_id:
+            return
+        try:
+            async with open_store(self.cfg) as db:
+                assert db is not None
+                accepted = await db.accepted(target.store_id)
+                latest = await db.sessions(target=target.store_id, limit=1)
+        except TunerError as exc:
+            log.error("daemon.store", error=str(exc))
+            return
+        self.metrics.set_recommendations(target.name, [r for _, r in accepted])
+        if latest:
+            self.metrics.last_session.labels(target.name).set(datetime.fromisoformat(latest[0].started_at).timestamp())
+
+    # -- drift --------------------------------------------------------------------------------------------------
+    def _baseline_path(self, target: Target) -> Path:
+        return state_dir(self.cfg) / f"drift-{target.name}.json"
+
+    async def _observe(self, target: Target) -> dict[str, Any]:
+        from tuner.daemon.drift import observe
+
+        return await observe(target.dsn, timeout_s=target.cfg.target.connect_timeout_s)
+
+    async def _rebaseline(self, target: Target) -> None:
+        if target.sandbox and target.servers is None:
+            return
+        fp = await self._observe(target)
+        self._save_baseline(target, fp)
+
+    def _save_baseline(self, target: Target, fp: dict[str, Any]) -> None:
+        from tuner.files import atomic_write
+
+        atomic_write(self._baseline_path(target), json.dumps(fp, sort_keys=True, default=str),
+                     dir_mode=0o700)  # mkstemp: the file is 0600
+
+    async def drift_check(self, name: str) -> None:
+        """Compare the target's fingerprint with the baseline; record a change and queue what it calls for."""
+        from tuner.daemon.drift import action, changes_json, compare
+        from tuner.store import open_store
+
+        target = self.targets.get(name)
+        if target is None or (self._current is not None and self._current.target == name):
+            return  # a session of tuner's own changes what it probes; the baseline is taken again after it
+        try:
+            fp = await self._observe(target)
+        except (TunerError, OSError) as exc:
+            log.warning("daemon.drift_unavailable", target=name, error=str(exc))
+            return
+        if self._current is not None and self._current.target == name:
+            return
+        await self._identify(target, fp)
+        path = self._baseline_path(target)
+        try:
+            before = json.loads(path.read_text())
+        except (OSError, ValueError):
+            before = None
+        self._save_baseline(target, fp)
+        if before is None:
+            log.info("daemon.drift_baseline", target=name)
+            return
+        changes = compare(before, fp)
+        if not changes:
+            return
+        async with open_store(self.cfg) as db:
+            assert db is not None
+            recommended = _recommended(await db.accepted(target.store_id) if target.store_id else [])
+            act = action(changes, recommended)
+            if target.store_id:
+                await db.record_drift(target.store_id, changes_json(changes), f"{act.kind}: {act.reason}")
+        self.metrics.drift_events.labels(name).inc()
+        log.warning("daemon.drift", target=name, changes=[c.sentence() for c in changes], action=act.kind,
+                    reason=act.reason)
+        if act.kind == "session":
+            await self.enqueue(name, "session", reason=f"drift: {act.reason}")
+        elif act.kind == "reprobe":
+            await self.enqueue(name, "reprobe", reason=f"drift: {act.reason}", families=list(act.families))
+        elif act.kind == "revalidate":
+            await self.enqueue(name, "revalidate", reason=f"drift: {act.reason}", knobs=list(act.knobs))
+
+    async def _identify(self, target: Target, fp: dict[str, Any]) -> None:
+        from tuner.store import open_store
+
+        sid = _store_id(fp.get("system_identifier"), fp, target)
+        if sid != target.store_id:
+            target.store_id = sid
+            async with open_store(self.cfg) as db:
+                assert db is not None
+                await db.ensure_target(sid, fp.get("system_identifier"), fp.get("data_directory"), _label(target))
+            await self._refresh(target)
+
+    async def revalidate(self, name: str) -> None:
+        from tuner.store import open_store
+
+        target = self.targets.get(name)
+        if target is None or not target.store_id:
+            return
+        async with open_store(self.cfg) as db:
+            assert db is not None
+            pins = await self._pins(db, target, [])
+        if pins:
+            await self.enqueue(name, "revalidate", reason=f"every {self.cfg.daemon.revalidate_every}")
+        else:
+            log.info("daemon.revalidate_nothing", target=name)
+
+    # -- schedule ---------------------------------------------------------------------------------------------
+    def _schedule(self) -> None:
+        from apscheduler.triggers.interval import IntervalTrigger
+
+        from tuner.daemon.timespec import parse_crontab, parse_duration
+
+        sch = self._scheduler
+        for job in sch.get_jobs():
+            job.remove()
+        common = dict(max_instances=1, coalesce=True, misfire_grace_time=300, replace_existing=True)
+        drift_s = parse_duration(self.cfg.daemon.drift_check_every)
+        reval_s = parse_duration(self.cfg.daemon.revalidate_every)
+        for name in self.targets:
+            if self.cfg.daemon.schedule:
+                sch.add_job(self.enqueue, parse_crontab(self.cfg.daemon.schedule), id=f"session:{name}",
+                            args=[name, "session"], kwargs={"reason": f"schedule {self.cfg.daemon.schedule}"},
+                            **common)
+            sch.add_job(self.drift_check, IntervalTrigger(seconds=drift_s), id=f"drift:{name}", args=[name],
+                        next_run_time=datetime.now().astimezone(), **common)
+            sch.add_job(self.revalidate, IntervalTrigger(seconds=reval_s), id=f"revalidate:{name}", args=[name],
+                        **common)
+
+    @property
+    def _status(self) -> str:
+        return self._idle_status()
+
+    def _idle_status(self) -> str:
+        if self._current is not None:
+            c = self._current
+            return f"{c.run['kind']} {c.run['id']} on {c.target}: {c.phase}"
+        jobs = [j for j in (self._scheduler.get_jobs() if self._scheduler else []) if j.id.startswith("session:")]
+        nxt = min((j.next_run_time for j in jobs if j.next_run_time), default=None)
+        return f"idle; next scheduled session {nxt:%Y-%m-%d %H:%M %Z}" if nxt else "idle; no scheduled session"
+
+    def say(self, status: str) -> None:
+        self.notifier.status(status)
+
+    # -- reload ---------------------------------------------------------------------------------------------
+    def reload(self) -> None:
+        """SIGHUP: read and validate the configuration again; a bad one keeps the old one running."""
+        self.notifier.reloading("reloading the configuration")
+        try:
+            cfg = load_config(self.config_path, overrides=self.overrides)
+            check(cfg, sandbox=self.sandbox)
+            targets = {t.name: t for t in targets_of(cfg, sandbox=self.sandbox)}
+            token = read_token(cfg)
+            if cfg.daemon.listen != self.cfg.daemon.listen:
+                log.warning("daemon.reload_listen", detail="listen changed; it takes effect at the next restart")
+        except TunerError as exc:
+            self.metrics.reload_ok.set(0)
+            log.error("daemon.reload_failed", error=str(exc), hint=exc.hint,
+                      detail="the previous configuration stays in force")
+            self.notifier.ready(f"reload failed ({exc}); running with the previous configuration")
+            return
+        for name, t in targets.items():
+            old = self.targets.get(name)
+            if old is not None:
+                t.servers, t.store_id = old.servers, old.store_id
+            else:
+                self.metrics.target(name)
+        for name in set(self.targets) - set(targets):
+            self.metrics.forget_target(name)
+        self.cfg, self.targets, self._token = cfg, targets, token
+        self._schedule()
+        self.metrics.reload_ok.set(1)
+        log.info("daemon.reloaded", targets=list(targets))
+        self._wake.set()
+        self.notifier.ready(self._idle_status())
+
+    # -- life -------------------------------------------------------------------------------------------------
+    def stop(self, signum: int) -> None:
+        if not self._stopping.is_set():
+            log.info("daemon.stop", signal=signal.Signals(signum).name)
+            self.notifier.stopping(f"stopping ({signal.Signals(signum).name})")
+        self._stopping.set()
+        self._wake.set()
+        self._stop_current(f"the daemon was stopped by {signal.Signals(signum).name}")
+
+    async def run(self) -> int:
+        from aiohttp import web
+        from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+        from tuner.actuate import Journal, SysfsWriter
+        from tuner.daemon.api import build_app
+        from tuner.daemon.lockfile import DaemonLock
+        from tuner.store import open_store
+
+        sdir = state_dir(self.cfg)
+        with DaemonLock(sdir):
+            # Before anything else: whatever a killed session left is put back.
+            journal = Journal(sdir, writer=SysfsWriter(self.cfg.readahead.helper_command))
+            for r in journal.recover():
+                log.warning("daemon.restored", detail=r.sentence())
+            async with open_store(self.cfg) as db:
+                if db is None:
+                    raise ConfigError("the daemon needs its store ([store] enabled = false)",
+                                      hint="remove [store] enabled = false; the daemon keeps its work there")
+                for run in await db.runs(status=("running",), limit=1000):
+                    detail = "the daemon ended mid-run (killed or crashed); what it had changed was restored"
+                    await db.update_run(run["id"], status="interrupted", detail=detail, ended=True)
+                    self.metrics.runs.labels(run["target"], run["kind"], "interrupted").inc()
+                    log.warning("daemon.interrupted", run=run["id"], target=run["target"])
+                    if run["target"] in self.targets:
+                        again = dict(run, id=uuid.uuid4().hex[:12], status="queued", requested_at=_now(),
+                                     started_at=None, reason=f"{run['reason']} (again after interrupted {run['id']})")
+                        await db.add_run(again)
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.stop, sig)
+            loop.add_signal_handler(signal.SIGHUP, self.reload)
+            async with contextlib.AsyncExitStack() as stack:
+                for t in self.targets.values():
+                    if t.sandbox:
+                        t.servers = await stack.enter_async_context(self._sandbox(t))
+                        t.label = _label(t)
+                host, port = listen_address(self.cfg.daemon.listen)
+                runner = web.AppRunner(build_app(_Backend(self)), access_log=None, handle_signals=False)
+                await runner.setup()
+                stack.push_async_callback(runner.cleanup)
+                try:
+                    await web.TCPSite(runner, host, port, reuse_address=True).start()
+                except OSError as exc:
+                    raise DaemonError(f"cannot listen on {self.cfg.daemon.listen}: {exc.strerror or exc}",
+                                      hint="another process may hold the port; change [daemon] listen") from None
+                self._scheduler = AsyncIOScheduler(timezone=datetime.now().astimezone().tzinfo)
+                self._schedule()
+                self._scheduler.start()
+                stack.callback(self._scheduler.shutdown, wait=False)
+                for t in self.targets.values():
+                    await self._refresh(t)
+                log.info("daemon.ready", listen=f"{host}:{port}", targets=list(self.targets), pid=os.getpid())
+                self.notifier.ready(self._idle_status())
+                watchdog = asyncio.create_task(self._watchdog())
+                worker = asyncio.create_task(self._worker())
+                stopped = asyncio.create_task(self._stopping.wait())
+                done, _ = await asyncio.wait({worker, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                if worker in done and worker.exception() is not None:
+                    log.error("daemon.worker_died", error=repr(worker.exception()))
+                # Stop: the current run ends at once (its journal restored by the runner), then everything else.
+                self._stop_current("the daemon is stopping")
+                try:
+                    await asyncio.wait_for(asyncio.shield(worker), timeout=STOP_WITHIN_S - 5)
+                except (TimeoutError, asyncio.CancelledError, Exception):
+                    worker.cancel()
+                watchdog.cancel()
+            for r in journal.recover():  # a belt to the runner's braces
+                log.warning("daemon.restored", detail=r.sentence())
+        log.info("daemon.stopped")
+        return 0
+
+    @contextlib.asynccontextmanager
+    async def _sandbox(self, target: Target) -> Any:
+        from tuner.core.session import NullProgress
+        from tuner.target.server import servers
+
+        self.say("creating the sandbox")
+        async with servers(target.cfg, use_sandbox=True, progress=NullProgress(), writable=True) as where:
+            yield where
+
+    async def _watchdog(self) -> None:
+        interval = self.notifier.watchdog_interval_s
+        if not interval:
+            return
+        while True:
+            self.notifier.watchdog()
+            await asyncio.sleep(interval)
+
+
+class _Backend:
+    """The daemon as the API sees it (keeps the API's names off the daemon's own)."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.d = daemon
+
+    def token(self) -> str | None:
+        return self.d.token()
+
+    def token_everywhere(self) -> bool:
+        return self.d.token_everywhere()
+
+    def ready(self) -> tuple[bool, str]:
+        return self.d.ready()
+
+    def metrics(self) -> tuple[bytes, str]:
+        return self.d.metrics_text()
+
+    async def recommendations(self, target: str | None) -> dict[str, Any]:
+        return await self.d.recommendations(target)
+
+    async def rendered(self, target: str, fmt: str) -> dict[str, str]:
+        return await self.d.rendered(target, fmt)
+
+    async def sessions(self, limit: int) -> dict[str, Any]:
+        return await self.d.sessions(limit)
+
+    async def session(self, session_id: str) -> dict[str, Any] | None:
+        return await self.d.session(session_id)
+
+    async def drift(self, limit: int) -> dict[str, Any]:
+        return await self.d.drift(limit)
+
+    async def request_session(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self.d.request_session(body)
+
+
+# -- helpers ------------------------------------------------------------------------------------------------------
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _label(target: Target) -> str:
+    if target.sandbox:
+        return f"sandbox of tuner daemon ({target.name})"
+    return _shown(target.dsn)
+
+
+def _store_id(sysid: str | None, fp: Mapping[str, Any], target: Target) -> str:
+    from tuner.store import target_id
+
+    return target_id(sysid, fp.get("data_directory"), fp.get("label") or _label(target))
+
+
+def _family_of() -> dict[str, str]:
+    from tuner.knobs import catalog
+
+    cat = catalog.load()
+    from tuner.families import REGISTRY
+
+    return {k: fam for fam in REGISTRY.names() for k in cat.names(fam)}
+
+
+def _recommended(accepted: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Accepted recommendations keyed as :func:`tuner.daemon.drift.action` wants them."""
+    from tuner.daemon.drift import recommendation_key
+
+    return {recommendation_key(r): r.recommended for _, r in accepted}
+
+
+def _outcome(report: Any) -> str:
+    parts = []
+    for r in report.recommendations:
+        where = f" ({r.object})" if r.object else ""
+        if r.decision == "change":
+            e = r.effect
+            ci = f", CI [{e.ci95[0]:.2f}, {e.ci95[1]:.2f}]" if e else ""
+            parts.append(f"{r.knob}{where}: change {r.current} -> {r.recommended}{ci}")
+        else:
+            parts.append(f"{r.knob}{where}: keep {r.current}")
+    return "; ".join(parts) or "no recommendation: " + "; ".join(f"{f.family} {f.status}" for f in report.families)
+
+
+def _summary(s: Any) -> dict[str, Any]:
+    return {"id": s.id, "target_id": s.target_id, "target": s.target, "started_at": s.started_at,
+            "duration_s": s.duration_s, "kind": s.kind, "server_version": s.server_version, "policy": s.policy,
+            "probes": s.probes, "decisions": s.decisions}
