@@ -1,0 +1,288 @@
+"""The drift check: a cheap fingerprint of a target (one connection, a few catalogue reads, sysfs and /proc; no probe,
+nothing written), what changed between two of them, and what a change calls for.
+
+:func:`observe` reads the fingerprint, :func:`compare` lists the :class:`Change` objects, :func:`action` turns them
+into one :class:`Action` and :func:`changes_json` into what ``Store.record_drift`` stores and ``GET /v1/drift``
+serves. A recommendation is named by :func:`recommendation_key`: the knob for the server (``effective_io_concurrency``),
+``knob:object`` otherwise (``read_ahead_kb:/dev/loop3``, ``effective_io_concurrency:fast`` for a tablespace) —
+``Recommendation.knob`` and ``.object`` as stored.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import asyncpg
+
+from tuner import sqlfiles
+from tuner.daemon import hostfacts
+from tuner.knobs import catalog
+from tuner.knobs.devices import discover, postgres_paths
+from tuner.target import facts as target_facts
+from tuner.target.connection import connect
+
+_SQL = str(Path(__file__).parent)
+_TARGET_SQL = str(Path(target_facts.__file__).parent)
+_SERVER_FIELDS = ("major", "server_version_num", "system_identifier", "timeline", "postmaster_start", "in_recovery")
+# The size bands, by what the caches hold: all of it in PostgreSQL's buffers, all of it in memory, then up to 2, 4
+# and 8 times memory — with uniform access at least 1/2, 3/4 and 7/8 of reads go to the device. Crossing a band
+# upward changes the mix of cached and device reads the recommendations were measured under; past 8x nearly every
+# read is a device read and further growth changes little. (Powers of two in GiB would fire for 1 -> 2 GiB on a
+# 64 GiB host, where nothing changes.)
+_BANDS = ("fits in shared_buffers", "fits in memory", "up to 2x memory", "up to 4x memory", "up to 8x memory",
+          "more than 8x memory")
+
+# Why a change re-probes every family: each moves what every measurement stood on.
+_WHY = {"kernel": "a new kernel release changes the block layer and page cache under every measurement",
+        "cgroup": "a new cgroup limit changes the memory or I/O every measurement had",
+        "device": "a device's I/O scheduler or rotational flag changes how it queues every request",
+        "size": "less of the data fits in memory than when it was measured"}
+
+ChangeKind = Literal["server", "setting", "device", "kernel", "cgroup", "size"]
+
+
+def recommendation_key(knob: str, object: str | None = None) -> str:
+    """The key of a recommendation in :func:`action`'s ``recommended``: ``knob`` or ``knob:object``."""
+    return f"{knob}:{object}" if object else knob
+
+
+def size_band(database_bytes: int, shared_buffers_bytes: int, memory_bytes: int) -> int:
+    """Index into the size bands (see ``_BANDS``) of ``database_bytes`` of data."""
+    if database_bytes <= shared_buffers_bytes:
+        return 0
+    ratio = database_bytes / max(memory_bytes, shared_buffers_bytes, 1)
+    return 1 if ratio <= 1 else min(len(_BANDS) - 1, 1 + math.ceil(math.log2(ratio)))
+
+
+async def observe(dsn: str | None, *, timeout_s: float) -> dict[str, Any]:
+    """The drift fingerprint of the server ``dsn`` leads to, JSON-serialisable. Host facts (devices, kernel, cgroup)
+    only when the data directory is on this host; whatever the role may not read is None. ``timeout_s`` bounds the
+    connection and each statement. Raises :class:`~tuner.errors.TargetError` when the server cannot be reached."""
+    conn = await connect(dsn, timeout_s=timeout_s,
+                         server_settings={"statement_timeout": str(max(1, int(timeout_s * 1000)))})
+    try:
+        facts = await target_facts.gather(conn)
+        cat = catalog.load()
+        rows = await conn.fetch(sqlfiles.load(_TARGET_SQL, "settings"), cat.names())
+        extra = await conn.fetchrow(sqlfiles.load(_SQL, "drift"))
+        try:
+            timeline = await conn.fetchval(sqlfiles.load(_SQL, "timeline"))
+        except asyncpg.InsufficientPrivilegeError:
+            timeline = None
+    finally:
+        await conn.close()
+    assert extra is not None
+    settings: dict[str, dict[str, Any]] = {}
+    for r in sorted(rows, key=lambda r: r["name"]):
+        spec = cat.spec(r["name"], facts.server_version_num)
+        if spec is not None:  # value in pg_settings' unit (the catalogue's); sourcefile NULL unless the role may see it
+            value = int(r["setting"]) if r["vartype"] == "integer" else r["setting"]
+            settings[r["name"]] = {"value": value, "unit": r["unit"],
+                                   "source": r["source"], "sourcefile": r["sourcefile"],
+                                   "sourceline": r["sourceline"], "family": spec.family}
+    for ts in facts.tablespaces:  # ALTER TABLESPACE … SET (effective_io_concurrency = …)
+        for option in ts.options:
+            name, _, value = option.partition("=")
+            spec = cat.spec(name, facts.server_version_num)
+            if spec is not None and "tablespace" in spec.scopes:
+                settings[recommendation_key(name, ts.name)] = {
+                    "value": int(value) if value.lstrip("-").isdigit() else value, "unit": None,
+                    "source": f"tablespace {ts.name}", "sourcefile": None, "sourceline": None, "family": spec.family}
+    local = facts.local_data_directory()
+    devices, kernel, cgroup = None, None, None
+    if local is not None:
+        groups, _ = discover(postgres_paths(local, {t.name: t.location for t in facts.tablespaces}))
+        devices = {g.device.name: hostfacts.device(g.device, g.roles)
+                   for g in sorted(groups, key=lambda g: g.device.name)}
+        kernel, cgroup = platform.release(), hostfacts.cgroup(local)
+    memory, basis = hostfacts.memory(cgroup) if local is not None else (None, "")
+    if memory is None:  # a remote server's memory: what its planner is told
+        memory, basis = extra["effective_cache_size_bytes"], "effective_cache_size"
+    size = None
+    if extra["database_bytes"] is not None:
+        band = size_band(extra["database_bytes"], extra["shared_buffers_bytes"], memory)
+        size = {"band": band, "label": _BANDS[band], "database_bytes": extra["database_bytes"],
+                "memory_bytes": memory, "memory_basis": basis, "shared_buffers_bytes": extra["shared_buffers_bytes"]}
+    return {
+        "observed_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "server": {"major": facts.major, "server_version_num": facts.server_version_num,
+                   "system_identifier": facts.system_identifier, "timeline": timeline,
+                   "postmaster_start": extra["postmaster_start"].astimezone(UTC).isoformat(),
+                   "in_recovery": facts.in_recovery},
+        "settings": settings, "devices": devices, "kernel": kernel, "cgroup": cgroup, "size": size,
+    }
+
+
+def _version(num: Any) -> str:
+    return f"{num // 10000}.{num % 100}" if isinstance(num, int) and num >= 100000 else str(num)
+
+
+def _shown(s: dict[str, Any] | None, tablespace: bool) -> str:
+    if s is None:
+        return "the server's value" if tablespace else "nothing (not a setting of that server)"
+    unit = s.get("unit")
+    value = f"{s['value']} x {unit}" if unit and unit[0].isdigit() else f"{s['value']} {unit}" if unit else s["value"]
+    if s.get("sourcefile"):
+        where = os.path.basename(s["sourcefile"]) + (f":{s['sourceline']}" if s.get("sourceline") else "")
+    else:
+        where = "ALTER TABLESPACE" if str(s.get("source", "")).startswith("tablespace ") else s.get("source")
+    return f"{value} ({where})"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference between two fingerprints. ``before``/``after`` are the fingerprint's values (None: absent)."""
+
+    key: str  # "server:major", "setting:effective_io_concurrency", "device:loop3:read_ahead_kb", "size:band" …
+    kind: ChangeKind
+    before: Any
+    after: Any
+
+    @property
+    def recommendation(self) -> str | None:
+        """The :func:`recommendation_key` of the knob this change moved, if it moved one."""
+        parts = self.key.split(":", 2)
+        if self.kind == "setting":
+            return self.key.split(":", 1)[1]
+        if self.kind == "device" and parts[2:] == ["read_ahead_kb"]:
+            return recommendation_key("read_ahead_kb", f"/dev/{parts[1]}")
+        return None
+
+    @property
+    def value_changed(self) -> bool:
+        """For a setting: its value changed, not just where it is set."""
+        return self.kind != "setting" or (self.before or {}).get("value") != (self.after or {}).get("value")
+
+    def sentence(self) -> str:
+        """One clause, lower case, no full stop: "read_ahead_kb of /dev/loop3 changed from 128 to 4096"."""
+        b, a, parts = self.before, self.after, self.key.split(":", 2)
+        if self.kind == "setting":
+            ts = len(parts) > 2
+            name = parts[1] + (f" of tablespace {parts[2]}" if ts else "")
+            return f"{name} changed from {_shown(b, ts)} to {_shown(a, ts)}"
+        if self.kind == "device":
+            node = f"/dev/{parts[1]}"
+            if len(parts) == 2 and b is None:
+                ids = ", ".join(f"{k} {a[k]}" for k in ("model", "serial") if a.get(k))
+                return f"{node} appeared under {', '.join(a['roles'])}" + (f" ({ids})" if ids else "")
+            if len(parts) == 2:
+                return f"{node} no longer holds {', '.join(b['roles'])}"
+            return f"{parts[2]} of {node} changed from {b} to {a}"
+        if self.key == "server:postmaster_start":
+            return f"PostgreSQL restarted (its postmaster started at {a}, before at {b})"
+        if self.key == "server:in_recovery":
+            return "the server was promoted" if b else "the server became a standby"
+        if self.key == "server:server_version_num":
+            return f"PostgreSQL was updated from {_version(b)} to {_version(a)}"
+        if self.kind == "size":
+            gib = 1 << 30
+            return (f"the databases' size moved from '{b['label']}' ({b['database_bytes'] / gib:.1f} GiB) to "
+                    f"'{a['label']}' ({a['database_bytes'] / gib:.1f} GiB; {a['memory_basis']} "
+                    f"{a['memory_bytes'] / gib:.1f} GiB)")
+        what = {"server:major": "the PostgreSQL major version", "server:system_identifier": "the system identifier",
+                "server:timeline": "the timeline", "kernel:release": "the kernel release"}.get(self.key)
+        if self.kind == "cgroup":
+            what = f"PostgreSQL's cgroup {parts[1]}"
+        return f"{what or self.key} changed from {b} to {a}"
+
+
+def _entries(fp: Mapping[str, Any], with_devices: bool) -> dict[str, tuple[ChangeKind, Any, Any, bool]]:
+    """key -> (kind, what is compared, what is shown, whether appearing or disappearing is a change). Unknown values
+    (None: unreadable) of the server, kernel, cgroup and size are left out: unreadable is not changed."""
+    out: dict[str, tuple[ChangeKind, Any, Any, bool]] = {}
+    for name in _SERVER_FIELDS:
+        if (fp.get("server") or {}).get(name) is not None:
+            out[f"server:{name}"] = ("server", fp["server"][name], fp["server"][name], False)
+    for name, s in (fp.get("settings") or {}).items():  # a line moved within its file is not a change
+        out[f"setting:{name}"] = ("setting", (s["value"], s["source"], s["sourcefile"]), s, True)
+    for name, d in (fp.get("devices") or {}).items() if with_devices else ():
+        out[f"device:{name}"] = ("device", True, d, True)
+        for attr in ("model", "serial", "rotational", "scheduler", "read_ahead_kb", "roles"):
+            out[f"device:{name}:{attr}"] = ("device", d[attr], d[attr], False)
+    if fp.get("kernel"):
+        out["kernel:release"] = ("kernel", fp["kernel"], fp["kernel"], False)
+    for name, value in (fp.get("cgroup") or {}).items():
+        if value is not None:
+            out[f"cgroup:{name}"] = ("cgroup", value, value, False)
+    if fp.get("size"):
+        out["size:band"] = ("size", fp["size"]["band"], fp["size"], False)
+    return out
+
+
+def compare(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Change]:
+    """What changed from ``before`` to ``after`` (two :func:`observe` results), in key order; ``observed_at`` and
+    the databases' exact size are not compared, only their band."""
+    with_devices = before.get("devices") is not None and after.get("devices") is not None
+    b, a = _entries(before, with_devices), _entries(after, with_devices)
+    changes = []
+    for key in sorted(b.keys() | a.keys()):
+        eb, ea = b.get(key), a.get(key)
+        kind, _, _, presence = eb or ea  # type: ignore[misc]  # one of them is there
+        if (eb[1] != ea[1]) if eb and ea else presence:
+            changes.append(Change(key, kind, eb[2] if eb else None, ea[2] if ea else None))
+    if any(c.key == "server:major" for c in changes):  # the major says it; "updated from 15.8 to 16.4" repeats it
+        changes = [c for c in changes if c.key != "server:server_version_num"]
+    return changes
+
+
+@dataclass(frozen=True)
+class Action:
+    """What a drift calls for. ``families``: for a session or a re-probe, which families (empty: all). ``knobs``:
+    recommendation keys to re-validate (a short paired confirmation of the accepted recommendation against the
+    drifted value) — with a re-probe, those outside the re-probed families (a re-probe re-confirms its own)."""
+
+    kind: Literal["session", "revalidate", "reprobe", "record"]
+    families: tuple[str, ...]
+    knobs: tuple[str, ...]
+    reason: str
+
+
+def action(changes: list[Change], recommended: Mapping[str, Any]) -> Action:
+    """The one action ``changes`` call for, given the accepted recommendations (``recommendation_key`` -> value).
+    The strongest wins: a session, then a re-probe of every family, then re-validations and re-probes of some;
+    the reason names every change."""
+    session, whys, families, knobs = False, [], set(), {}
+    for c in changes:
+        attr = c.key.split(":")[2] if c.kind == "device" and c.key.count(":") == 2 else None  # None: the device
+        if c.key in ("server:major", "server:system_identifier") or (
+                c.kind == "device" and (attr in ("model", "serial") or (attr is None and c.before is None))):
+            session = True
+        elif (c.kind in ("kernel", "cgroup") and c.key != "cgroup:path" or attr in ("scheduler", "rotational")
+              or c.kind == "size" and c.after["band"] > c.before["band"]):
+            whys.append(_WHY[c.kind])
+        elif c.recommendation and c.value_changed:
+            key = c.recommendation
+            value = (c.after or {}).get("value") if c.kind == "setting" else c.after
+            family = "readahead" if c.kind == "device" else (c.after or c.before)["family"]
+            if key not in recommended:
+                families.add(family)
+            elif str(value) != str(recommended[key]):  # moved to the recommendation: applied, nothing to check
+                knobs[key] = family
+    said = "; ".join(c.sentence() for c in changes) or "nothing changed"
+    if session:
+        return Action("session", (), (), f"A full session, as the server, the cluster or a device is new: {said}.")
+    if whys:
+        return Action("reprobe", (), (), f"Re-probe every family, as {' and '.join(dict.fromkeys(whys))}: {said}.")
+    rest = tuple(k for k, f in knobs.items() if f not in families)  # a re-probe re-confirms its own knobs
+    if families:
+        also = f" and re-validate {', '.join(rest)}" if rest else ""
+        return Action("reprobe", tuple(sorted(families)), rest,
+                      f"Re-probe {', '.join(sorted(families))} (no accepted recommendation to re-validate){also}: "
+                      f"{said}.")
+    if rest:
+        return Action("revalidate", (), rest, f"Re-validate {', '.join(rest)} against the accepted recommendation: "
+                                             f"{said}.")
+    return Action("record", (), (), f"Recorded; nothing to measure again: {said}.")
+
+
+def changes_json(changes: list[Change]) -> dict[str, dict[str, Any]]:
+    """``{key: {"kind", "from", "to", "sentence"}}``: what ``Store.record_drift`` stores and ``GET /v1/drift``
+    serves (fingerprint values only: nothing from the DSN)."""
+    return {c.key: {"kind": c.kind, "from": c.before, "to": c.after, "sentence": c.sentence()} for c in changes}
