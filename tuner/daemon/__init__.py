@@ -6,6 +6,6 @@ it calls for, re-validates stored recommendations, and serves what it knows over
 never applies a recommendation itself.
 
 Modules: ``timespec`` (durations, windows, crontab), ``systemd`` (sd_notify), ``lockfile`` (one daemon per state
-directory), ``drift`` (the drift fingerprint and what a change calls for), ``api`` (HTTP), ``metrics``
+directory), ``drift`` (the drift fingerprint and what a change calls for; ``hostfacts`` its device and cgroup reads), ``api`` (HTTP), ``metrics``
 (Prometheus), ``service`` (the scheduler and the work queue).
 """

@@ -112,6 +112,7 @@ async def observe(dsn: str | None, *, timeout_s: float) -> dict[str, Any]:
                 "memory_bytes": memory, "memory_basis": basis, "shared_buffers_bytes": extra["shared_buffers_bytes"]}
     return {
         "observed_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "data_directory": facts.data_directory,  # identity with the system identifier (not compared: see server)
         "server": {"major": facts.major, "server_version_num": facts.server_version_num,
                    "system_identifier": facts.system_identifier, "timeline": timeline,
                    "postmaster_start": extra["postmaster_start"].astimezone(UTC).isoformat(),

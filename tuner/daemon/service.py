@@ -558,18 +558,21 @@ class Daemon:
             await self.enqueue(name, "session", reason=f"drift: {act.reason}")
         elif act.kind == "reprobe":
             await self.enqueue(name, "reprobe", reason=f"drift: {act.reason}", families=list(act.families))
+            if act.knobs:  # re-validations outside the re-probed families
+                await self.enqueue(name, "revalidate", reason=f"drift: {act.reason}", knobs=list(act.knobs))
         elif act.kind == "revalidate":
             await self.enqueue(name, "revalidate", reason=f"drift: {act.reason}", knobs=list(act.knobs))
 
     async def _identify(self, target: Target, fp: dict[str, Any]) -> None:
         from tuner.store import open_store
 
-        sid = _store_id(fp.get("system_identifier"), fp, target)
+        sysid = (fp.get("server") or {}).get("system_identifier")
+        sid = _store_id(sysid, fp, target)
         if sid != target.store_id:
             target.store_id = sid
             async with open_store(self.cfg) as db:
                 assert db is not None
-                await db.ensure_target(sid, fp.get("system_identifier"), fp.get("data_directory"), _label(target))
+                await db.ensure_target(sid, sysid, fp.get("data_directory"), _label(target))
             await self._refresh(target)
 
     async def revalidate(self, name: str) -> None:
@@ -821,7 +824,7 @@ def _recommended(accepted: list[tuple[str, Any]]) -> dict[str, Any]:
     """Accepted recommendations keyed as :func:`tuner.daemon.drift.action` wants them."""
     from tuner.daemon.drift import recommendation_key
 
-    return {recommendation_key(r): r.recommended for _, r in accepted}
+    return {recommendation_key(r.knob, r.object): r.recommended for _, r in accepted}
 
 
 def _outcome(report: Any) -> str:
