@@ -111,6 +111,7 @@ async def recommend(
     for its whole life, e.g. its sandbox) and ``pins``: per family, a stored recommendation to re-validate with
     paired trials instead of searching."""
     progress = progress or NullProgress()
+    kept_sandbox = use_sandbox and where is not None
     started, t0, session_id = datetime.now(UTC), time.monotonic(), session_id or uuid.uuid4().hex[:12]
     chosen = registry.ordered(families)
     trials: list[Trial] = []
@@ -188,7 +189,8 @@ async def recommend(
         target=TargetOut(
             server_version_num=facts.server_version_num, server_version=facts.server_version,
             in_recovery=facts.in_recovery, system_identifier=facts.system_identifier, mode=clearance.mode,
-            dsn=redact(where.dsn) if not use_sandbox else "sandbox (removed)", sandbox=use_sandbox,
+            dsn=redact(where.dsn) if not use_sandbox else "sandbox (the daemon's own)" if kept_sandbox else "sandbox (removed)",
+            sandbox=use_sandbox,
             fingerprint=fp,
         ),
         session=SessionOut(

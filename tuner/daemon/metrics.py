@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 REC_LABELS = ("target", "knob", "object")
@@ -20,6 +20,7 @@ class Metrics:
     content_type = CONTENT_TYPE_LATEST
 
     def __init__(self) -> None:
+        disable_created_metrics()  # the *_created series say when this process made a counter: noise here
         self.registry = r = CollectorRegistry(auto_describe=True)
         self.recommended = Gauge("tuner_recommended_setting",
                                  "Recommended value of a setting (numeric settings; accepted recommendations only)",

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.config import Config, is_loopback, listen_address, load_config, state_dir
+from tuner.daemon.timespec import local_timezone
 from tuner.errors import ConfigError, TunerError
 from tuner.log import get_logger
 from tuner.stop import STOP
@@ -108,7 +109,7 @@ def read_token(cfg: Config) -> str | None:
 
 def check(cfg: Config, *, sandbox: bool) -> list[str]:
     """Everything ``--check-config`` and a reload validate beyond the schema; the summary lines."""
-    from tuner.daemon.timespec import Windows, parse_window
+    from tuner.daemon.timespec import parse_windows
 
     targets = targets_of(cfg, sandbox=sandbox)
     token = read_token(cfg)
@@ -121,12 +122,12 @@ def check(cfg: Config, *, sandbox: bool) -> list[str]:
 
     for t in targets:
         load_policy(t.cfg.tuner.policy, config_dir=t.cfg.source.parent if t.cfg.source else None)
-    windows = Windows(tuple(parse_window(w) for w in cfg.daemon.windows))
+    windows = parse_windows(cfg.daemon.windows)
     return [
         f"listen {host}:{port} ({'token required for every endpoint but /healthz' if not is_loopback(host) else 'loopback'}"
         f"{'; POST allowed with the token' if token else '; read-only: no token_file'})",
         f"schedule {cfg.daemon.schedule or 'none'}; windows {', '.join(cfg.daemon.windows) or 'any time'} "
-        f"(now {'open' if windows.contains(datetime.now().astimezone()) else 'closed'})",
+        f"(now {'open' if windows.contains(datetime.now(UTC)) else 'closed'})",
         f"drift check every {cfg.daemon.drift_check_every}; re-validation every {cfg.daemon.revalidate_every}",
         *(f"target {t.name}: {'a sandbox of its own' if t.sandbox else _shown(t.dsn)}; families "
           f"{', '.join(t.cfg.tuner.families)}; policy {t.cfg.tuner.policy}" for t in targets),
@@ -334,7 +335,7 @@ class Daemon:
         async with open_store(self.cfg) as db:
             assert db is not None
             queued = await db.runs(status=("queued",), limit=1000)
-        now = datetime.now().astimezone()
+        now = datetime.now(UTC)
         for run in reversed(queued):  # oldest first
             if run["target"] not in self.targets:
                 continue
@@ -343,9 +344,9 @@ class Daemon:
         return None
 
     def windows(self) -> Any:
-        from tuner.daemon.timespec import Windows, parse_window
+        from tuner.daemon.timespec import parse_windows
 
-        return Windows(tuple(parse_window(w) for w in self.cfg.daemon.windows))
+        return parse_windows(self.cfg.daemon.windows)
 
     async def _worker(self) -> None:
         while not self._stopping.is_set():
@@ -361,8 +362,8 @@ class Daemon:
                 self.say(self._idle_status())
                 self._wake.clear()
                 wait = IDLE_POLL_S
-                nxt_open = self.windows().next_open(datetime.now().astimezone())
-                wait = max(1.0, min(wait, (nxt_open - datetime.now().astimezone()).total_seconds() + 1))
+                now = datetime.now(UTC)  # (windows answer in UTC: differences across a clock change stay right)
+                wait = max(1.0, min(wait, (self.windows().next_open(now) - now).total_seconds() + 1))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=wait)
                 continue
@@ -380,11 +381,13 @@ class Daemon:
             await db.update_run(run["id"], status="running", started=True)
         closer: asyncio.TimerHandle | None = None
         if not forced:
-            closes = self.windows().closes_at(datetime.now().astimezone())
+            now = datetime.now(UTC)
+            closes = self.windows().closes_at(now)
             if closes is not None:
-                delay = (closes - datetime.now().astimezone()).total_seconds()
+                local = closes.astimezone(local_timezone())
                 closer = asyncio.get_running_loop().call_later(
-                    max(0.0, delay), self._stop_current, f"its maintenance window closed at {closes:%H:%M}")
+                    max(0.0, (closes - now).total_seconds()), self._stop_current,
+                    f"its maintenance window closed at {local:%H:%M}")
         STOP.reset()
         current.task = asyncio.create_task(self._session(target, run, current))
         status, detail = "failed", None
@@ -607,7 +610,7 @@ class Daemon:
                             args=[name, "session"], kwargs={"reason": f"schedule {self.cfg.daemon.schedule}"},
                             **common)
             sch.add_job(self.drift_check, IntervalTrigger(seconds=drift_s), id=f"drift:{name}", args=[name],
-                        next_run_time=datetime.now().astimezone(), **common)
+                        next_run_time=datetime.now(UTC), **common)
             sch.add_job(self.revalidate, IntervalTrigger(seconds=reval_s), id=f"revalidate:{name}", args=[name],
                         **common)
 
@@ -713,7 +716,7 @@ class Daemon:
                 except OSError as exc:
                     raise DaemonError(f"cannot listen on {self.cfg.daemon.listen}: {exc.strerror or exc}",
                                       hint="another process may hold the port; change [daemon] listen") from None
-                self._scheduler = AsyncIOScheduler(timezone=datetime.now().astimezone().tzinfo)
+                self._scheduler = AsyncIOScheduler(timezone=local_timezone())
                 self._schedule()
                 self._scheduler.start()
                 stack.callback(self._scheduler.shutdown, wait=False)
