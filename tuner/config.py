@@ -394,7 +394,7 @@ def _describe(err: ValidationError, origin: str | list[tuple[str, Any]]) -> Conf
         origin = _origin(origin, first["loc"])
     loc = [str(p) for p in first["loc"]]
     section, key = (loc[0], ".".join(loc[1:])) if len(loc) > 1 else (None, loc[0] if loc else "?")
-    where = f"[{section}] {key}" if section else key
+    where = f"[{section}] {key}" if section else f"[{key}]" if key in Config.model_fields else key
     msg = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         msg = "unknown key (a typo?)"
