@@ -191,6 +191,14 @@ def test_sessions_on_request_and_schedule_are_stored_served_and_drift_is_answere
     assert status == 200 and target["target"] == "default"
     assert [(r["knob"], r["recommended"]) for r in target["recommendations"]] == \
         [(r["knob"], r["recommended"]) for r in changes]
+    for r in target["recommendations"]:
+        assert r["apply_sql"] and r["rollback_sql"] and r["session_id"] == queued["id"]
+    status, conf = d.get("/v1/recommendations/default?format=conf&file=conf.d/99-tuner.conf")
+    if changes:
+        assert status == 200 and all(f"{r['knob']} = {r['recommended']}" in conf for r in changes), conf
+    else:
+        assert status == 409 and "no accepted recommendation" in conf["error"]
+    assert d.get("/v1/recommendations/elsewhere?format=conf")[0] == 409
     m = d.metrics()
     assert m[("tuner_probes_total", (("target", "default"),))] >= len(report["trials"])
     assert m[("tuner_last_session_timestamp_seconds", (("target", "default"),))] > time.time() - 3600

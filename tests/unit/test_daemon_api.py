@@ -113,6 +113,9 @@ def test_bad_requests_get_one_sentence() -> None:
 def test_a_single_rendered_file_comes_as_text() -> None:
     status, body, headers = call(Backend(), "GET", "/v1/recommendations/default?format=sql")
     assert status == 200 and body.startswith("ALTER SYSTEM") and "recommendation.sql" in headers["Content-Disposition"]
+    assert call(Backend(), "GET", "/v1/recommendations/default?format=sql&file=recommendation.sql")[1] == body
+    status, body, _ = call(Backend(), "GET", "/v1/recommendations/default?format=sql&file=nope.sql")
+    assert status == 404 and body["hint"] == "its files: recommendation.sql"
 
 
 def _rec(knob: str, value: int, improvement: float | None, obj: str | None = None) -> Recommendation:

@@ -4,8 +4,9 @@
     GET  /readyz                   200 once the scheduler runs and the store answers, else 503
     GET  /metrics                  Prometheus text format
     GET  /v1/recommendations       the accepted recommendations per target, in the report's JSON schema
-    GET  /v1/recommendations/NAME?format=FORMAT
-                                   one target's accepted recommendations rendered by an emitter (conf, ansible, …)
+    GET  /v1/recommendations/NAME?format=FORMAT[&file=PATH]
+                                   one target's accepted recommendations rendered by an emitter (conf, ansible, …):
+                                   one file as text (FORMAT's only file, or PATH), else {"files": {path: text}}
     GET  /v1/sessions              the daemon's runs and the stored sessions, newest first
     GET  /v1/sessions/ID           one run and, once stored, its whole report
     GET  /v1/drift                 drift events, newest first, each with what changed from what to what
@@ -110,8 +111,12 @@ def build_app(backend: Backend) -> web.Application:
     async def rendered(request: web.Request) -> web.Response:
         fmt = request.query.get("format", "json")
         files = await backend.rendered(request.match_info["name"], fmt)
-        if len(files) == 1 and request.query.get("files") != "json":
-            (name, text), = files.items()
+        wanted = request.query.get("file")
+        if wanted is not None and wanted not in files:
+            return _problem(404, f"format {fmt} has no file {wanted!r}", f"its files: {', '.join(files)}")
+        if wanted is not None or len(files) == 1:
+            name = wanted or next(iter(files))
+            text = files[name]
             resp = web.Response(text=text, content_type="text/plain")
             resp.headers["Content-Disposition"] = f'inline; filename="{name}"'
             return resp

@@ -223,9 +223,15 @@ class Daemon:
                 if target and t.name != target:
                     continue
                 accepted = await db.accepted(t.store_id) if t.store_id else []
-                out.append({"target": t.name, "target_id": t.store_id,
-                            "recommendations": [r.model_dump(mode="json") | {"session_id": sid}
-                                                for sid, r in accepted]})
+                recs: list[dict[str, Any]] = []
+                if accepted:  # as the JSON report has them: with apply_sql, rollback_sql and host commands
+                    from tuner.emit.json import to_dict
+
+                    report = (await db.report(accepted[0][0])).model_copy(
+                        update={"recommendations": [r for _, r in accepted]})
+                    recs = [rec | {"session_id": sid}
+                            for rec, (sid, _) in zip(to_dict(report)["recommendations"], accepted, strict=True)]
+                out.append({"target": t.name, "target_id": t.store_id, "recommendations": recs})
         return {"generated_at": _now(), "targets": out}
 
     async def rendered(self, target: str, fmt: str) -> dict[str, str]:
