@@ -5,6 +5,7 @@ refused; SIGKILL mid-session and the restart that restores; SIGTERM within 30 s.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,7 @@ def _policy(tmp: Path) -> Path:
     """The fault suite's small budgets, with a daemon confirmation as small (the daemon's default is long)."""
     path = tmp / "daemon-policy.toml"
     text = FAULTS_POLICY.read_text().replace('name = "faults"', 'name = "daemon-tests"')
-    path.write_text(text + "\n[daemon]\nconfirm_min_pairs = 2\nconfirm_max_pairs = 4\n")
+    path.write_text(text)
     return path
 
 
@@ -213,7 +215,7 @@ def test_sessions_on_request_and_schedule_are_stored_served_and_drift_is_answere
     history = subprocess.run([sys.executable, "-m", "tuner", "history", "--config", str(d.config), "--format",
                               "json"], capture_output=True, text=True, env=d.env, cwd=tmp_path, timeout=60)
     assert history.returncode == 0, history.stderr
-    listed = {s["id"] for s in json.loads(history.stdout)["sessions"]}
+    listed = {s["id"] for s in json.loads(history.stdout)}
     assert {queued["id"], sched["id"]} <= listed
 
     # A hand-edited setting: detected within one drift interval, recorded with from/to, answered by a run.
@@ -299,22 +301,82 @@ def test_sigkill_mid_session_then_restart_restores_first_records_interrupted_and
     assert _read_ahead(clone) == original
 
 
-def test_sigterm_mid_session_restores_and_exits_zero_within_30_s(
+def test_sigterm_mid_session_restores_and_exits_zero_within_30_s_and_systemd_hears_it(
     clone: Clone, tmp_path: Path, daemon_proc: Any
 ) -> None:
     original = _read_ahead(clone)
-    d = daemon_proc(families=["readahead"], drift="1h").start()
+    d = daemon_proc(families=["readahead"], drift="1h")
+    heard: list[str] = []
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(tmp_path / "notify"))
+    sock.settimeout(0.2)
+
+    def listen() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                heard.append(sock.recv(4096).decode())
+
+    d.env.update(NOTIFY_SOCKET=str(tmp_path / "notify"), WATCHDOG_USEC="2000000")
+    d.start()
+    d.env.pop("WATCHDOG_USEC")
+    listen()
+    assert any(m.startswith("READY=1") for m in heard), heard
+    assert "WATCHDOG=1" in heard, heard  # every second (half of WATCHDOG_USEC)
     try:
         status, queued = d.call("POST", "/v1/sessions", body={})
         assert status == 202
         assert wait_for(lambda: (d.run(queued["id"]) or {}).get("status") == "running", 120), d.stderr()
         time.sleep(3)  # into the probes
+        listen()
+        assert any(m.startswith("STATUS=session ") for m in heard), heard
         code, took = d.stop(signal.SIGTERM)
         assert code == 0 and took < 30, d.stderr()
+        listen()
+        assert any(m.startswith("STOPPING=1") for m in heard), heard
         assert not (d.state / "journal.json").exists() or not json.loads(
             (d.state / "journal.json").read_text()).get("changes")
+        run = [json.loads(line) for line in d.stderr().splitlines() if '"daemon.run_ended"' in line]
+        assert run and run[-1]["status"] == "queued" and "SIGTERM" in run[-1]["detail"]
     finally:
         if _read_ahead(clone) != original:
             _set_read_ahead(clone, original)
             pytest.fail("read_ahead_kb was not restored")
     assert "daemon.stopped" in d.stderr()
+
+
+def test_a_session_that_reaches_the_end_of_its_window_stops_cleanly_and_waits_for_the_next(
+    clone: Clone, tmp_path: Path, daemon_proc: Any
+) -> None:
+    original = _read_ahead(clone)
+    now = datetime.now(UTC)
+    end = (now + timedelta(minutes=1)).replace(second=0, microsecond=0)
+    if (end - now).total_seconds() < 25:
+        end += timedelta(minutes=1)
+    start = end - timedelta(minutes=5)
+    window = f'windows = ["daily {start:%H:%M}-{end:%H:%M}"]\n'
+    d = daemon_proc(families=["readahead", "concurrency", "wal"], drift="1h", extra=window)
+    d.env["TZ"] = "UTC"
+    d.start()
+    try:
+        # Queued for the window (open now), so that it may run only while the window is open.
+        while (end - datetime.now(UTC)).total_seconds() > 15:
+            time.sleep(0.5)
+        status, queued = d.call("POST", "/v1/sessions", body={"in_window": True})
+        assert status == 202 and queued["in_window"] is True
+        ended = d.wait_run(lambda r: r["id"] == queued["id"] and r["status"] not in ("queued", "running"), 120,
+                           "stopped by its window")
+        assert ended["status"] == "deferred", ended
+        assert f"its maintenance window closed at {end:%H:%M}" in ended["detail"]
+        assert datetime.fromisoformat(ended["ended_at"]) < end + timedelta(seconds=30)
+        nxt = d.wait_run(lambda r: f"again after {queued['id']}" in r["reason"], 10, "queued for the next window")
+        assert nxt["status"] == "queued" and not nxt["forced"]
+        time.sleep(3)  # the window is closed: it stays queued
+        assert (d.run(nxt["id"]) or {}).get("status") == "queued"
+        assert _read_ahead(clone) == original
+        journal = d.state / "journal.json"
+        assert not journal.exists() or not json.loads(journal.read_text()).get("changes")
+        assert d.stop()[0] == 0
+    finally:
+        if _read_ahead(clone) != original:
+            _set_read_ahead(clone, original)
+            pytest.fail("read_ahead_kb was not restored")

@@ -10,7 +10,8 @@
     GET  /v1/sessions              the daemon's runs and the stored sessions, newest first
     GET  /v1/sessions/ID           one run and, once stored, its whole report
     GET  /v1/drift                 drift events, newest first, each with what changed from what to what
-    POST /v1/sessions              run a session now, in or out of the window: 202 with its id (token required)
+    POST /v1/sessions              run a session now, in or out of the window (or, with "in_window": true, in the
+                                   next one): 202 with its id (token required)
 
 A token is required for POST always (no ``token_file``: POST is off), and for every endpoint but /healthz when the
 daemon listens on anything but loopback. Tokens are compared in constant time. Nothing the API returns holds a

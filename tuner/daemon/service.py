@@ -292,10 +292,13 @@ class Daemon:
     async def request_session(self, body: dict[str, Any]) -> dict[str, Any]:
         from tuner.families import REGISTRY
 
-        unknown = set(body) - {"target", "families", "kind"}
+        unknown = set(body) - {"target", "families", "kind", "in_window"}
         if unknown:
             raise DaemonError(f"unknown field {sorted(unknown)[0]!r} in the request",
-                              hint='fields: target, families, kind ("session" or "revalidate")')
+                              hint='fields: target, families, kind ("session" or "revalidate"), in_window (true: '
+                                   'wait for a maintenance window instead of running now)')
+        if not isinstance(body.get("in_window", False), bool):
+            raise DaemonError("in_window must be true or false")
         name = body.get("target") or next(iter(self.targets))
         if name not in self.targets:
             raise DaemonError(f"no target {name!r}", hint=f"targets: {', '.join(self.targets)}")
@@ -306,8 +309,9 @@ class Daemon:
         if not isinstance(families, list) or any(f not in REGISTRY.names() for f in families):
             raise DaemonError("families must be a list of family names", hint=f"families: {', '.join(REGISTRY.names())}")
         kind_out = "reprobe" if kind == "session" and families else kind
-        run = await self.enqueue(name, kind_out, reason="requested over the API", families=families, forced=True)
-        return {"id": run["id"], "status": "queued", "target": name, "kind": kind_out}
+        forced = not body.get("in_window", False)
+        run = await self.enqueue(name, kind_out, reason="requested over the API", families=families, forced=forced)
+        return {"id": run["id"], "status": "queued", "target": name, "kind": kind_out, "in_window": not forced}
 
     def _live(self, run: dict[str, Any]) -> None:
         cur = self._current
