@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from tuner.core.decide import confirmation_test
 from tuner.errors import ConfigError
 from tuner.policy import SHIPPED_POLICY_DIR, find_policy, load_policy
 
@@ -13,6 +14,14 @@ FIXTURES = Path(__file__).parent.parent / "fixtures" / "policies"
 @pytest.mark.parametrize("name", ["default", "ssd", "network", "hdd"])
 def test_shipped_policies_load(name: str) -> None:
     assert load_policy(name).policy.name == name
+
+
+@pytest.mark.parametrize("name", ["default", "ssd", "network", "hdd"])
+def test_shipped_policies_confirm_longer_in_the_daemon(name: str) -> None:
+    policy = load_policy(name)
+    daemon = confirmation_test(policy.for_daemon())
+    assert daemon.max_pairs > confirmation_test(policy).max_pairs
+    assert daemon.looks == [policy.daemon.confirm_min_pairs, *policy.daemon.confirm_looks, policy.daemon.confirm_max_pairs]
 
 
 def test_every_shipped_policy_file_is_valid() -> None:

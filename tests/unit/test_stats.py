@@ -6,8 +6,16 @@ import random
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scipy.stats import norm
 
-from tuner.core.stats import SequentialTest, abba_blocks, log_ratio, p_value, t_interval
+from tuner.core.stats import (
+    SequentialTest,
+    abba_blocks,
+    log_ratio,
+    p_value,
+    pocock_level,
+    t_interval,
+)
 
 
 def test_abba_blocks_alternate_so_each_arm_leads_half_the_time() -> None:
@@ -82,3 +90,42 @@ def test_false_change_rate_is_bounded_when_truth_equals_min_effect() -> None:
                 break
     # One-sided error at the boundary is at most alpha/2 by construction; allow sampling slack.
     assert changes / reps <= 0.05
+
+
+@pytest.mark.parametrize(("k", "boundary"), [(2, 2.178), (3, 2.289), (4, 2.361), (5, 2.413)])
+def test_pocock_level_matches_the_published_constants_for_more_looks(k: int, boundary: float) -> None:
+    # Pocock (1977), alpha 0.05 two-sided, K equally spaced looks: the simulated boundary agrees to 0.01.
+    level = pocock_level(tuple(range(10, 10 * k + 1, 10)), 0.05)
+    assert float(norm.isf((1 - level) / 2)) == pytest.approx(boundary, abs=0.01)
+
+
+def test_the_two_look_design_keeps_its_calibrated_levels() -> None:
+    # The recorded figures (benchmarks/results/confidence.json) were measured with exactly these.
+    test = SequentialTest(min_pairs=6, max_pairs=16, alpha=0.05, min_effect=1.05)
+    assert round(test.per_look_confidence, 4) == 0.9722
+    assert test.report_levels == (0.962, 0.962)
+
+
+def test_interim_looks_are_planned_looks_too() -> None:
+    test = SequentialTest(min_pairs=6, max_pairs=120, alpha=0.05, min_effect=1.05, interim_looks=(20, 48))
+    assert test.looks == [6, 20, 48, 120]
+    assert test.evaluate([0.0, 0.01] * 10) is not None
+    assert test.evaluate([0.0, 0.01] * 11) is None
+    assert test.per_look_confidence > SequentialTest(min_pairs=6, max_pairs=120, alpha=0.05,
+                                                     min_effect=1.05).per_look_confidence
+
+
+@pytest.mark.parametrize("interim", [(6, 48), (20, 120), (48, 20), (20, 20), (130,)])
+def test_interim_looks_must_rise_strictly_between_the_first_and_the_last(interim: tuple[int, ...]) -> None:
+    with pytest.raises(ValueError):
+        SequentialTest(min_pairs=6, max_pairs=120, alpha=0.05, min_effect=1.05, interim_looks=interim)
+
+
+def test_with_interim_looks_the_last_look_reports_the_decision_interval() -> None:
+    test = SequentialTest(min_pairs=2, max_pairs=8, alpha=0.05, min_effect=1.05, interim_looks=(4,))
+    d = _pairs(1.05, 0.2, 8, seed=11)
+    look = test.evaluate(d)
+    assert look is not None and look.effect.report_confidence == test.per_look_confidence
+    assert (look.effect.ci_low, look.effect.ci_high) == (look.effect.decision_low, look.effect.decision_high)
+    early = test.evaluate(d[:4])
+    assert early is not None and early.effect.report_confidence == test.report_confidence

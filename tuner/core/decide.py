@@ -20,9 +20,10 @@ TODAY_IN_OPTIMUM = "today's value is in the model's predicted optimum"
 
 
 def confirmation_test(policy: Policy) -> SequentialTest:
-    """The sequential paired test the policy asks for."""
+    """The sequential paired test the policy asks for (``tuner daemon`` passes ``policy.for_daemon()``)."""
     return SequentialTest(min_pairs=policy.budget.confirm_min_pairs, max_pairs=policy.budget.confirm_max_pairs,
-                          alpha=policy.decision.alpha, min_effect=policy.decision.min_effect)
+                          alpha=policy.decision.alpha, min_effect=policy.decision.min_effect,
+                          interim_looks=policy.budget.confirm_looks)
 
 
 @dataclass

@@ -196,7 +196,7 @@ def effect_out(look: Look, test: SequentialTest, metric: str = "execution_time_m
         looks=e.looks,
         method=(
             f"paired log-ratios in ABBA blocks; decided with Pocock-level t-intervals over {len(test.looks)} "
-            f"planned looks (alpha {test.alpha:g}); ci95 is a t-interval at {test.report_confidence:.3f}, "
+            f"planned looks (alpha {test.alpha:g}); ci95 is a t-interval at {e.report_confidence:.3f}, "
             "calibrated for optional stopping"
         ),
     )

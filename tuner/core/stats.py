@@ -13,13 +13,22 @@ Confirmation is sequential with two looks: after ``min_pairs`` (clear effects st
 level: the per-look level whose intervals, over all K planned looks together, cover the truth with
 probability 1 - alpha (computed once per design by a seeded simulation of the partial-sum random walk).
 
+A design may plan interim looks between the two (``interim_looks``; ``tuner daemon``'s budget, which runs to
+120 pairs, looks at 6, 20, 48 and 120). Those pay for power with early stops: at 120 pairs a small effect's
+early stops are the extreme paths, whose reported intervals miss (at the minimum effect itself every early stop
+misses, as its decision interval excluded the truth). So a design with interim looks reports, where it ran to
+its last look, the decision interval: wider there, it pays the early misses back (docs/decisions.md, "The
+daemon's confirmation budget": coverage 0.939–0.964; one calibrated level for every look cannot hold 93–97 %
+there). Two-look designs keep the calibrated level below at every look: their figures are the recorded ones.
+
 Two intervals come out:
 
 * the **decision interval** — the Pocock-level interval the rule used (wider; valid over all looks);
 * the reported **95 % interval** (``ci95``) — a t-interval at level ``REPORT_CONFIDENCE``. A plain 95 %
   interval taken where a sequential test stopped is biased (it stops when the mean looks extreme), and
   covers only ~92 % here; the reported level is calibrated by ``benchmarks/confidence.py`` so that coverage
-  stays within 93–97 % for true effects 1.0–2.0× and noise CV 2–15 %.
+  stays within 93–97 % for true effects 1.0–2.0× and noise CV 2–15 % (with interim looks: the decision
+  interval at the last look, above).
 """
 
 from __future__ import annotations
@@ -115,6 +124,8 @@ class Effect:
     n_pairs: int
     p_value: float
     looks: int  # how many times the sequential test looked before it stopped
+    report_confidence: float  # the level of ci_low..ci_high (at the last look of a design with interim looks: the
+    # decision interval's)
 
 
 @dataclass(frozen=True)
@@ -127,27 +138,37 @@ class Look:
 class SequentialTest:
     """Group-sequential paired comparison with Pocock boundaries.
 
-    ``evaluate`` is called with all pairs so far; it only decides at the planned looks (``min_pairs`` and
-    ``max_pairs``) and answers None in between.
+    ``evaluate`` is called with all pairs so far; it only decides at the planned looks (``min_pairs``, any
+    ``interim_looks`` and ``max_pairs``) and answers None in between.
     """
 
-    def __init__(self, *, min_pairs: int, max_pairs: int, alpha: float, min_effect: float) -> None:
+    def __init__(self, *, min_pairs: int, max_pairs: int, alpha: float, min_effect: float,
+                 interim_looks: Sequence[int] = ()) -> None:
         if not 2 <= min_pairs <= max_pairs:
             raise ValueError("need 2 <= min_pairs <= max_pairs")
         if min_effect < 1:
             raise ValueError("min_effect is an improvement ratio >= 1")
+        interim = tuple(interim_looks)
+        if any(not min_pairs < n < max_pairs for n in interim) or list(interim) != sorted(set(interim)):
+            raise ValueError("interim looks must rise strictly between min_pairs and max_pairs")
         self.min_pairs = min_pairs
         self.max_pairs = max_pairs
         self.alpha = alpha
         self.min_effect = min_effect
-        self.looks = sorted({min_pairs, max_pairs})
+        self.looks = sorted({min_pairs, *interim, max_pairs})
         self.per_look_confidence = pocock_level(tuple(self.looks), alpha)
         # The reported level is calibrated for alpha = 0.05; for other alphas it scales alike.
         self.report_confidence = 1 - alpha * (1 - REPORT_CONFIDENCE) / 0.05
+        # The level of the reported interval at each look (module doc: with interim looks the last one reports
+        # the decision interval).
+        last = self.per_look_confidence if interim else self.report_confidence
+        self.report_levels = (*(self.report_confidence for _ in self.looks[:-1]), last)
 
     def effect(self, d: Sequence[float], looks_done: int) -> Effect:
+        """The effect after ``len(d)`` pairs, reported as at the ``looks_done``-th planned look."""
         iv = t_interval(d, self.per_look_confidence)
-        shown = t_interval(d, self.report_confidence)
+        level = self.report_levels[looks_done - 1]
+        shown = t_interval(d, level)
         return Effect(
             improvement=math.exp(iv.mean),
             ci_low=math.exp(shown.low),
@@ -158,6 +179,7 @@ class SequentialTest:
             n_pairs=len(d),
             p_value=p_value(d),
             looks=looks_done,
+            report_confidence=level,
         )
 
     def evaluate(self, d: Sequence[float]) -> Look | None:
