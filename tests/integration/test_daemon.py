@@ -39,7 +39,7 @@ def _policy(tmp: Path) -> Path:
     """The fault suite's small budgets, with a daemon confirmation as small (the daemon's default is long)."""
     path = tmp / "daemon-policy.toml"
     text = FAULTS_POLICY.read_text().replace('name = "faults"', 'name = "daemon-tests"')
-    path.write_text(text)
+    path.write_text(text + "\n[daemon]\nconfirm_min_pairs = 2\nconfirm_max_pairs = 4\nconfirm_looks = []\n")
     return path
 
 

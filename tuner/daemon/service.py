@@ -454,7 +454,7 @@ class Daemon:
 
         cfg = target.cfg
         policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
-        policy = policy.for_daemon() if hasattr(policy, "for_daemon") else policy
+        policy = policy.for_daemon()  # longer confirmations: time is cheap in a maintenance window
         families = tuple(run["families"]) or cfg.tuner.families
         async with open_store(self.cfg) as db:
             assert db is not None
