@@ -238,6 +238,22 @@ def test_sessions_on_request_and_schedule_are_stored_served_and_drift_is_answere
     finally:
         _sql(clone.dsn, "ALTER SYSTEM RESET effective_io_concurrency", "SELECT pg_reload_conf()")
 
+    # A device's read_ahead_kb changed by hand: the same, answered by a re-probe of the readahead family.
+    original = _read_ahead(clone)
+    key = f"device:{clone.disk.name}:read_ahead_kb"
+    try:
+        _set_read_ahead(clone, original + 64)
+        assert wait_for(lambda: any(key in e["changes"] for e in d.get("/v1/drift")[1]["events"]), 60), d.stderr()
+        event = next(e for e in d.get("/v1/drift")[1]["events"] if key in e["changes"])
+        assert (event["changes"][key]["from"], event["changes"][key]["to"]) == (original, original + 64)
+        assert event["action"].startswith("reprobe"), event
+        reprobe = d.wait_run(lambda r: r["kind"] == "reprobe" and r["families"] == ["readahead"]
+                             and r["status"] not in ("queued", "running"), 600, "re-probing readahead that ended")
+        assert reprobe["status"] == "done", reprobe
+        assert _read_ahead(clone) == original + 64  # the session put back what it found: the operator's value
+    finally:
+        _set_read_ahead(clone, original)
+
     # SIGHUP with a broken file keeps it serving, and says so in /metrics; a good file again restores it.
     d.config.write_text(d.text + "\n[daemon.oops\n")
     d.proc.send_signal(signal.SIGHUP)  # type: ignore[union-attr]

@@ -435,8 +435,10 @@ class Daemon:
             log.info("daemon.run_ended", run=run["id"], target=target.name, kind=run["kind"], status=status,
                      detail=detail)
             await self._refresh(target)
-            with contextlib.suppress(Exception):
-                await self._rebaseline(target)
+            try:
+                await self._after_run(target)
+            except Exception:  # noqa: BLE001 — the drift check's own failure must not end the worker
+                log.exception("daemon.drift_failed", target=target.name)
 
     def _stop_current(self, reason: str) -> None:
         cur = self._current
@@ -448,6 +450,9 @@ class Daemon:
         cur.task.cancel()
 
     async def _session(self, target: Target, run: dict[str, Any], current: Current) -> Any:
+        # The optimiser stack (numpy, scipy, scikit-learn, scikit-optimize) is imported by the first session, in a
+        # thread: imported on the event loop it would hold /metrics and the watchdog for a second or more.
+        await asyncio.to_thread(_import_session_stack)
         from tuner.policy import load_policy
         from tuner.runner import recommend
         from tuner.store import open_store
@@ -518,11 +523,21 @@ class Daemon:
 
         return await observe(target.dsn, timeout_s=target.cfg.target.connect_timeout_s)
 
-    async def _rebaseline(self, target: Target) -> None:
-        if target.sandbox and target.servers is None:
+    async def _after_run(self, target: Target) -> None:
+        """After a run of tuner's own: its restarts are no drift (the baseline takes the new postmaster start and
+        timeline), but anything else that differs now was changed by someone else, during the run — a normal drift
+        check right away records it. (A run puts back only what it changed itself, as it found it.)"""
+        path = self._baseline_path(target)
+        try:
+            fp = await self._observe(target)
+            before = json.loads(path.read_text())
+        except (TunerError, OSError, ValueError):
             return
-        fp = await self._observe(target)
-        self._save_baseline(target, fp)
+        for key in ("postmaster_start", "timeline"):
+            if key in (fp.get("server") or {}) and isinstance(before.get("server"), dict):
+                before["server"][key] = fp["server"][key]
+        self._save_baseline(target, before)
+        await self.drift_check(target.name)
 
     def _save_baseline(self, target: Target, fp: dict[str, Any]) -> None:
         from tuner.files import atomic_write
@@ -754,11 +769,11 @@ class Daemon:
 
     @contextlib.asynccontextmanager
     async def _sandbox(self, target: Target) -> Any:
-        from tuner.core.session import NullProgress
         from tuner.target.server import servers
 
         self.say("creating the sandbox")
-        async with servers(target.cfg, use_sandbox=True, progress=NullProgress(), writable=True) as where:
+        quiet = _Quiet()  # (tuner.core.session's NullProgress would import the optimiser stack at start)
+        async with servers(target.cfg, use_sandbox=True, progress=quiet, writable=True) as where:
             yield where
 
     async def _watchdog(self) -> None:
@@ -808,6 +823,21 @@ class _Backend:
 
 
 # -- helpers ------------------------------------------------------------------------------------------------------
+class _Quiet:
+    def phase(self, name: str, total: int | None) -> None:
+        pass
+
+    def advance(self, text: str) -> None:
+        pass
+
+
+def _import_session_stack() -> None:
+    import importlib
+
+    for name in ("tuner.runner", "tuner.optimiser.gp", "skopt", "sklearn.gaussian_process", "scipy.stats"):
+        importlib.import_module(name)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 

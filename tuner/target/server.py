@@ -10,11 +10,14 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tuner.config import Config
-from tuner.core.session import Progress
 from tuner.errors import TunerError
 from tuner.target.sandbox import Sandbox
+
+if TYPE_CHECKING:  # (core.session imports the optimiser stack: the daemon's idle footprint stays without it)
+    from tuner.core.session import Progress
 
 Restart = Callable[[], Awaitable[None]]
 
