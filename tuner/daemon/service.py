@@ -834,8 +834,12 @@ class _Quiet:
 def _import_session_stack() -> None:
     import importlib
 
+    from tuner.families import REGISTRY
+
     for name in ("tuner.runner", "tuner.optimiser.gp", "skopt", "sklearn.gaussian_process", "scipy.stats"):
         importlib.import_module(name)
+    for family in REGISTRY.names():
+        REGISTRY.get(family)
 
 
 def _now() -> str:
