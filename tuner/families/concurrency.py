@@ -55,13 +55,8 @@ class Concurrency:
             return FamilyResult(FamilyOutcome(
                 family=self.name, status="skipped", workload=workload_sql,
                 reason="cannot empty the OS page cache: run tuner as root, or as a user who can read the relation files"))
-        restart = ctx.target.restart
-        if restart is None:
-            log.warning("plan.no_restart",
-                        detail="shared buffers are not emptied between probes; probes that find their blocks cached "
-                               "are rejected",
-                        hint="set [target] restart_command (and allow_restart in the policy)")
-        cache = CacheControl(restart=restart, os_method=os_method, files=files)
+        cache = await CacheControl.plan(facts, [q.relation for q in queries], connector=ctx.target.connect,
+                                        restart=ctx.target.restart, os_method=os_method, files=files)
         probe = ColdProbe(
             dsn=ctx.target.dsn, queries=queries, cache=cache,
             statement_timeout_s=policy.guardrails.statement_timeout_s,

@@ -191,8 +191,10 @@ class Readahead:
                         why_not = ("cannot empty the OS page cache: run tuner as root, or as a user who can read the "
                                    "relation files")
                     else:
-                        plans.append((plan, CacheControl(restart=ctx.target.restart, os_method=os_method,
-                                                         files=plan.files), before))
+                        plans.append((plan, await CacheControl.plan(
+                            facts, [q.relation for q in plan.queries], connector=ctx.target.connect,
+                            restart=ctx.target.restart, os_method=os_method, files=plan.files, fresh_files=True),
+                            before))
                 if why_not is not None:
                     devices.append(_device_out(group, None, "skipped", why_not, read_ahead_kb=before))
         if not plans:
