@@ -101,13 +101,14 @@ def test_what_the_replay_family_journals_passes_the_journal_checks_and_nothing_e
 
 
 def _facts(**kw: Any) -> TargetFacts:
-    base: dict[str, Any] = dict(
-        server_version_num=150018, server_version="15.18", in_recovery=True, database="postgres", user="postgres",
-        is_superuser=True, can_read_all_settings=True, data_directory="/nonexistent", system_identifier="42",
-        staging_marker=None, marker_source=None, server_addr=None, tablespaces=(),
-        settings={"maintenance_io_concurrency": Setting(
+    base: dict[str, Any] = {
+        "server_version_num": 150018, "server_version": "15.18", "in_recovery": True, "database": "postgres",
+        "user": "postgres", "is_superuser": True, "can_read_all_settings": True, "data_directory": "/nonexistent",
+        "system_identifier": "42", "staging_marker": None, "marker_source": None, "server_addr": None,
+        "tablespaces": (),
+        "settings": {"maintenance_io_concurrency": Setting(
             name="maintenance_io_concurrency", setting="10", unit=None, context="user", vartype="integer",
-            min_val="0", max_val="1000", boot_val="10", reset_val="10", source="default", pending_restart=False)})
+            min_val="0", max_val="1000", boot_val="10", reset_val="10", source="default", pending_restart=False)}}
     return TargetFacts(**{**base, **kw})
 
 
@@ -132,3 +133,22 @@ def test_the_family_says_in_one_sentence_why_it_does_not_apply(
         target: TargetFacts, primary: TargetFacts | None, policy: str, reason: str) -> None:
     why = REGISTRY.get("replay").applicable(_ctx(target, primary, policy))
     assert why is not None and why.startswith(reason) and "\n" not in why, why
+
+
+def test_the_terminal_report_gives_the_replay_rate_today_and_recommended() -> None:
+    from tuner.emit import json as json_emit
+    from tuner.emit.table import to_table
+    from tuner.model import ReplayOut, ReplayPointOut
+
+    fixture = Path(__file__).parent.parent / "fixtures" / "reports" / "sandbox-all-families.json"
+    report = json_emit.parse(fixture.read_text())
+    assert "replay:" not in to_table(report)
+    section = ReplayOut(maintenance_io_concurrency_current=10, maintenance_io_concurrency_recommended=256,
+                        mb_per_s_current=1.866, mb_per_s_recommended=4.41, wal_mb=0.818, pages=6000, table_mb=169.5,
+                        recovery_prefetch="try", method="m",
+                        curve=[ReplayPointOut(maintenance_io_concurrency=10, mb_per_s=1.866, pages_per_s=13680, n=5)])
+    text = " ".join(to_table(report.model_copy(update={"replay": section})).split())
+    assert ("replay: 1.87 MB/s of WAL at maintenance_io_concurrency = 10 today, 4.41 MB/s at 256 (recommended); "
+            "6000 random pages per 0.82 MB stream; recovery_prefetch = try") in text
+    rendered = json_emit.JsonReport().render(report.model_copy(update={"replay": section}))
+    assert json_emit.parse(next(iter(rendered.values()))).replay == section  # the JSON report carries it, and back

@@ -37,8 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from tuner.actuate import schema
-from tuner.actuate.alter_system import (alter, alter_entry, put_back, replay_entry, restore_alter_system,
-                                        scratch_entry)
+from tuner.actuate.alter_system import (
+    alter,
+    alter_entry,
+    put_back,
+    replay_entry,
+    restore_alter_system,
+    scratch_entry,
+)
 from tuner.actuate.entry import JournalError, Restored, not_restored
 from tuner.actuate.lock import JournalLock
 from tuner.actuate.sysfs import SysfsWriter, restore_sysfs, sysfs_entry, value_problem

@@ -23,7 +23,14 @@ from tuner.core import space
 from tuner.core.decide import Decision, decide, recommendation
 from tuner.core.session import build_optimiser, search
 from tuner.errors import ProbeError, RefusedError, TunerError
-from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped, warm_note
+from tuner.families.base import (
+    Endpoint,
+    FamilyContext,
+    FamilyResult,
+    Needs,
+    skipped,
+    warm_note,
+)
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, ReplayOut, Trial
 from tuner.probes import replay, workload
@@ -74,9 +81,17 @@ class Replay:
             prefetch = str(await s.fetchval("SHOW recovery_prefetch"))
             standby_port = int(await s.fetchval("SHOW port"))
             shared_buffers = int(await s.fetchval("SELECT setting::int FROM pg_settings WHERE name = 'shared_buffers'"))
+            delay_ms = int(await s.fetchval("SELECT setting::int FROM pg_settings "
+                                            "WHERE name = 'recovery_min_apply_delay'"))
+            pause_state = str(await s.fetchval("SELECT pg_get_wal_replay_pause_state()"))
         if prefetch == "off":
             return skipped(FAMILY, "recovery_prefetch is off on the standby, so maintenance_io_concurrency does not "
                                    "act on its replay (set recovery_prefetch = try to let it)")
+        if pause_state != "not paused":
+            return skipped(FAMILY, f"the standby's replay is {pause_state} (not by tuner), and tuner leaves it so")
+        if delay_ms > 0:
+            return skipped(FAMILY, f"the standby applies WAL with recovery_min_apply_delay = {delay_ms} ms, which "
+                                   "the catch-up would measure instead of its reads")
         table_pages = math.ceil(rp.table_shared_buffers * shared_buffers)
         filler_pages = math.ceil(rp.filler_shared_buffers * shared_buffers)
         block = int(standby.facts.settings["block_size"].setting) if "block_size" in standby.facts.settings else 8192
@@ -119,6 +134,9 @@ class Replay:
                 files = await workload.relation_files(s, local, replay.TABLE)
         except ProbeError as exc:
             return skipped(FAMILY, f"{exc} ({exc.hint})" if exc.hint else str(exc))
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            return FamilyResult(FamilyOutcome(family=FAMILY, status="failed",
+                                              reason=f"could not prepare the WAL stream: {type(exc).__name__}: {exc}"))
         os_method = choose_os_method(local, files)
         if os_method == "none":
             return skipped(FAMILY, "cannot empty the standby's OS page cache: run tuner as root, or as a user who can "
@@ -141,12 +159,12 @@ class Replay:
         current = {KNOB: int(today.value)}
         spec = space.spec(KNOB, standby.facts)
         assert spec is not None
-        workload_text = [f"{layout.pages} one-row HOT updates of random pages (fixed order, seed {ctx.cfg.tuner.seed}) "
-                         f"of {replay.TABLE} ({layout.table_mb:g} MB, {layout.table_pages} pages) on the primary, "
-                         "replayed by the standby from a cold cache"]
+        workload_text = [(f"{layout.pages} one-row HOT updates of random pages (fixed order, seed "
+                          f"{ctx.cfg.tuner.seed}) of {replay.TABLE} ({layout.table_mb:g} MB, {layout.table_pages} "
+                          "pages) on the primary, replayed by the standby from a cold cache")]
         place = ("the sandbox's hot standby and its primary" if ctx.sandbox_dir
                  else f"{redact(standby.dsn)} and its primary ({standby.facts.server_version})")
-        outcome: dict[str, Any] = dict(family=FAMILY, workload=workload_text, cache=method)
+        outcome: dict[str, Any] = {"family": FAMILY, "workload": workload_text, "cache": method}
         trials: list[Trial] = []
         pin = ctx.pins.get(FAMILY)
         if pin is not None:  # the daemon's re-validation: the stored recommendation against today, no search
