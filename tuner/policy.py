@@ -193,6 +193,24 @@ class WalLoad(Section):
         return self
 
 
+class ReplayLoad(Section):
+    """The replay family's WAL stream: one-row updates of ``pages`` heap pages of a scratch table larger than the
+    standby's shared buffers, in a fixed random order, replayed by the standby from a cold cache."""
+
+    pages: int = Field(default=8000, ge=100, le=1_000_000,
+                       description="heap pages the stream updates, one row each (~140 bytes of WAL per page)")
+    table_shared_buffers: float = Field(
+        default=2.0, ge=1.1, le=64, description="the scratch table's size, as a multiple of the standby's shared_buffers")
+    filler_shared_buffers: float = Field(
+        default=3.0, ge=1.0, le=64,
+        description="the table read on the standby before each probe to push the stream's pages out of its shared "
+        "buffers, as a multiple of shared_buffers")
+    max_scratch_mb: int = Field(default=4096, ge=16, le=1_048_576,
+                                description="the family is skipped when the scratch table and the filler need more")
+    catch_up_timeout_s: float = Field(default=120, gt=0, le=3600,
+                                      description="a probe fails when replay has not caught up by then")
+
+
 class Guardrails(Section):
     statement_timeout_s: float = Field(default=300, gt=0, le=86400, description="seconds, at most 86400 (a day)")
     allow_restart: bool = Field(default=True, description="may tuner restart the staging server between probes")
@@ -209,6 +227,7 @@ class Policy(Section):
     cache: Cache = Cache()
     readahead: Mix = Mix()
     wal: WalLoad = WalLoad()
+    replay: ReplayLoad = ReplayLoad()
     guardrails: Guardrails = Guardrails()
 
     @model_validator(mode="after")
