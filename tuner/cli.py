@@ -155,6 +155,11 @@ def recommend(**opts: Any) -> None:
                    count. Needs a writable clone marked tuner.role = 'staging' (the sandbox marks its
                    primary); skipped on a hot standby. ALTER SYSTEM changes are journaled and
                    postgresql.auto.conf is put back byte for byte. Durability settings never change.
+      replay       maintenance_io_concurrency on a hot standby (recovery prefetch, 15+): the time the
+                   standby takes to replay a fixed stream of random-page updates made on its primary,
+                   with replay paused and the standby's caches emptied before each probe. Needs the
+                   sandbox (its primary and standby) and tuner on the host; the setting is journaled
+                   (ALTER SYSTEM on the standby), and the standby is left replaying, as it was.
 
     Results go to stdout; logs (one line per probe) go to stderr — JSON when stderr is not a terminal.
 
