@@ -12,8 +12,12 @@ The same actuator journals tuner's scratch schema on that server (kind ``scratch
 family creates it, dropped by the session — or, after a crash, by the restore — only if it still carries tuner's
 own comment (:mod:`tuner.probes.walload`).
 
-Only the knob catalogue's WAL settings are journaled, and a journal entry naming any other setting, or a value
-that is not a plain number (with a unit) or word, is refused when the journal is read (:func:`entry_problem`).
+Only the knob catalogue's WAL and concurrency settings are journaled (the concurrency family writes
+``io_workers`` and ``io_method`` this way on PostgreSQL 18), and a journal entry naming any other setting, or a
+value that is not a plain number (with a unit) or word, is refused when the journal is read (:func:`entry_problem`).
+
+A hot standby is written back only when it is tuner's own sandbox standby: the entry names the sandbox and the
+server's data directory lies inside it. Any other standby is refused, as before.
 """
 
 from __future__ import annotations
@@ -57,10 +61,10 @@ def _ident(name: str) -> str:
 
 
 def settings() -> list[str]:
-    """The settings this actuator writes: the knob catalogue's WAL family."""
+    """The settings this actuator writes: the knob catalogue's WAL and concurrency families."""
     from tuner.knobs import catalog
 
-    return catalog.load().names("wal")
+    return sorted(catalog.load().names("wal") + catalog.load().names("concurrency"))
 
 
 SCRATCH_SCHEMA = "tuner_scratch"
@@ -154,6 +158,8 @@ async def require_staging_clone(conn: Any, change: dict[str, Any], dsn: str | No
     facts = await gather(conn)
     where = f"the server reached (system {facts.system_identifier})"
     if facts.in_recovery:
+        if _in_own_sandbox(facts.data_directory, change.get("sandbox_dir")):
+            return  # tuner's own throwaway standby (the concurrency family's io_workers / io_method)
         raise RefusedError(f"{where} is a hot standby, not the staging clone tuner changed")
     try:
         interlock.check(facts, client_sets_marker=interlock.client_sets_marker(dsn or change.get("dsn")),
@@ -161,6 +167,22 @@ async def require_staging_clone(conn: Any, change: dict[str, Any], dsn: str | No
     except RefusedError as exc:
         why = str(exc).removeprefix("refusing to probe: ")
         raise RefusedError(f"the interlock refused {where}: {why}", hint=exc.hint) from None
+
+
+def _in_own_sandbox(data_directory: str | None, sandbox_dir: Any) -> bool:
+    """The server's data directory lies inside the sandbox directory the entry names, and that directory is a
+    sandbox of tuner's (its name and its owner file), still there."""
+    from tuner.target.sandbox import stale
+
+    if not data_directory or not isinstance(sandbox_dir, str) or not sandbox_dir:
+        return False
+    try:
+        root = Path(sandbox_dir).resolve(strict=True)
+        if not root.name.startswith(stale._PREFIX) or not (root / stale._OWNER_FILE).is_file():
+            return False
+        return Path(data_directory).resolve(strict=True).is_relative_to(root)
+    except OSError:
+        return False
 
 
 async def write_back(conn: Any, change: dict[str, Any], dsn: str | None = None) -> Restored:
