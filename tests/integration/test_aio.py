@@ -149,3 +149,22 @@ def test_a_killed_session_s_io_workers_is_put_back_on_the_sandbox_standby(sandbo
     assert "postgresql.auto.conf: io_workers 7 -> (not set) (restored)" in proc.stdout
     assert auto_conf.read_bytes() == before and not journal.exists()
     assert wait_for(lambda: _state(sandbox18) == settings, 10), (_state(sandbox18), settings)  # reloaded
+
+
+def test_on_postgresql_15_the_same_policy_probes_bitmap_scans_alone(sandbox15: Running, tmp_path: Path) -> None:
+    """The AIO keys of a policy are inert on 15: effective_io_concurrency alone, over bitmap heap scans alone, by SET
+    alone — the family as it always was there."""
+    sb = sandbox15.sandbox
+    auto_conf = sb.standby_dir / "postgresql.auto.conf"
+    before = auto_conf.read_bytes()
+    cfg = Config.model_validate({"tuner": {"state_dir": str(tmp_path / "state")}})
+    report = sandbox15.run(recommend(cfg, load_policy(str(QUICK)), use_sandbox=True, families=("concurrency",),
+                                     where=_servers(sb)))
+    [fam] = report.families
+    assert fam.status == "done" and fam.reason in ("search and confirmation finished", "search finished"), fam
+    assert fam.workload and all("count(ctid)" in sql for sql in fam.workload)  # bitmap scans, no sequential scan
+    [rec] = report.recommendations
+    assert rec.knob == "effective_io_concurrency" and rec.current == 1
+    assert rec.effect is None or rec.effect.metric == "execution_time_ms"
+    assert all(set(t.config) == {"effective_io_concurrency"} and "seq_scan_ms" not in t.metrics for t in report.trials)
+    assert report.restored == [] and auto_conf.read_bytes() == before

@@ -185,6 +185,8 @@ class _Stage:
     recommendations: list[Recommendation]
     chosen: dict[str, Any]  # the values the next step measures at: recommended where confirmed, else today's
     notes: list[str]
+    stop_reason: str | None = None  # the search's
+    warm_start: str | None = None
 
 
 async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.ProbeQuery], cache: CacheControl,
@@ -243,13 +245,15 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
                                    progress=ctx.progress)
             recs = [_rec(k, decided, facts, io) for k in pinned]
             return FamilyResult(FamilyOutcome(status="done", reason=pin.note(), **outcome),
-                                trials=list(decided.trials), recommendations=recs)
+                                trials=list(decided.trials), recommendations=recs, restored=restored)
         first = await _streams_stage(ctx, probe, dims, current, metric, io)
+        outcome.update(stop_reason=first.stop_reason, warm_start=first.warm_start)
         trials += first.trials
         recs += first.recommendations
         notes = first.notes + notes
         if not first.recommendations:
-            return FamilyResult(FamilyOutcome(status="failed", reason="; ".join(notes), **outcome), trials=trials)
+            return FamilyResult(FamilyOutcome(status="failed", reason="; ".join(notes), **outcome), trials=trials,
+                                restored=restored)
         chosen = first.chosen
         if workers_dim is not None:
             stage = await _workers_stage(ctx, probe, workers_dim, chosen, metric, io)
@@ -262,7 +266,7 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
             trials += stage.trials
             recs += stage.recommendations
             notes += stage.notes
-    finally:
+    finally:  # (the list the result holds is filled here, before the caller sees it)
         if system is not None:
             for r in await system.put_back():
                 log.info("restored", detail=r.sentence())
@@ -284,13 +288,14 @@ async def _streams_stage(ctx: FamilyContext, probe: ColdProbe, dims: list[Dimens
     optimiser = build_optimiser(policy, dims, current, seed=ctx.cfg.tuner.seed, budget=budget, **warm)
     found = await search(optimiser, probe, max_consecutive_failures=policy.guardrails.max_failed_probes,
                          progress=ctx.progress)
-    note = warm_note(prior, optimiser)
-    notes = [f"warm start: {note}"] if note else []
     if found.recommendation is None:
-        return _Stage(list(found.trials), [], current, [f"the search found nothing: {found.stop_reason}", *notes])
+        return _Stage(list(found.trials), [], current, [f"the search found nothing: {found.stop_reason}"],
+                      found.stop_reason, warm_note(prior, optimiser))
     best = {k: found.recommendation.config[k] for k in current}
     near = found.recommendation.near_optimal
-    return await _confirm_each(ctx, probe, list(found.trials), current, best, near, metric, io, notes)
+    stage = await _confirm_each(ctx, probe, list(found.trials), current, best, near, metric, io, [])
+    stage.stop_reason, stage.warm_start = found.stop_reason, warm_note(prior, optimiser)
+    return stage
 
 
 async def _workers_stage(ctx: FamilyContext, probe: ColdProbe, dim: Dimension, fixed: dict[str, Any], metric: str,
