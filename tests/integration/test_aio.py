@@ -5,6 +5,7 @@ was. The PostgreSQL 15 path (bitmap scans only) is pinned by test_recommend.py."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -168,3 +169,50 @@ def test_on_postgresql_15_the_same_policy_probes_bitmap_scans_alone(sandbox15: R
     assert rec.effect is None or rec.effect.metric == "execution_time_ms"
     assert all(set(t.config) == {"effective_io_concurrency"} and "seq_scan_ms" not in t.metrics for t in report.trials)
     assert report.restored == [] and auto_conf.read_bytes() == before
+
+
+def test_a_server_that_does_not_come_back_gets_its_postgresql_auto_conf_back(sandbox18: Running, tmp_path: Path) -> None:
+    """io_method = io_uring on a kernel that refuses it keeps the server down, where ALTER SYSTEM cannot undo it: tuner
+    puts the file back byte for byte while the server is down. The restart here stops the standby and fails, as
+    pg_ctl does when the server does not start."""
+    from tuner.actuate import Journal
+    from tuner.errors import TunerError
+    from tuner.probes.runner import SystemKnobs
+
+    sb = sandbox18.sandbox
+    dsn = sb.dsn("standby")
+    auto_conf = sb.standby_dir / "postgresql.auto.conf"
+    before, settings = auto_conf.read_bytes(), _state(sandbox18)
+    pg_ctl = str(sb.binaries.bin_dir / "pg_ctl")
+
+    async def does_not_come_back() -> None:
+        await asyncio.to_thread(sb._run, [pg_ctl, "-D", str(sb.standby_dir), "-m", "fast", "-w", "stop"])
+        raise RuntimeError("pg_ctl: could not start server")
+
+    async def scenario() -> str:
+        journal = Journal(tmp_path / "state")
+        journal.open("test")
+        conn = await connect(dsn)
+        try:
+            port = int(await conn.fetchval("SHOW port"))
+            sysid = await conn.fetchval("SELECT system_identifier::text FROM pg_control_system()")
+        finally:
+            await conn.close()
+        system = SystemKnobs(journal=journal, contexts={"io_method": "postmaster"}, connector=lambda: connect(dsn),
+                             restart=does_not_come_back, dsn=dsn, data_directory=sb.standby_dir,
+                             identity={"system_identifier": sysid, "port": port, "sandbox_dir": str(sb.root)})
+        assert await system.apply({"io_method": "sync"}) == ["io_method"]
+        assert b"io_method = 'sync'" in auto_conf.read_bytes()
+        with pytest.raises(TunerError) as err:
+            await system.restart()
+        assert auto_conf.read_bytes() == before  # while the server is down
+        await asyncio.to_thread(sb._run, [pg_ctl, "-D", str(sb.standby_dir), "-l", str(sb.standby_dir / "server.log"),
+                                          "-w", "-t", "120", "-o", f"-p {port}", "start"])
+        restored = journal.restore()  # the session's end: the entry finds its line as it was
+        assert [r.action for r in restored] == ["already at the original value"], restored
+        return str(err.value)
+
+    message = sandbox18.run(scenario())
+    assert "the server did not start with io_method = sync" in message and "back as it was" in message, message
+    assert auto_conf.read_bytes() == before and not (tmp_path / "state" / "journal.json").exists()
+    assert wait_for(lambda: _state(sandbox18) == settings, 10)
