@@ -147,8 +147,8 @@ class Cache(Section):
 
 
 class Mix(Section):
-    """The readahead family's workload: cold sequential scans and sparse bitmap heap scans of the relations on
-    one device. The objective is ``seq_scan_weight * seq_ms + bitmap_scan_weight * bitmap_ms``."""
+    """A workload of cold sequential scans and sparse bitmap heap scans (the readahead family's, of the relations
+    on one device). The objective is ``seq_scan_weight * seq_ms + bitmap_scan_weight * bitmap_ms``."""
 
     seq_scan_weight: float = Field(default=1.0, ge=0, le=1000, description="weight of the sequential scan's time")
     bitmap_scan_weight: float = Field(default=1.0, ge=0, le=1000, description="weight of the bitmap heap scan's time")
@@ -157,6 +157,30 @@ class Mix(Section):
     def _some_weight(self) -> Mix:
         if self.seq_scan_weight == 0 and self.bitmap_scan_weight == 0:
             raise ValueError("seq_scan_weight and bitmap_scan_weight cannot both be 0")
+        return self
+
+
+IO_METHODS = ("sync", "worker", "io_uring")  # PostgreSQL 18's io_method values (io_uring only in some builds)
+
+
+class ConcurrencyMix(Mix):
+    """The concurrency family's workload where read streams serve sequential scans too (reference/pg-io-facts.md
+    §1.5: from 17 ``io_combine_limit`` sizes their reads, from 18 ``effective_io_concurrency`` sets their
+    look-ahead): the objective is ``seq_scan_weight * seq_ms + bitmap_scan_weight * bitmap_ms``. Up to 16 the
+    family probes bitmap heap scans alone, as it always did, and the weights are not used. With
+    ``bitmap_scan_weight = 0`` no bitmap scan is probed on 17+: no knob acts on it alone there."""
+
+    io_method: tuple[str, ...] = Field(
+        default=IO_METHODS, max_length=len(IO_METHODS),
+        description="io_method values screened against today's on 18+ (a restart each: only with "
+        "guardrails.allow_restart), those the build offers",
+    )
+
+    @model_validator(mode="after")
+    def _known_methods(self) -> ConcurrencyMix:
+        unknown = [m for m in self.io_method if m not in IO_METHODS]
+        if unknown:
+            raise ValueError(f"io_method values {unknown} are not PostgreSQL's ({', '.join(IO_METHODS)})")
         return self
 
 
@@ -226,6 +250,7 @@ class Policy(Section):
     decision: Decision = Decision()
     cache: Cache = Cache()
     readahead: Mix = Mix()
+    concurrency: ConcurrencyMix = ConcurrencyMix()
     wal: WalLoad = WalLoad()
     replay: ReplayLoad = ReplayLoad()
     guardrails: Guardrails = Guardrails()

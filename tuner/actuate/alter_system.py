@@ -18,8 +18,12 @@ promoted standby or its primary (same system identifier) would be. Its pause of 
 ``replay_pause``, recorded before ``pg_wal_replay_pause()``): restoring it resumes replay if the standby is still
 paused, so a crashed session never leaves a standby behind its primary.
 
-Only the knob catalogue's WAL and replay settings are journaled, and a journal entry naming any other setting, or a
+Only the knob catalogue's WAL, replay and concurrency settings are journaled (the concurrency family writes
+``io_workers`` and ``io_method`` this way on PostgreSQL 18), and a journal entry naming any other setting, or a
 value that is not a plain number (with a unit) or word, is refused when the journal is read (:func:`entry_problem`).
+
+Other entries go back on a hot standby only when it is tuner's own sandbox standby: the entry names the sandbox
+and the server's data directory lies inside it. Any other standby is refused, as before.
 """
 
 from __future__ import annotations
@@ -64,10 +68,11 @@ def _ident(name: str) -> str:
 
 
 def settings() -> list[str]:
-    """The settings this actuator writes: the knob catalogue's WAL and replay families."""
+    """The settings this actuator writes: the knob catalogue's WAL, replay and concurrency families."""
     from tuner.knobs import catalog
 
-    return [*catalog.load().names("wal"), *catalog.load().names("replay")]
+    cat = catalog.load()
+    return sorted([*cat.names("wal"), *cat.names("replay"), *cat.names("concurrency")])
 
 
 SCRATCH_SCHEMA = "tuner_scratch"
@@ -203,6 +208,8 @@ async def require_staging_clone(conn: Any, change: dict[str, Any], dsn: str | No
     facts = await gather(conn)
     where = f"the server reached (system {facts.system_identifier})"
     if facts.in_recovery:
+        if _in_own_sandbox(facts.data_directory, change.get("sandbox_dir")):
+            return  # tuner's own throwaway standby (the concurrency family's io_workers / io_method)
         raise RefusedError(f"{where} is a hot standby, not the staging clone tuner changed")
     try:
         interlock.check(facts, client_sets_marker=interlock.client_sets_marker(dsn or change.get("dsn")),
@@ -210,6 +217,22 @@ async def require_staging_clone(conn: Any, change: dict[str, Any], dsn: str | No
     except RefusedError as exc:
         why = str(exc).removeprefix("refusing to probe: ")
         raise RefusedError(f"the interlock refused {where}: {why}", hint=exc.hint) from None
+
+
+def _in_own_sandbox(data_directory: str | None, sandbox_dir: Any) -> bool:
+    """The server's data directory lies inside the sandbox directory the entry names, and that directory is a
+    sandbox of tuner's (its name and its owner file), still there."""
+    from tuner.target.sandbox import stale
+
+    if not data_directory or not isinstance(sandbox_dir, str) or not sandbox_dir:
+        return False
+    try:
+        root = Path(sandbox_dir).resolve(strict=True)
+        if not root.name.startswith(stale._PREFIX) or not (root / stale._OWNER_FILE).is_file():
+            return False
+        return Path(data_directory).resolve(strict=True).is_relative_to(root)
+    except OSError:
+        return False
 
 
 async def write_back(conn: Any, change: dict[str, Any], dsn: str | None = None) -> Restored:
