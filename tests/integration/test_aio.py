@@ -77,7 +77,7 @@ def test_a_pg18_sandbox_session_decides_every_aio_knob_and_puts_everything_back(
 
     [fam] = report.families
     assert fam.status == "done", fam
-    assert fam.cache == "shared buffers: restart; OS page cache: drop_caches"  # the cache method, reported
+    assert fam.cache == "shared buffers: evicted (pg_buffercache_evict_relation); OS page cache: drop_caches"  # no restart
     recs = {r.knob: r for r in report.recommendations}
     assert set(recs) == set(AIO), fam.reason
     for knob, rec in recs.items():  # every knob decided with a paired interval, the estimate inside it
