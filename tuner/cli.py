@@ -141,6 +141,10 @@ def recommend(**opts: Any) -> None:
     Families (--family; default: every family the target allows):
       concurrency  effective_io_concurrency, by SET in the probe session: nothing persistent changes.
                    Sparse bitmap heap scans over the largest relations. Fine on a hot standby.
+                   On 17+ also a cold sequential scan (weights in the policy's [concurrency]), searched
+                   jointly with io_combine_limit; on 18 io_workers (ALTER SYSTEM + reload, journaled,
+                   on tuner's sandbox or a marked clone) and, with restarts allowed, io_method screened.
+                   On 17+ with pg_buffercache, shared buffers are emptied by eviction, not a restart.
       readahead    read_ahead_kb of each block device under the data directory, pg_wal and the
                    tablespaces, jointly with effective_io_concurrency where a bitmap scan exists
                    (cold sequential + bitmap scans, fresh connections). Needs tuner on the staging
