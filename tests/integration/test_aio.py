@@ -25,7 +25,7 @@ from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries, Sandbox
 from tuner.target.server import Servers
 
-from .conftest import Running, _own_dir, wait_for
+from .conftest import Running, _own_dir, running, sandbox_servers, wait_for
 
 QUICK = Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "aio_quick.toml"
 REPO = Path(__file__).resolve().parents[2]
@@ -37,18 +37,11 @@ def sandbox18(pg18: Binaries) -> Iterator[Running]:
     """A PostgreSQL 18 sandbox (primary + hot standby) kept for this module: its standby's files can be compared
     before and after a session."""
     for path in _own_dir("tuner-sb18-"):
-        r = Running(Sandbox(base_dir=path, scale=2, binaries=pg18))
-        r.run(r.sandbox.__aenter__())
-        try:
-            yield r
-        finally:
-            r.run(r.sandbox.__aexit__(None, None, None))
-            r.loop.close()
+        yield from running(path, scale=2, binaries=pg18)
 
 
 def _servers(sb: Sandbox) -> Servers:
-    return Servers(sb.dsn("standby"), sb.restart_standby, sb.dsn("primary"), sb.restart_primary,
-                   own_devices=frozenset([sb.device] if sb.device else []), sandbox_dir=str(sb.root))
+    return sandbox_servers(sb)
 
 
 def _state(running: Running) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from tuner.target.connection import connect
 from tuner.target.facts import TargetFacts
 from tuner.target.sandbox import Binaries, Sandbox
 
-from .conftest import Running, _own_dir
+from .conftest import Running, _own_dir, running
 
 POLICY = Path(__file__).parents[1] / "fixtures" / "policies" / "good" / "faults.toml"
 
@@ -42,13 +42,7 @@ def sandbox18_dir() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def sandbox18(pg18: Binaries, sandbox18_dir: Path) -> Iterator[Running]:
-    r = Running(Sandbox(base_dir=sandbox18_dir, scale=4, binaries=pg18))
-    r.run(r.sandbox.__aenter__())
-    try:
-        yield r
-    finally:
-        r.run(r.sandbox.__aexit__(None, None, None))
-        r.loop.close()
+    yield from running(sandbox18_dir, scale=4, binaries=pg18)
 
 
 def _standby_restart_command(sb: Sandbox) -> str:

@@ -20,7 +20,7 @@ from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries, Sandbox
 from tuner.target.server import Servers
 
-from .conftest import Running, _own_dir, processes_under, tuner_env
+from .conftest import Running, _own_dir, processes_under, running, sandbox_servers, tuner_env
 
 QUICK = Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "replay_quick.toml"
 
@@ -29,18 +29,11 @@ QUICK = Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "repla
 def pair(pg15: Binaries) -> Iterator[Running]:
     """A PostgreSQL 15 primary marked staging and its hot standby, for this module only."""
     for base in _own_dir("tuner-replay-"):
-        r = Running(Sandbox(base_dir=base, scale=1, binaries=pg15, staging_primary=True))
-        r.run(r.sandbox.__aenter__())
-        try:
-            yield r
-        finally:
-            r.run(r.sandbox.__aexit__(None, None, None))
-            r.loop.close()
+        yield from running(base, scale=1, binaries=pg15, staging_primary=True)
 
 
 def _where(sb: Sandbox) -> Servers:
-    return Servers(sb.dsn("standby"), sb.restart_standby, sb.dsn("primary"), sb.restart_primary,
-                   sandbox_dir=str(sb.root))
+    return sandbox_servers(sb, own_device=False)
 
 
 def _cfg(tmp_path: Path) -> Config:
