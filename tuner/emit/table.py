@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tuner.emit import host as host_emit
-from tuner.emit import quote, sql
+from tuner.emit import quote, ranges, sql
 from tuner.model import Report
 
 
@@ -50,8 +50,8 @@ def to_table(report: Report, *, width: int = 120) -> str:
             table.add_row(*map(_text, (
                 f"{r.knob} ({r.object})" if r.object else r.knob,
                 str(r.current),
-                str(r.recommended),
-                f"{r.near_optimal[0]}..{r.near_optimal[1]}" if r.near_optimal else "-",
+                ranges.recommended_cell(r),
+                ranges.cell(r),
                 f"{e.improvement:.2f}x" if e else "-",
                 f"[{e.ci95[0]:.2f}, {e.ci95[1]:.2f}]" if e else "-",
                 str(e.n_pairs) if e else "-",
@@ -60,6 +60,8 @@ def to_table(report: Report, *, width: int = 120) -> str:
         console.print(table)
     for r in report.recommendations:
         say(f"{r.knob}{f' ({r.object})' if r.object else ''}: {r.reason}")
+        for note in ranges.notes(r):
+            say(f"  {note}")
         reload = " SELECT pg_reload_conf();" if r.scope == "system" else ""
         where = "  (on the primary)" if r.run_on == "primary" else ""
         host, apply = host_emit.commands(r), sql.apply_sql(r)
