@@ -141,6 +141,10 @@ def recommend(**opts: Any) -> None:
     Families (--family; default: every family the target allows):
       concurrency  effective_io_concurrency, by SET in the probe session: nothing persistent changes.
                    Sparse bitmap heap scans over the largest relations. Fine on a hot standby.
+                   On 17+ also a cold sequential scan (weights in the policy's [concurrency]), searched
+                   jointly with io_combine_limit; on 18 io_workers (ALTER SYSTEM + reload, journaled,
+                   on tuner's sandbox or a marked clone) and, with restarts allowed, io_method screened.
+                   On 17+ with pg_buffercache, shared buffers are emptied by eviction, not a restart.
       readahead    read_ahead_kb of each block device under the data directory, pg_wal and the
                    tablespaces, jointly with effective_io_concurrency where a bitmap scan exists
                    (cold sequential + bitmap scans, fresh connections). Needs tuner on the staging
@@ -155,6 +159,11 @@ def recommend(**opts: Any) -> None:
                    count. Needs a writable clone marked tuner.role = 'staging' (the sandbox marks its
                    primary); skipped on a hot standby. ALTER SYSTEM changes are journaled and
                    postgresql.auto.conf is put back byte for byte. Durability settings never change.
+      replay       maintenance_io_concurrency on a hot standby (recovery prefetch, 15+): the time the
+                   standby takes to replay a fixed stream of random-page updates made on its primary,
+                   with replay paused and the standby's caches emptied before each probe. Needs the
+                   sandbox (its primary and standby) and tuner on the host; the setting is journaled
+                   (ALTER SYSTEM on the standby), and the standby is left replaying, as it was.
 
     Results go to stdout; logs (one line per probe) go to stderr — JSON when stderr is not a terminal.
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from tuner.errors import ConfigError
 from tuner.tomlfile import Untrusted, read_toml
@@ -243,11 +243,11 @@ Duration = Annotated[str, AfterValidator(_duration)]
 class DaemonConfig(Section):
     """``tuner daemon``: when it probes, what it watches, where it answers."""
 
-    listen: str = Field(default="127.0.0.1:8187",
-                        description="HTTP API address HOST:PORT (loopback by default; any other needs token_file)")
     token_file: Path | None = Field(
         default=None,
         description="file holding the bearer token: needed for POST, and for every endpoint but /healthz off loopback")
+    listen: str = Field(default="127.0.0.1:8187",
+                        description="HTTP API address HOST:PORT (loopback by default; any other needs token_file)")
     schedule: str | None = Field(default="0 2 * * 6",
                                  description="crontab (5 fields, local time) of full sessions; empty: none")
     windows: tuple[str, ...] = Field(
@@ -259,8 +259,11 @@ class DaemonConfig(Section):
 
     @field_validator("listen")
     @classmethod
-    def _address(cls, value: str) -> str:
-        listen_address(value)
+    def _address(cls, value: str, info: ValidationInfo) -> str:
+        host, _ = listen_address(value)
+        if not is_loopback(host) and info.data.get("token_file") is None:
+            raise ValueError(f"{value!r} is not a loopback address: set token_file too (every endpoint but "
+                             "/healthz then needs its bearer token)")
         return value
 
     @field_validator("schedule")
@@ -282,16 +285,13 @@ class DaemonConfig(Section):
             parse_window(w)
         return value
 
-    @model_validator(mode="after")
-    def _guarded(self) -> DaemonConfig:
-        host, _ = listen_address(self.listen)
-        if not is_loopback(host) and self.token_file is None:
-            raise ValueError(f"listen = {self.listen!r} is not a loopback address: set token_file too "
-                             "(every endpoint but /healthz then needs its bearer token)")
-        names = [t.name for t in self.targets]
+    @field_validator("targets")
+    @classmethod
+    def _unique(cls, value: tuple[DaemonTarget, ...]) -> tuple[DaemonTarget, ...]:
+        names = [t.name for t in value]
         if len(set(names)) != len(names):
             raise ValueError("two [[daemon.targets]] share a name")
-        return self
+        return value
 
 
 def listen_address(value: str) -> tuple[str, int]:
@@ -394,7 +394,7 @@ def _describe(err: ValidationError, origin: str | list[tuple[str, Any]]) -> Conf
         origin = _origin(origin, first["loc"])
     loc = [str(p) for p in first["loc"]]
     section, key = (loc[0], ".".join(loc[1:])) if len(loc) > 1 else (None, loc[0] if loc else "?")
-    where = f"[{section}] {key}" if section else f"[{key}]" if key in Config.model_fields else key
+    where = f"[{section}] {key}" if section else key
     msg = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         msg = "unknown key (a typo?)"

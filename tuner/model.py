@@ -31,7 +31,8 @@ class Trial(_Frozen):
     config: dict[str, int | str]
     value: float | None = Field(
         description="the family's objective, lower is better: execution_time_ms summed over the workload "
-        "(concurrency, readahead) or ms per transaction (wal); None unless status is ok")
+        "(concurrency, readahead), ms per transaction (wal) or ms to replay the WAL stream (replay); None unless "
+        "status is ok")
     status: Literal["ok", "failed", "rejected"]
     phase: Literal["search", "confirm"]
     arm: Literal["baseline", "candidate"] | None = None
@@ -198,6 +199,30 @@ class WalScalingOut(_Frozen):
     tps_recommended: float | None = Field(description="None when nothing was recommended to change")
 
 
+class ReplayPointOut(_Frozen):
+    """The replay rate measured at one maintenance_io_concurrency value (median over its ok probes)."""
+
+    maintenance_io_concurrency: int
+    mb_per_s: float = Field(description="MB of WAL replayed per second (pg_wal_lsn_diff over the catch-up time)")
+    pages_per_s: float
+    n: int
+
+
+class ReplayOut(_Frozen):
+    """What the replay family measured: the standby's catch-up over a fixed WAL stream of random-page updates."""
+
+    maintenance_io_concurrency_current: int
+    maintenance_io_concurrency_recommended: int
+    mb_per_s_current: float | None = Field(description="median over the probes at today's value")
+    mb_per_s_recommended: float | None = Field(description="median over the probes at the recommended value")
+    wal_mb: float | None = Field(description="WAL of one probe's stream (median)")
+    pages: int = Field(description="heap pages the stream updates, one row each, in a fixed random order")
+    table_mb: float
+    recovery_prefetch: str
+    method: str = Field(description="how the stream was made and the standby's caches emptied")
+    curve: list[ReplayPointOut] = Field(default_factory=list)
+
+
 class TargetOut(_Frozen):
     server_version_num: int
     server_version: str
@@ -234,4 +259,5 @@ class Report(_Frozen):
     wal_contention: list[WalContentionOut] = Field(default_factory=list)
     wal_scaling: list[WalScalingOut] = Field(default_factory=list)
     wal_summary: str | None = Field(default=None, description="what the insertion-lock evidence implies")
+    replay: ReplayOut | None = Field(default=None, description="the replay family's catch-up rates")
     trials: list[Trial]

@@ -149,8 +149,8 @@ class Cache(Section):
 
 
 class Mix(Section):
-    """The readahead family's workload: cold sequential scans and sparse bitmap heap scans of the relations on
-    one device. The objective is ``seq_scan_weight * seq_ms + bitmap_scan_weight * bitmap_ms``."""
+    """A workload of cold sequential scans and sparse bitmap heap scans (the readahead family's, of the relations
+    on one device). The objective is ``seq_scan_weight * seq_ms + bitmap_scan_weight * bitmap_ms``."""
 
     seq_scan_weight: float = Field(default=1.0, ge=0, le=1000, description="weight of the sequential scan's time")
     bitmap_scan_weight: float = Field(default=1.0, ge=0, le=1000, description="weight of the bitmap heap scan's time")
@@ -159,6 +159,30 @@ class Mix(Section):
     def _some_weight(self) -> Mix:
         if self.seq_scan_weight == 0 and self.bitmap_scan_weight == 0:
             raise ValueError("seq_scan_weight and bitmap_scan_weight cannot both be 0")
+        return self
+
+
+IO_METHODS = ("sync", "worker", "io_uring")  # PostgreSQL 18's io_method values (io_uring only in some builds)
+
+
+class ConcurrencyMix(Mix):
+    """The concurrency family's workload where read streams serve sequential scans too (reference/pg-io-facts.md
+    §1.5: from 17 ``io_combine_limit`` sizes their reads, from 18 ``effective_io_concurrency`` sets their
+    look-ahead): the objective is ``seq_scan_weight * seq_ms + bitmap_scan_weight * bitmap_ms``. Up to 16 the
+    family probes bitmap heap scans alone, as it always did, and the weights are not used. With
+    ``bitmap_scan_weight = 0`` no bitmap scan is probed on 17+: no knob acts on it alone there."""
+
+    io_method: tuple[str, ...] = Field(
+        default=IO_METHODS, max_length=len(IO_METHODS),
+        description="io_method values screened against today's on 18+ (a restart each: only with "
+        "guardrails.allow_restart), those the build offers",
+    )
+
+    @model_validator(mode="after")
+    def _known_methods(self) -> ConcurrencyMix:
+        unknown = [m for m in self.io_method if m not in IO_METHODS]
+        if unknown:
+            raise ValueError(f"io_method values {unknown} are not PostgreSQL's ({', '.join(IO_METHODS)})")
         return self
 
 
@@ -195,6 +219,24 @@ class WalLoad(Section):
         return self
 
 
+class ReplayLoad(Section):
+    """The replay family's WAL stream: one-row updates of ``pages`` heap pages of a scratch table larger than the
+    standby's shared buffers, in a fixed random order, replayed by the standby from a cold cache."""
+
+    pages: int = Field(default=8000, ge=100, le=1_000_000,
+                       description="heap pages the stream updates, one row each (~140 bytes of WAL per page)")
+    table_shared_buffers: float = Field(
+        default=2.0, ge=1.1, le=64, description="the scratch table's size, as a multiple of the standby's shared_buffers")
+    filler_shared_buffers: float = Field(
+        default=3.0, ge=1.0, le=64,
+        description="the table read on the standby before each probe to push the stream's pages out of its shared "
+        "buffers, as a multiple of shared_buffers")
+    max_scratch_mb: int = Field(default=4096, ge=16, le=1_048_576,
+                                description="the family is skipped when the scratch table and the filler need more")
+    catch_up_timeout_s: float = Field(default=120, gt=0, le=3600,
+                                      description="a probe fails when replay has not caught up by then")
+
+
 class Guardrails(Section):
     statement_timeout_s: float = Field(default=300, gt=0, le=86400, description="seconds, at most 86400 (a day)")
     allow_restart: bool = Field(default=True, description="may tuner restart the staging server between probes")
@@ -210,7 +252,9 @@ class Policy(Section):
     decision: Decision = Decision()
     cache: Cache = Cache()
     readahead: Mix = Mix()
+    concurrency: ConcurrencyMix = ConcurrencyMix()
     wal: WalLoad = WalLoad()
+    replay: ReplayLoad = ReplayLoad()
     guardrails: Guardrails = Guardrails()
 
     @model_validator(mode="after")

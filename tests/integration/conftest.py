@@ -26,6 +26,7 @@ import pytest
 from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, embedded_binaries, find_binaries, loopdisk, server_pids
 from tuner.target.sandbox.loopdisk import LoopDisk
+from tuner.target.server import Servers
 
 PG15_BIN = Path("/usr/lib/postgresql/15/bin")
 
@@ -107,15 +108,27 @@ def sandbox15_dir() -> Iterator[Path]:
     yield from _own_dir("tuner-sb15-")
 
 
-@pytest.fixture(scope="session")
-def sandbox15(pg15: Binaries, sandbox15_dir: Path) -> Iterator[Running]:
-    r = Running(Sandbox(base_dir=sandbox15_dir, scale=2, binaries=pg15))
+def running(base: Path, **kw: Any) -> Iterator[Running]:
+    """A sandbox (primary + hot standby) in ``base``, running until the generator is closed: for fixtures."""
+    r = Running(Sandbox(base_dir=base, **kw))
     r.run(r.sandbox.__aenter__())
     try:
         yield r
     finally:
         r.run(r.sandbox.__aexit__(None, None, None))
         r.loop.close()
+
+
+def sandbox_servers(sb: Sandbox, *, own_device: bool = True) -> Servers:
+    """The servers a session probes in ``sb``, as tuner's own sandbox run would hand them to the runner."""
+    devices = frozenset([sb.device] if sb.device and own_device else [])
+    return Servers(sb.dsn("standby"), sb.restart_standby, sb.dsn("primary"), sb.restart_primary,
+                   own_devices=devices, sandbox_dir=str(sb.root))
+
+
+@pytest.fixture(scope="session")
+def sandbox15(pg15: Binaries, sandbox15_dir: Path) -> Iterator[Running]:
+    yield from running(sandbox15_dir, scale=2, binaries=pg15)
 
 
 def tuner_env(state: Path, **extra: str) -> dict[str, str]:

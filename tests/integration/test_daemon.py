@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -172,7 +171,7 @@ def daemon_proc(clone: Clone, tmp_path: Path) -> Any:
 def test_sessions_on_request_and_schedule_are_stored_served_and_drift_is_answered(
     clone: Clone, tmp_path: Path, daemon_proc: Any
 ) -> None:
-    d = daemon_proc(families=["concurrency"], schedule="* * * * *").start()
+    d = daemon_proc(families=["concurrency"]).start()
     # Read-only without the token; POST needs it.
     assert d.get("/healthz", token=None)[0] == 200
     assert d.call("POST", "/v1/sessions", token=None, body={})[0] == 401
@@ -198,9 +197,9 @@ def test_sessions_on_request_and_schedule_are_stored_served_and_drift_is_answere
     status, conf = d.get("/v1/recommendations/default?format=conf&file=conf.d/99-tuner.conf")
     if changes:
         assert status == 200 and all(f"{r['knob']} = {r['recommended']}" in conf for r in changes), conf
-    else:
-        assert status == 409 and "no accepted recommendation" in conf["error"]
-    assert d.get("/v1/recommendations/elsewhere?format=conf")[0] == 409
+    else:  # nothing in force: a file that sets nothing (a pull removes what an earlier one put in place)
+        assert status == 200 and "effective_io_concurrency =" not in conf, conf
+    assert d.get("/v1/recommendations/elsewhere?format=conf")[0] == 404
     m = d.metrics()
     assert m[("tuner_probes_total", (("target", "default"),))] >= len(report["trials"])
     assert m[("tuner_last_session_timestamp_seconds", (("target", "default"),))] > time.time() - 3600
@@ -209,7 +208,10 @@ def test_sessions_on_request_and_schedule_are_stored_served_and_drift_is_answere
         assert m[("tuner_recommended_setting", (("knob", r["knob"]), ("object", ""), ("target", "default")))] == \
             r["recommended"]
 
-    # The one-minute schedule queues a session of its own, which runs and is stored.
+    # A one-minute schedule (taken by a reload) queues a session of its own, which runs and is stored.
+    d.text = d.text.replace('schedule = ""', 'schedule = "* * * * *"')
+    d.config.write_text(d.text)
+    d.proc.send_signal(signal.SIGHUP)  # type: ignore[union-attr]
     sched = d.wait_run(lambda r: r["reason"].startswith("schedule") and r["status"] == "done", 420,
                        "from the schedule that finished")
     history = subprocess.run([sys.executable, "-m", "tuner", "history", "--config", str(d.config), "--format",
@@ -217,6 +219,16 @@ def test_sessions_on_request_and_schedule_are_stored_served_and_drift_is_answere
     assert history.returncode == 0, history.stderr
     listed = {s["id"] for s in json.loads(history.stdout)}
     assert {queued["id"], sched["id"]} <= listed
+
+    # Another reload: no schedule any more, and readahead among the target's families (drift re-probes only the
+    # families a target is configured for).
+    d.text = d.text.replace('schedule = "* * * * *"', 'schedule = ""').replace(
+        'families = ["concurrency"]', 'families = ["concurrency", "readahead"]')
+    d.config.write_text(d.text)
+    d.proc.send_signal(signal.SIGHUP)  # type: ignore[union-attr]
+    assert wait_for(lambda: "daemon.reloaded" in d.log.read_text(), 30), d.stderr()
+    assert wait_for(lambda: not any(r["status"] in ("queued", "running")
+                                    for r in d.get("/v1/sessions")[1]["runs"]), 300), d.stderr()
 
     # A hand-edited setting: detected within one drift interval, recorded with from/to, answered by a run.
     before = _sql(clone.dsn, "SHOW effective_io_concurrency")[0]
@@ -237,6 +249,23 @@ def test_sessions_on_request_and_schedule_are_stored_served_and_drift_is_answere
         assert m[("tuner_drift_events_total", (("target", "default"),))] >= 1
     finally:
         _sql(clone.dsn, "ALTER SYSTEM RESET effective_io_concurrency", "SELECT pg_reload_conf()")
+
+    # A device's read_ahead_kb changed by hand: the same, answered by a re-probe of the readahead family.
+    original = _read_ahead(clone)
+    key = f"device:{clone.disk.name}:read_ahead_kb"
+    try:
+        _set_read_ahead(clone, original + 64)
+        assert wait_for(lambda: any(key in e["changes"] for e in d.get("/v1/drift")[1]["events"]), 60), d.stderr()
+        event = next(e for e in d.get("/v1/drift")[1]["events"] if key in e["changes"])
+        assert (event["changes"][key]["from"], event["changes"][key]["to"]) == (original, original + 64)
+        assert event["action"].startswith("reprobe"), event
+        # (one drift event may carry this change and the RESET above together: one re-probe of both families)
+        reprobe = d.wait_run(lambda r: r["kind"] == "reprobe" and "readahead" in r["families"]
+                             and r["status"] not in ("queued", "running"), 600, "re-probing readahead that ended")
+        assert reprobe["status"] == "done", reprobe
+        assert _read_ahead(clone) == original + 64  # the session put back what it found: the operator's value
+    finally:
+        _set_read_ahead(clone, original)
 
     # SIGHUP with a broken file keeps it serving, and says so in /metrics; a good file again restores it.
     d.config.write_text(d.text + "\n[daemon.oops\n")
@@ -336,7 +365,7 @@ def test_sigterm_mid_session_restores_and_exits_zero_within_30_s_and_systemd_hea
         assert not (d.state / "journal.json").exists() or not json.loads(
             (d.state / "journal.json").read_text()).get("changes")
         run = [json.loads(line) for line in d.stderr().splitlines() if '"daemon.run_ended"' in line]
-        assert run and run[-1]["status"] == "queued" and "SIGTERM" in run[-1]["detail"]
+        assert run and run[-1]["status"] == "deferred" and "SIGTERM" in run[-1]["detail"]
     finally:
         if _read_ahead(clone) != original:
             _set_read_ahead(clone, original)
@@ -368,7 +397,7 @@ def test_a_session_that_reaches_the_end_of_its_window_stops_cleanly_and_waits_fo
         assert ended["status"] == "deferred", ended
         assert f"its maintenance window closed at {end:%H:%M}" in ended["detail"]
         assert datetime.fromisoformat(ended["ended_at"]) < end + timedelta(seconds=30)
-        nxt = d.wait_run(lambda r: f"again after {queued['id']}" in r["reason"], 10, "queued for the next window")
+        nxt = d.wait_run(lambda r: f"again after deferred {queued['id']}" in r["reason"], 10, "queued for the next window")
         assert nxt["status"] == "queued" and not nxt["forced"]
         time.sleep(3)  # the window is closed: it stays queued
         assert (d.run(nxt["id"]) or {}).get("status") == "queued"

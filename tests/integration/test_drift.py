@@ -13,7 +13,7 @@ from tuner.target.connection import connect
 
 from .conftest import Clone, Running
 
-_KEYS = {"observed_at", "server", "settings", "devices", "kernel", "cgroup", "size"}
+_KEYS = {"observed_at", "data_directory", "server", "settings", "devices", "kernel", "cgroup", "size"}
 
 
 def _observe(clone: Clone, dsn: str | None = None) -> dict[str, Any]:

@@ -68,6 +68,7 @@ def test_recommend_on_a_pg15_sandbox_end_to_end(base_dir: Path, tmp_path: Path) 
 def test_recommend_on_a_pg18_sandbox(base_dir: Path, tmp_path: Path, pg18: Binaries) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "2", "--budget", "6", "--family", "concurrency",
+         "--policy", str(Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "aio_quick.toml"),
          "--format", "json"],
         capture_output=True, text=True, cwd=tmp_path, timeout=900,
         env=_env(base_dir, tmp_path / "state", TUNER_SANDBOX__BIN_DIR=str(pg18.bin_dir)),
@@ -77,6 +78,7 @@ def test_recommend_on_a_pg18_sandbox(base_dir: Path, tmp_path: Path, pg18: Binar
     assert doc["target"]["server_version_num"] // 10000 == 18
     rec = doc["recommendations"][0]
     assert rec["current"] == 16  # the PG 18 default
+    assert "evicted (pg_buffercache_evict_relation)" in doc["session"]["cache"]  # no restart between probes
     ok = [t for t in doc["trials"] if t["status"] == "ok"]
     assert ok and all(t["cache"]["heap_read"] > 0 for t in ok)
     assert all(t["cache"]["io_read_time_ms"] is not None for t in ok)  # "Shared I/O Read Time" on 18

@@ -22,6 +22,7 @@ class Backend:
     def __init__(self, token: str | None = TOKEN, everywhere: bool = False) -> None:
         self._token, self._everywhere = token, everywhere
         self.requested: list[dict[str, Any]] = []
+        self.hosts: frozenset[str] | None = None
         self.m = Metrics()
 
     def token(self) -> str | None:
@@ -29,6 +30,9 @@ class Backend:
 
     def token_everywhere(self) -> bool:
         return self._everywhere
+
+    def loopback_hosts(self) -> frozenset[str] | None:
+        return None if self._everywhere else self.hosts
 
     def ready(self) -> tuple[bool, str]:
         return True, "idle"
@@ -150,3 +154,18 @@ def test_metrics_parse_with_prometheus_own_parser_and_withdrawn_recommendations_
     s = samples(m)
     assert not any(k[0] == "tuner_recommended_setting" and ("target", "default") in k[1] for k in s)
     assert s[("tuner_recommended_setting", (("knob", "effective_io_concurrency"), ("object", ""), ("target", "other")))] == 8
+
+
+def test_on_loopback_a_foreign_host_header_is_refused_and_head_is_a_read() -> None:
+    b = Backend()
+    b.hosts = frozenset({"localhost", "127.0.0.1"})
+    status, body, _ = call(b, "GET", "/v1/recommendations", headers={"Host": "attacker.example"})
+    assert status == 403 and "loopback Host header" in body["error"]
+    assert call(b, "GET", "/v1/recommendations", headers={"Host": "127.0.0.1"})[0] == 200
+    assert call(b, "HEAD", "/healthz", headers={"Host": "localhost"})[0] == 200
+
+
+def test_odd_authorization_and_limits_are_refused_not_crashed() -> None:
+    b = Backend()
+    assert call(b, "POST", "/v1/sessions", json={}, headers={"Authorization": "Bearer \udcff\udcfe"})[0] in (400, 401)
+    assert call(b, "GET", "/v1/sessions?limit=\u00b2")[0] == 400

@@ -25,7 +25,7 @@ def cfg_from(tmp_path: Path, text: str, **env: str):  # type: ignore[no-untyped-
 
 
 @pytest.mark.parametrize(("text", "said"), [
-    ('[daemon]\nlisten = "0.0.0.0:8187"\n', "[daemon]: listen = '0.0.0.0:8187' is not a loopback address: set token_file"),
+    ('[daemon]\nlisten = "0.0.0.0:8187"\n', "[daemon] listen: '0.0.0.0:8187' is not a loopback address: set token_file"),
     ('[daemon]\nlisten = "8187"\n', "'8187' is not HOST:PORT"),
     ('[daemon]\nlisten = "127.0.0.1:70000"\n', "is not HOST:PORT"),
     ('[daemon]\ndrift_check_every = "10 minutes please"\n', "[daemon] drift_check_every: "),
@@ -34,7 +34,7 @@ def cfg_from(tmp_path: Path, text: str, **env: str):  # type: ignore[no-untyped-
     ('[daemon]\nwindows = ["Sat 1-5"]\n', "is not a maintenance window"),
     ('[daemon]\nwindows = ["Xyz 01:00-02:00"]\n', "unknown day 'xyz'"),
     ('[[daemon.targets]]\nname = "Bad Name"\n', "[daemon] targets.0.name"),
-    ('[[daemon.targets]]\nname = "a"\n[[daemon.targets]]\nname = "a"\n', "two [[daemon.targets]] share a name"),
+    ('[[daemon.targets]]\nname = "a"\n[[daemon.targets]]\nname = "a"\n', "[daemon] targets: two [[daemon.targets]] share a name"),
     ('[[daemon.targets]]\nname = "a"\nfamilies = ["nope"]\n', "unknown family 'nope'"),
     ('[daemon]\nlisten_on = "x"\n', "[daemon] listen_on: unknown key"),
 ])

@@ -224,7 +224,7 @@ def test_a_truncated_store_is_refused(tmp_path: Path) -> None:
         store = await _opened(db)
         try:
             # Everything the store holds is read: wherever the damage falls, something reads it.
-            await store.runs()
+            await store.runs("owner")
             await store.all_drift_events()
             for s in await store.sessions(limit=1000):
                 await store.report(s.id)

@@ -12,8 +12,18 @@ The same actuator journals tuner's scratch schema on that server (kind ``scratch
 family creates it, dropped by the session — or, after a crash, by the restore — only if it still carries tuner's
 own comment (:mod:`tuner.probes.walload`).
 
-Only the knob catalogue's WAL settings are journaled, and a journal entry naming any other setting, or a value
-that is not a plain number (with a unit) or word, is refused when the journal is read (:func:`entry_problem`).
+The replay family changes a hot standby: an entry with ``standby: true`` was written on one (ALTER SYSTEM works in
+recovery) and is written back only on a hot standby with that identity — never on a writable server, which a
+promoted standby or its primary (same system identifier) would be. Its pause of WAL replay is journaled too (kind
+``replay_pause``, recorded before ``pg_wal_replay_pause()``): restoring it resumes replay if the standby is still
+paused, so a crashed session never leaves a standby behind its primary.
+
+Only the knob catalogue's WAL, replay and concurrency settings are journaled (the concurrency family writes
+``io_workers`` and ``io_method`` this way on PostgreSQL 18), and a journal entry naming any other setting, or a
+value that is not a plain number (with a unit) or word, is refused when the journal is read (:func:`entry_problem`).
+
+Other entries go back on a hot standby only when it is tuner's own sandbox standby: the entry names the sandbox
+and the server's data directory lies inside it. Any other standby is refused, as before.
 """
 
 from __future__ import annotations
@@ -28,7 +38,8 @@ from tuner.actuate.entry import NOT_SET, JournalError, Restored
 from tuner.errors import RefusedError, TunerError
 
 _AUTO_CONF = "postgresql.auto.conf"
-FIELDS = {"kind", "name", "original", "device", "dsn", "system_identifier", "port", "sandbox_dir", "recorded_at"}
+FIELDS = {"kind", "name", "original", "device", "dsn", "system_identifier", "port", "sandbox_dir", "recorded_at",
+          "standby"}
 _VALUE = re.compile(r"-?\d{1,15}(\.\d{1,6})?([eE][+-]?\d{1,3})?\s*[A-Za-z]{0,3}|[A-Za-z0-9_]{1,32}")
 
 
@@ -57,22 +68,29 @@ def _ident(name: str) -> str:
 
 
 def settings() -> list[str]:
-    """The settings this actuator writes: the knob catalogue's WAL family."""
+    """The settings this actuator writes: the knob catalogue's WAL, replay and concurrency families."""
     from tuner.knobs import catalog
 
-    return catalog.load().names("wal")
+    cat = catalog.load()
+    return sorted([*cat.names("wal"), *cat.names("replay"), *cat.names("concurrency")])
 
 
 SCRATCH_SCHEMA = "tuner_scratch"
+REPLAY = "wal_replay"  # the name of a replay_pause entry
 
 
 def entry_problem(change: dict[str, Any]) -> str | None:
     """Why an ``alter_system`` or ``scratch_schema`` journal entry is not one this actuator wrote (or may write
     back), or None."""
     name, original = change.get("name"), change.get("original")
+    if change.get("standby") is not None and not isinstance(change.get("standby"), bool):
+        return f"standby {change.get('standby')!r} is not true or false"
     if change.get("kind") == "scratch_schema":
         if name != SCRATCH_SCHEMA or original is not None:
             return f"names schema {name!r} (original {original!r}), not tuner's own {SCRATCH_SCHEMA}"
+    elif change.get("kind") == "replay_pause":
+        if name != REPLAY or original is not None or change.get("standby") is not True:
+            return f"names {name!r} (original {original!r}), not a hot standby's paused {REPLAY}"
     elif name not in settings():
         return f"setting {name!r} is not one tuner changes with ALTER SYSTEM ({', '.join(settings())})"
     if original is not None and not (isinstance(original, str) and _VALUE.fullmatch(original)):
@@ -106,12 +124,24 @@ async def alter(conn: Any, name: str, value: str | None) -> None:
 
 async def alter_entry(
     conn: Any, name: str, *, dsn: str | None, system_identifier: str | None, port: int | None,
-    sandbox_dir: str | None,
+    sandbox_dir: str | None, standby: bool = False,
 ) -> dict[str, Any]:
-    """The journal entry for ``name`` before it is first changed: its line in postgresql.auto.conf, and the server."""
-    return {
+    """The journal entry for ``name`` before it is first changed: its line in postgresql.auto.conf, and the server
+    (``standby``: a hot standby, written back only on one)."""
+    entry = {
         "kind": "alter_system", "name": name, "original": await _auto_conf_line(conn, name),
         "device": f"PostgreSQL {system_identifier or '?'} port {port}", "dsn": strip_password(dsn),
+        "system_identifier": system_identifier, "port": port, "sandbox_dir": sandbox_dir,
+    }
+    return {**entry, "standby": True} if standby else entry
+
+
+def replay_entry(*, dsn: str | None, system_identifier: str | None, port: int | None,
+                 sandbox_dir: str | None) -> dict[str, Any]:
+    """The journal entry for a pause of a hot standby's WAL replay, recorded before ``pg_wal_replay_pause()``."""
+    return {
+        "kind": "replay_pause", "name": REPLAY, "original": None, "standby": True,
+        "device": f"PostgreSQL {system_identifier or '?'} port {port} (hot standby)", "dsn": strip_password(dsn),
         "system_identifier": system_identifier, "port": port, "sandbox_dir": sandbox_dir,
     }
 
@@ -137,11 +167,35 @@ async def drop_scratch(conn: Any, change: dict[str, Any], dsn: str | None = None
                     "restored" if existed else "already at the original value")
 
 
+async def resume_replay(conn: Any, change: dict[str, Any]) -> Restored:
+    """Resume WAL replay over ``conn`` if the server is a hot standby whose replay is paused (else nothing)."""
+    await require_standby(conn, change)
+    state = await conn.fetchval("SELECT pg_get_wal_replay_pause_state()")  # 14+; the replay family needs 15
+    if state == "not paused":
+        return Restored("WAL replay", REPLAY, state, "not paused", "already at the original value")
+    await conn.execute("SELECT pg_wal_replay_resume()")
+    return Restored("WAL replay", REPLAY, state, "not paused", "restored")
+
+
 async def put_back(conn: Any, change: dict[str, Any], dsn: str | None = None) -> Restored:
-    """Put one entry of this actuator back over ``conn``: an ALTER SYSTEM line, or the scratch schema dropped."""
+    """Put one entry of this actuator back over ``conn``: an ALTER SYSTEM line, the scratch schema dropped, or a
+    standby's WAL replay resumed."""
     if change.get("kind") == "scratch_schema":
         return await drop_scratch(conn, change, dsn)
+    if change.get("kind") == "replay_pause":
+        return await resume_replay(conn, change)
     return await write_back(conn, change, dsn)
+
+
+async def require_standby(conn: Any, change: dict[str, Any]) -> None:
+    """Raise :class:`RefusedError` unless ``conn`` reaches a hot standby: an entry written on one is never written
+    to a writable server (its primary shares the system identifier; a promoted standby is a primary now)."""
+    from tuner.target.facts import gather
+
+    facts = await gather(conn)
+    if not facts.in_recovery:
+        raise RefusedError(f"the server reached (system {facts.system_identifier}) is writable, not the hot standby "
+                           f"tuner changed ({change.get('device')})")
 
 
 async def require_staging_clone(conn: Any, change: dict[str, Any], dsn: str | None) -> None:
@@ -154,6 +208,8 @@ async def require_staging_clone(conn: Any, change: dict[str, Any], dsn: str | No
     facts = await gather(conn)
     where = f"the server reached (system {facts.system_identifier})"
     if facts.in_recovery:
+        if _in_own_sandbox(facts.data_directory, change.get("sandbox_dir")):
+            return  # tuner's own throwaway standby (the concurrency family's io_workers / io_method)
         raise RefusedError(f"{where} is a hot standby, not the staging clone tuner changed")
     try:
         interlock.check(facts, client_sets_marker=interlock.client_sets_marker(dsn or change.get("dsn")),
@@ -163,10 +219,30 @@ async def require_staging_clone(conn: Any, change: dict[str, Any], dsn: str | No
         raise RefusedError(f"the interlock refused {where}: {why}", hint=exc.hint) from None
 
 
+def _in_own_sandbox(data_directory: str | None, sandbox_dir: Any) -> bool:
+    """The server's data directory lies inside the sandbox directory the entry names, and that directory is a
+    sandbox of tuner's (its name and its owner file), still there."""
+    from tuner.target.sandbox import stale
+
+    if not data_directory or not isinstance(sandbox_dir, str) or not sandbox_dir:
+        return False
+    try:
+        root = Path(sandbox_dir).resolve(strict=True)
+        if not root.name.startswith(stale._PREFIX) or not (root / stale._OWNER_FILE).is_file():
+            return False
+        return Path(data_directory).resolve(strict=True).is_relative_to(root)
+    except OSError:
+        return False
+
+
 async def write_back(conn: Any, change: dict[str, Any], dsn: str | None = None) -> Restored:
     """Put an ``alter_system`` entry's original line back over ``conn`` (the caller reloads), if the server is a
-    marked staging clone (else :class:`RefusedError`, nothing written). ``dsn``: what ``conn`` was opened with."""
-    await require_staging_clone(conn, change, dsn)
+    marked staging clone — or, for an entry written on a hot standby, a hot standby — (else :class:`RefusedError`,
+    nothing written). ``dsn``: what ``conn`` was opened with."""
+    if change.get("standby"):
+        await require_standby(conn, change)
+    else:
+        await require_staging_clone(conn, change, dsn)
     name, original = change["name"], change.get("original")
     was = await _auto_conf_line(conn, name)
     await alter(conn, name, None if original is None else str(original))

@@ -20,7 +20,9 @@ writes those values back, checks them, and removes the entries; an empty journal
 
 Kinds of entry, each written and put back by its actuator: ``sysfs`` (:mod:`tuner.actuate.sysfs`, a block device's
 queue attribute under /sys) and ``alter_system`` (:mod:`tuner.actuate.alter_system`, a line of the staging
-server's ``postgresql.auto.conf``, written back only on a marked staging clone).
+server's ``postgresql.auto.conf``, written back only on a marked staging clone — or, for a line written on a hot
+standby, only on that hot standby), with ``scratch_schema`` and ``replay_pause`` (a hot standby's paused WAL replay,
+resumed) from the same actuator.
 """
 
 from __future__ import annotations
@@ -35,7 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from tuner.actuate import schema
-from tuner.actuate.alter_system import alter, alter_entry, put_back, restore_alter_system, scratch_entry
+from tuner.actuate.alter_system import (
+    alter,
+    alter_entry,
+    put_back,
+    replay_entry,
+    restore_alter_system,
+    scratch_entry,
+)
 from tuner.actuate.entry import JournalError, Restored, not_restored
 from tuner.actuate.lock import JournalLock
 from tuner.actuate.sysfs import SysfsWriter, restore_sysfs, sysfs_entry, value_problem
@@ -212,17 +221,27 @@ class Journal:
 
     async def alter_system(
         self, conn: object, name: str, value: str, *, dsn: str | None, system_identifier: str | None,
-        port: int | None, sandbox_dir: str | None = None,
+        port: int | None, sandbox_dir: str | None = None, standby: bool = False,
     ) -> None:
         """``ALTER SYSTEM SET name = value`` on the target: journal the line postgresql.auto.conf had first.
 
-        The caller reloads (or restarts) the server. ``conn`` is an asyncpg connection (superuser)."""
+        The caller reloads (or restarts) the server. ``conn`` is an asyncpg connection (superuser); ``standby``:
+        it reaches a hot standby (the entry is then written back only on a hot standby)."""
         doc = self._held()
-        if not any(c["kind"] == "alter_system" and c["name"] == name for c in doc["changes"]):
+        if not any(c["kind"] == "alter_system" and c["name"] == name and bool(c.get("standby")) == standby
+                   for c in doc["changes"]):
             entry = await alter_entry(conn, name, dsn=dsn, system_identifier=system_identifier, port=port,
-                                      sandbox_dir=sandbox_dir)
+                                      sandbox_dir=sandbox_dir, standby=standby)
             self._record(entry, obj="postgresql.auto.conf")
         await alter(conn, name, str(value))
+
+    def replay_pause(self, *, dsn: str | None, system_identifier: str | None, port: int | None,
+                     sandbox_dir: str | None = None) -> None:
+        """Journal that the caller is about to pause a hot standby's WAL replay (once a session): restoring the entry
+        resumes replay if it is still paused — after a crash too."""
+        if not any(c["kind"] == "replay_pause" for c in self._held()["changes"]):
+            self._record(replay_entry(dsn=dsn, system_identifier=system_identifier, port=port,
+                                      sandbox_dir=sandbox_dir), obj="WAL replay")
 
     def scratch_schema(self, *, dsn: str | None, system_identifier: str | None, port: int | None,
                        sandbox_dir: str | None = None) -> None:
@@ -231,15 +250,18 @@ class Journal:
             self._record(scratch_entry(dsn=dsn, system_identifier=system_identifier, port=port,
                                        sandbox_dir=sandbox_dir), obj="schema")
 
-    async def restore_system(self, conn: object) -> list[Restored]:
+    async def restore_system(self, conn: object, *, standby: bool = False) -> list[Restored]:
         """Put back this session's entries on the staging server over ``conn`` — ALTER SYSTEM lines, the scratch
-        schema — and drop them from the journal (the caller reloads or restarts). Used by the session itself, so
+        schema — and drop them from the journal (the caller reloads or restarts); with ``standby``, the entries
+        written on a hot standby instead (ALTER SYSTEM lines, its paused replay). Used by the session itself, so
         the server is restored before it moves on. An entry that fails (or that the interlock refuses) is reported
         and stays in the journal."""
         if self._doc is None:
             return []
         done = []
-        for change in [c for c in reversed(self._doc["changes"]) if c["kind"] in ("alter_system", "scratch_schema")]:
+        kinds = ("alter_system", "scratch_schema", "replay_pause")
+        for change in [c for c in reversed(self._doc["changes"])
+                       if c["kind"] in kinds and bool(c.get("standby")) == standby]:
             try:
                 done.append(await put_back(conn, change))
             except Exception as exc:  # noqa: BLE001 - reported; the entry stays for the end of the session
@@ -309,7 +331,7 @@ class Journal:
 
     def _restore_one(self, change: dict[str, Any], *, same_boot: bool, dsn: str | None = None) -> Restored:
         kind = change.get("kind")
-        if kind in ("alter_system", "scratch_schema"):
+        if kind in ("alter_system", "scratch_schema", "replay_pause"):
             return restore_alter_system(change, dsn)
         if kind == "sysfs":
             return restore_sysfs(self.writer, change, same_boot=same_boot)

@@ -18,7 +18,8 @@ from tuner.actuate.entry import JournalInvalid
 
 FORMAT_VERSION = 1
 _OWNER = {"pid": int, "start": str, "host": str, "boot_id": str, "session": str, "opened_at": str, "ended_at": str}
-_FIELDS = {"sysfs": sysfs.FIELDS, "alter_system": alter_system.FIELDS, "scratch_schema": alter_system.FIELDS}
+_FIELDS = {"sysfs": sysfs.FIELDS, "alter_system": alter_system.FIELDS, "scratch_schema": alter_system.FIELDS,
+           "replay_pause": alter_system.FIELDS}
 
 
 def forget_hint(number: int | None = None) -> str:

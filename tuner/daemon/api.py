@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from aiohttp import web
 
 from tuner.errors import TunerError
+from tuner.store.base import StoreError
 from tuner.log import get_logger
 
 log = get_logger("tuner.daemon.api")
@@ -41,6 +43,7 @@ class Backend(Protocol):
 
     def token(self) -> str | None: ...
     def token_everywhere(self) -> bool: ...
+    def loopback_hosts(self) -> frozenset[str] | None: ...
     def ready(self) -> tuple[bool, str]: ...
     def metrics(self) -> tuple[bytes, str]: ...
     async def recommendations(self, target: str | None) -> dict[str, Any]: ...
@@ -62,7 +65,7 @@ def _problem(status: int, message: str, hint: str | None = None) -> web.Response
 
 def _limit(request: web.Request, default: int = 50) -> int:
     raw = request.query.get("limit", str(default))
-    if not raw.isdigit() or not 1 <= int(raw) <= 1000:
+    if not re.fullmatch(r"[0-9]{1,4}", raw) or not 1 <= int(raw) <= 1000:
         raise web.HTTPBadRequest(text=json.dumps({"error": "limit must be a whole number from 1 to 1000"}),
                                  content_type="application/json")
     return int(raw)
@@ -71,15 +74,24 @@ def _limit(request: web.Request, default: int = 50) -> int:
 def build_app(backend: Backend) -> web.Application:
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        hosts = backend.loopback_hosts()
+        if hosts is not None and request.host.lower() not in hosts:
+            # On loopback, reads need no token: a Host header that is not loopback's is a browser tricked by DNS
+            # rebinding into reading the API for a web page.
+            return _problem(403, "this API answers only to a loopback Host header", "use http://127.0.0.1:PORT/")
         token = backend.token()
-        needs = request.method != "GET" or (backend.token_everywhere() and request.path not in OPEN)
+        needs = request.method not in ("GET", "HEAD") or (backend.token_everywhere() and request.path not in OPEN)
         if needs:
             if token is None:
                 return _problem(403, "this daemon accepts no writes: it has no token_file",
                                 "set [daemon] token_file and send Authorization: Bearer <token>")
             given = request.headers.get("Authorization", "")
             scheme, _, value = given.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
+            try:
+                offered = value.strip().encode("utf-8")
+            except UnicodeEncodeError:
+                offered = b""
+            if scheme.lower() != "bearer" or not hmac.compare_digest(offered, token.encode()):
                 resp = _problem(401, "a valid bearer token is required", "send Authorization: Bearer <token>")
                 resp.headers["WWW-Authenticate"] = 'Bearer realm="tuner"'
                 return resp
@@ -87,8 +99,10 @@ def build_app(backend: Backend) -> web.Application:
             return await handler(request)
         except web.HTTPException:
             raise
+        except StoreError as exc:
+            return _problem(503, str(exc), exc.hint)
         except TunerError as exc:
-            return _problem(getattr(exc, "http_status", 409), str(exc), exc.hint)
+            return _problem(getattr(exc, "http_status", 400), str(exc), exc.hint)
         except Exception as exc:  # a bug: one line to the client, the traceback in the log
             log.exception("api.error", path=request.path)
             return _problem(500, f"unexpected error: {type(exc).__name__}")

@@ -61,6 +61,8 @@ class Metrics:
             except KeyError:
                 pass
         self.set_recommendations(name, ())
+        for labels in [k for k in _label_sets(self.runs) if k[0] == name]:
+            self.runs.remove(*labels)
 
     def set_recommendations(self, target: str, recs: Iterable[Any]) -> None:
         """Replace the target's recommendation gauges with ``recs`` (:class:`tuner.model.Recommendation`)."""
@@ -80,6 +82,6 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-def _label_sets(gauge: Gauge) -> list[tuple[str, ...]]:
+def _label_sets(gauge: Gauge | Counter) -> list[tuple[str, ...]]:
     # prometheus_client keeps a metric's children by label values; there is no public listing of them.
     return list(getattr(gauge, "_metrics", {}).keys())

@@ -39,10 +39,15 @@ log = get_logger("tuner.daemon")
 STOP_WITHIN_S = 30.0
 IDLE_POLL_S = 60.0  # the worker looks at its queue at least this often (windows open, timers)
 KINDS = ("session", "reprobe", "revalidate")
+MAX_ATTEMPTS = 3  # a run stopped by its window, the daemon's stop or a crash is queued again at most this often
 
 
 class DaemonError(TunerError):
-    http_status = 409
+    """A request the daemon cannot do (HTTP 400; ``status`` for another code)."""
+
+    def __init__(self, message: str, *, hint: str | None = None, status: int = 400) -> None:
+        super().__init__(message, hint=hint)
+        self.http_status = status
 
 
 # -- targets --------------------------------------------------------------------------------------------------
@@ -191,6 +196,11 @@ class Daemon:
         self._scheduler: Any = None
         self._store_ok: str | None = None
         self._started = time.time()
+        self._bound: tuple[str, int] | None = None  # the address the API is bound to (a reload cannot move it)
+        self._journal_left: str | None = None  # what the journal still holds after a run (for /readyz)
+        self._reload_pending = False  # a SIGHUP before the scheduler ran: reloaded once it does
+        self._drift_lock = asyncio.Lock()  # one drift check at a time (the scheduler's and the one after a run)
+        self.owner = daemon_owner(self.cfg)
         for name in self.targets:
             self.metrics.target(name)
 
@@ -199,13 +209,26 @@ class Daemon:
         return self._token
 
     def token_everywhere(self) -> bool:
-        return not is_loopback(listen_address(self.cfg.daemon.listen)[0])
+        # From the address actually bound, not from a reloaded file (a reload cannot move the socket).
+        host = (self._bound or listen_address(self.cfg.daemon.listen))[0]
+        return not is_loopback(host)
+
+    def loopback_hosts(self) -> frozenset[str] | None:
+        """Host headers accepted on a loopback socket (against DNS rebinding); None: any (off loopback, where every
+        endpoint but /healthz needs the token anyway)."""
+        host, port = self._bound or listen_address(self.cfg.daemon.listen)
+        if not is_loopback(host):
+            return None
+        names = {"localhost", "127.0.0.1", "[::1]", host if ":" not in host else f"[{host}]"}
+        return frozenset({*names, *(f"{n}:{port}" for n in names)})
 
     def ready(self) -> tuple[bool, str]:
         if self._scheduler is None or not self._scheduler.running:
             return False, "the scheduler is not running"
         if self._store_ok:
             return False, self._store_ok
+        if self._journal_left:
+            return False, f"{self._journal_left}; run 'tuner restore'"
         return True, self._status
 
     def metrics_text(self) -> tuple[bytes, str]:
@@ -215,7 +238,7 @@ class Daemon:
         from tuner.store import open_store
 
         if target is not None and target not in self.targets:
-            raise DaemonError(f"no target {target!r}", hint=f"targets: {', '.join(self.targets)}")
+            raise DaemonError(f"no target {target!r}", hint=f"targets: {', '.join(self.targets)}", status=404)
         out = []
         async with open_store(self.cfg) as db:
             assert db is not None
@@ -235,6 +258,9 @@ class Daemon:
         return {"generated_at": _now(), "targets": out}
 
     async def rendered(self, target: str, fmt: str) -> dict[str, str]:
+        """The accepted recommendations rendered by an emitter, with the newest session's header. With none in
+        force (never any, or all withdrawn) the files say so and set nothing — a config-management pull then
+        removes what an earlier pull put in place."""
         from tuner import emit
         from tuner.store import open_store
 
@@ -242,15 +268,16 @@ class Daemon:
             raise DaemonError(f"unknown format {fmt!r}", hint=f"formats: {', '.join(emit.FORMATS)}")
         t = self.targets.get(target)
         if t is None:
-            raise DaemonError(f"no target {target!r}", hint=f"targets: {', '.join(self.targets)}")
+            raise DaemonError(f"no target {target!r}", hint=f"targets: {', '.join(self.targets)}", status=404)
         async with open_store(self.cfg) as db:
             assert db is not None
             accepted = await db.accepted(t.store_id) if t.store_id else []
-            if not accepted:
-                raise DaemonError(f"target {target} has no accepted recommendation yet",
+            latest = await db.sessions(target=t.store_id, limit=1) if t.store_id else []
+            if not latest:
+                raise DaemonError(f"target {target} has no stored session yet", status=409,
                                   hint="GET /v1/sessions shows what ran; POST /v1/sessions runs a session now")
-            latest = await db.report(accepted[0][0])
-        report = latest.model_copy(update={"recommendations": [r for _, r in accepted]})
+            report = await db.report(latest[0].id)
+        report = report.model_copy(update={"recommendations": [r for _, r in accepted]})
         return emit.render(report, fmt)
 
     async def sessions(self, limit: int) -> dict[str, Any]:
@@ -258,7 +285,7 @@ class Daemon:
 
         async with open_store(self.cfg) as db:
             assert db is not None
-            runs = await db.runs(limit=limit)
+            runs = await db.runs(self.owner, limit=limit)
             stored = await db.sessions(limit=limit)
         for run in runs:
             self._live(run)
@@ -271,7 +298,7 @@ class Daemon:
             return None
         async with open_store(self.cfg) as db:
             assert db is not None
-            run = next(iter(r for r in await db.runs(limit=1000) if r["id"] == session_id), None)
+            run = next(iter(r for r in await db.runs(self.owner, limit=1000) if r["id"] == session_id), None)
             try:
                 report = (await db.report(session_id)).model_dump(mode="json")
             except (ConfigError, StoreError):
@@ -300,18 +327,20 @@ class Daemon:
         if not isinstance(body.get("in_window", False), bool):
             raise DaemonError("in_window must be true or false")
         name = body.get("target") or next(iter(self.targets))
-        if name not in self.targets:
+        if not isinstance(name, str) or name not in self.targets:
             raise DaemonError(f"no target {name!r}", hint=f"targets: {', '.join(self.targets)}")
         kind = body.get("kind", "session")
-        if kind not in ("session", "revalidate"):
+        if not isinstance(kind, str) or kind not in ("session", "revalidate"):
             raise DaemonError(f"kind must be 'session' or 'revalidate', not {kind!r}")
         families = body.get("families") or []
-        if not isinstance(families, list) or any(f not in REGISTRY.names() for f in families):
+        if (not isinstance(families, list) or len(families) > len(REGISTRY.names())
+                or any(not isinstance(f, str) or f not in REGISTRY.names() for f in families)):
             raise DaemonError("families must be a list of family names", hint=f"families: {', '.join(REGISTRY.names())}")
         kind_out = "reprobe" if kind == "session" and families else kind
         forced = not body.get("in_window", False)
         run = await self.enqueue(name, kind_out, reason="requested over the API", families=families, forced=forced)
-        return {"id": run["id"], "status": "queued", "target": name, "kind": kind_out, "in_window": not forced}
+        return {"id": run["id"], "status": "queued", "target": name, "kind": kind_out, "in_window": not forced,
+                "already_queued": bool(run.get("already_queued"))}
 
     def _live(self, run: dict[str, Any]) -> None:
         cur = self._current
@@ -326,13 +355,16 @@ class Daemon:
 
         async with open_store(self.cfg) as db:
             assert db is not None
-            if not forced:
-                for run in await db.runs(status=("queued",), target=target):
-                    if run["kind"] == kind and sorted(run["families"]) == sorted(families) and not run["forced"]:
-                        return run
-            run = {"id": uuid.uuid4().hex[:12], "target": target, "target_id": self.targets[target].store_id,
-                   "kind": kind, "families": list(families), "knobs": list(knobs), "reason": reason,
-                   "forced": forced, "status": "queued", "requested_at": _now()}
+            # The same work queued already is not queued twice (a schedule that fires while its session waits for
+            # the window; a client that POSTs in a loop): the queued run is the answer.
+            for run in await db.runs(self.owner, status=("queued",), target=target):
+                if (run["kind"] == kind and sorted(run["families"]) == sorted(families)
+                        and sorted(run["knobs"]) == sorted(knobs) and run["forced"] == forced):
+                    run["already_queued"] = True
+                    return run
+            run = {"id": uuid.uuid4().hex[:12], "owner": self.owner, "target": target,
+                   "target_id": self.targets[target].store_id, "kind": kind, "families": list(families),
+                   "knobs": list(knobs), "reason": reason, "forced": forced, "attempt": 1, "status": "queued"}
             await db.add_run(run)
         log.info("daemon.queued", run=run["id"], target=target, kind=kind, reason=reason, forced=forced)
         self._wake.set()
@@ -344,7 +376,7 @@ class Daemon:
 
         async with open_store(self.cfg) as db:
             assert db is not None
-            queued = await db.runs(status=("queued",), limit=1000)
+            queued = await db.runs(self.owner, status=("queued",), limit=1000)
         now = datetime.now(UTC)
         for run in reversed(queued):  # oldest first
             if run["target"] not in self.targets:
@@ -371,24 +403,33 @@ class Daemon:
             if nxt is None:
                 self.say(self._idle_status())
                 self._wake.clear()
-                wait = IDLE_POLL_S
+                wait = IDLE_POLL_S  # an enqueue wakes the worker at once; this is for windows that open
                 now = datetime.now(UTC)  # (windows answer in UTC: differences across a clock change stay right)
-                wait = max(1.0, min(wait, (self.windows().next_open(now) - now).total_seconds() + 1))
+                windows = self.windows()
+                if not windows.contains(now):
+                    wait = max(1.0, min(wait, (windows.next_open(now) - now).total_seconds() + 1))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=wait)
                 continue
-            await self._execute(*nxt)
+            try:
+                await self._execute(*nxt)
+            except Exception:  # noqa: BLE001 — a store that failed around a run: logged, and the worker goes on
+                log.exception("daemon.worker_error", run=nxt[0]["id"])
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), timeout=5)
 
     async def _execute(self, run: dict[str, Any], forced: bool) -> None:
         from tuner.store import open_store
 
         target = self.targets[run["target"]]
-        current = Current(run=run, target=target.name)
-        self._current = current
-        self.metrics.running.labels(target.name).set(1)
+        if self._stopping.is_set():
+            return  # it stays queued for the next start
         async with open_store(self.cfg) as db:
             assert db is not None
             await db.update_run(run["id"], status="running", started=True)
+        current = Current(run=run, target=target.name)
+        self._current = current
+        self.metrics.running.labels(target.name).set(1)
         closer: asyncio.TimerHandle | None = None
         if not forced:
             now = datetime.now(UTC)
@@ -400,14 +441,16 @@ class Daemon:
                     f"its maintenance window closed at {local:%H:%M}")
         STOP.reset()
         current.task = asyncio.create_task(self._session(target, run, current))
+        if self._stopping.is_set():  # a stop that came while the run was being marked running
+            self._stop_current("the daemon is stopping")
         status, detail = "failed", None
         try:
             report = await current.task
             status, detail = "done", _outcome(report)
         except asyncio.CancelledError:
             # The session was stopped (its window closed, the daemon stops); the runner put everything back.
-            status = "queued"
-            detail = f"stopped when {current.stop_reason or 'it was cancelled'}; it runs again"
+            status = "deferred"
+            detail = f"stopped when {current.stop_reason or 'it was cancelled'}"
         except TunerError as exc:
             status, detail = "failed", f"{exc}" + (f" ({exc.hint})" if exc.hint else "")
         except Exception as exc:  # a bug: logged with its traceback, and the daemon keeps serving
@@ -417,26 +460,62 @@ class Daemon:
             if closer is not None:
                 closer.cancel()
             STOP.reset()
-            self._current = None
             self.metrics.running.labels(target.name).set(0)
             self.metrics.runs.labels(target.name, run["kind"], status).inc()
-            try:
-                async with open_store(self.cfg) as db:
-                    assert db is not None
-                    await db.update_run(run["id"], status=status, detail=detail, target_id=target.store_id,
-                                        ended=status != "queued")
-                    if status == "queued":  # a fresh id for the next attempt: the session id is the run id
-                        await db.update_run(run["id"], status="deferred", detail=detail, ended=True)
-                        again = dict(run, id=uuid.uuid4().hex[:12], status="queued", requested_at=_now(),
-                                     reason=f"{run['reason']} (again after {run['id']}: {detail})", started_at=None)
-                        await db.add_run(again)
-            except TunerError as exc:
-                log.error("daemon.store", error=str(exc))
-            log.info("daemon.run_ended", run=run["id"], target=target.name, kind=run["kind"], status=status,
-                     detail=detail)
+            left = await asyncio.to_thread(self._recover_journal)
+            if left:
+                detail = f"{detail}; {left}"
+        try:
+            async with open_store(self.cfg) as db:
+                assert db is not None
+                await db.update_run(run["id"], status=status, detail=detail, target_id=target.store_id, ended=True)
+                if status == "deferred":
+                    await self._again(db, run, status, detail)
+        except TunerError as exc:
+            log.error("daemon.store", error=str(exc))
+        log.info("daemon.run_ended", run=run["id"], target=target.name, kind=run["kind"], status=status,
+                 detail=detail)
+        try:
             await self._refresh(target)
-            with contextlib.suppress(Exception):
-                await self._rebaseline(target)
+            async with self._drift_lock:  # no scheduled drift check between the run's end and this one
+                self._current = None
+                if not self._stopping.is_set():
+                    await self._after_run(target)
+        except Exception:  # noqa: BLE001 — the drift check's own failure must not end the worker
+            log.exception("daemon.drift_failed", target=target.name)
+        finally:
+            self._current = None
+
+    async def _again(self, db: Any, run: dict[str, Any], status: str, detail: str | None) -> None:
+        """Queue a stopped or interrupted run again, as a new run (its id is its session's id), for a window: at
+        most :data:`MAX_ATTEMPTS` times."""
+        attempt = int(run.get("attempt") or 1) + 1
+        if attempt > MAX_ATTEMPTS:
+            log.warning("daemon.gave_up", run=run["id"], attempts=attempt - 1)
+            await db.update_run(run["id"], status=status,
+                                detail=f"{detail}; not queued again after {attempt - 1} attempts")
+            return
+        base = run["reason"].split(" (attempt ")[0]
+        again = dict(run, id=uuid.uuid4().hex[:12], owner=self.owner, status="queued", requested_at=None,
+                     started_at=None, ended_at=None, detail=None, attempt=attempt, forced=False,
+                     reason=f"{base} (attempt {attempt}, again after {status} {run['id']})")
+        await db.add_run(again)
+
+    def _recover_journal(self) -> str | None:
+        """Whatever a run could not put back (a server restarting as it was stopped), tried once more now."""
+        from tuner.actuate import Journal, SysfsWriter
+
+        try:
+            journal = Journal(state_dir(self.cfg), writer=SysfsWriter(self.cfg.readahead.helper_command))
+            failed = [r.sentence() for r in journal.recover() if not r.ok]
+        except TunerError as exc:
+            log.error("daemon.journal", error=str(exc))
+            return f"the journal could not be restored: {exc}"
+        if failed:
+            self._journal_left = f"{len(failed)} journal entries could not be put back, first {failed[0]}"
+            return self._journal_left
+        self._journal_left = None
+        return None
 
     def _stop_current(self, reason: str) -> None:
         cur = self._current
@@ -448,6 +527,9 @@ class Daemon:
         cur.task.cancel()
 
     async def _session(self, target: Target, run: dict[str, Any], current: Current) -> Any:
+        # The optimiser stack (numpy, scipy, scikit-learn, scikit-optimize) is imported by the first session, in a
+        # thread: imported on the event loop it would hold /metrics and the watchdog for a second or more.
+        await asyncio.to_thread(_import_session_stack)
         from tuner.policy import load_policy
         from tuner.runner import recommend
         from tuner.store import open_store
@@ -481,10 +563,9 @@ class Daemon:
         family_of = _family_of()
         grouped: dict[str, dict[str, Any]] = {}
         for sid, r in await db.accepted(target.store_id):
-            fam = family_of.get(r.knob)
-            if (r.scope != "system" or fam not in ("concurrency", "wal") or (knobs and r.knob not in knobs)
-                    or not isinstance(r.recommended, int) or not isinstance(r.current, int)):
+            if not _pinnable(r, family_of) or (knobs and r.knob not in knobs):
                 continue
+            fam = family_of[r.knob]
             g = grouped.setdefault(fam, {"sid": sid, "cand": {}, "base": {}, "near": {}})
             g["cand"][r.knob], g["base"][r.knob] = r.recommended, r.current
             if r.near_optimal:
@@ -518,11 +599,21 @@ class Daemon:
 
         return await observe(target.dsn, timeout_s=target.cfg.target.connect_timeout_s)
 
-    async def _rebaseline(self, target: Target) -> None:
-        if target.sandbox and target.servers is None:
+    async def _after_run(self, target: Target) -> None:
+        """After a run of tuner's own: its restarts are no drift (the baseline takes the new postmaster start and
+        timeline), but anything else that differs now was changed by someone else, during the run — a normal drift
+        check right away records it. (A run puts back only what it changed itself, as it found it.)"""
+        path = self._baseline_path(target)
+        try:
+            fp = await self._observe(target)
+            before = json.loads(path.read_text())
+        except (TunerError, OSError, ValueError):
             return
-        fp = await self._observe(target)
-        self._save_baseline(target, fp)
+        for key in ("postmaster_start", "timeline"):
+            if key in (fp.get("server") or {}) and isinstance(before.get("server"), dict):
+                before["server"][key] = fp["server"][key]
+        self._save_baseline(target, before)
+        await self._drift_check(target.name)  # (the caller holds the drift lock)
 
     def _save_baseline(self, target: Target, fp: dict[str, Any]) -> None:
         from tuner.files import atomic_write
@@ -531,19 +622,27 @@ class Daemon:
                      dir_mode=0o700)  # mkstemp: the file is 0600
 
     async def drift_check(self, name: str) -> None:
-        """Compare the target's fingerprint with the baseline; record a change and queue what it calls for."""
+        """Compare the target's fingerprint with the baseline; record a change and queue what it calls for. None
+        runs while a run of tuner's own is under way on any target (targets may share a device), and only one at a
+        time (the scheduler's, and the one right after a run)."""
+        if self._current is not None or self._stopping.is_set():
+            return  # a session of tuner's own changes what it probes; its own restarts are absorbed after it
+        async with self._drift_lock:
+            await self._drift_check(name)
+
+    async def _drift_check(self, name: str) -> None:
         from tuner.daemon.drift import action, changes_json, compare
         from tuner.store import open_store
 
         target = self.targets.get(name)
-        if target is None or (self._current is not None and self._current.target == name):
-            return  # a session of tuner's own changes what it probes; the baseline is taken again after it
+        if target is None:
+            return
         try:
             fp = await self._observe(target)
         except (TunerError, OSError) as exc:
             log.warning("daemon.drift_unavailable", target=name, error=str(exc))
             return
-        if self._current is not None and self._current.target == name:
+        if self._current is not None:
             return
         await self._identify(target, fp)
         path = self._baseline_path(target)
@@ -560,21 +659,47 @@ class Daemon:
             return
         async with open_store(self.cfg) as db:
             assert db is not None
-            recommended = _recommended(await db.accepted(target.store_id) if target.store_id else [])
-            act = action(changes, recommended)
+            accepted = await db.accepted(target.store_id) if target.store_id else []
+            act = action(changes, _recommended(accepted))
+            todo = self._answer(target, act, accepted)
+            said = f"{act.kind}: {act.reason}" + (f" ({todo[1]})" if todo[1] else "")
             if target.store_id:
-                await db.record_drift(target.store_id, changes_json(changes), f"{act.kind}: {act.reason}")
+                await db.record_drift(target.store_id, changes_json(changes), said)
         self.metrics.drift_events.labels(name).inc()
         log.warning("daemon.drift", target=name, changes=[c.sentence() for c in changes], action=act.kind,
-                    reason=act.reason)
+                    reason=act.reason, note=todo[1])
+        for kind, families, knobs in todo[0]:
+            await self.enqueue(name, kind, reason=f"drift: {act.reason}", families=families, knobs=knobs)
+
+    def _answer(self, target: Target, act: Any, accepted: list[tuple[str, Any]],
+                ) -> tuple[list[tuple[str, list[str], list[str]]], str]:
+        """The runs a drift action calls for on this target, and a note on what was changed from the action:
+        only the target's own families are probed, and a recommendation tuner cannot re-validate by pinning it
+        (a device's readahead, a tablespace's setting, a setting that is not a number) is re-probed instead."""
+        from tuner.daemon.drift import recommendation_key
+
+        mine = set(target.cfg.tuner.families)
+        family_of = _family_of()
+        pinnable = {recommendation_key(r.knob, r.object) for _, r in accepted if _pinnable(r, family_of)}
+        runs: list[tuple[str, list[str], list[str]]] = []
+        notes: list[str] = []
         if act.kind == "session":
-            await self.enqueue(name, "session", reason=f"drift: {act.reason}")
-        elif act.kind == "reprobe":
-            await self.enqueue(name, "reprobe", reason=f"drift: {act.reason}", families=list(act.families))
-            if act.knobs:  # re-validations outside the re-probed families
-                await self.enqueue(name, "revalidate", reason=f"drift: {act.reason}", knobs=list(act.knobs))
-        elif act.kind == "revalidate":
-            await self.enqueue(name, "revalidate", reason=f"drift: {act.reason}", knobs=list(act.knobs))
+            return [("session", [], [])], ""
+        families = [f for f in act.families if f in mine] if act.families else []
+        knobs = [k for k in act.knobs if k in pinnable]
+        for k in act.knobs:
+            if k not in pinnable:
+                fam = "readahead" if ":" in k or k == "read_ahead_kb" else family_of.get(k, "")
+                if fam in mine and fam not in families:
+                    families.append(fam)
+                    notes.append(f"{k} is re-probed: tuner re-validates only server-wide numeric settings")
+        if act.kind == "reprobe" and act.families and not families:
+            notes.append(f"not probed: {', '.join(act.families)} is not among this target's families")
+        elif act.kind == "reprobe" or families:
+            runs.append(("reprobe", families, []))
+        if knobs:
+            runs.append(("revalidate", [], knobs))
+        return runs, "; ".join(notes)
 
     async def _identify(self, target: Target, fp: dict[str, Any]) -> None:
         from tuner.store import open_store
@@ -589,6 +714,10 @@ class Daemon:
             await self._refresh(target)
 
     async def revalidate(self, name: str) -> None:
+        """Queue a re-validation when one is due: ``revalidate_every`` after the last one (or after the session
+        that made the oldest recommendation in force), counted from the store, not from this process's start —
+        a daemon that is reloaded or restarted daily still re-validates weekly."""
+        from tuner.daemon.timespec import parse_duration
         from tuner.store import open_store
 
         target = self.targets.get(name)
@@ -597,10 +726,19 @@ class Daemon:
         async with open_store(self.cfg) as db:
             assert db is not None
             pins = await self._pins(db, target, [])
-        if pins:
-            await self.enqueue(name, "revalidate", reason=f"every {self.cfg.daemon.revalidate_every}")
-        else:
-            log.info("daemon.revalidate_nothing", target=name)
+            if not pins:
+                return
+            done = [r for r in await db.runs(self.owner, status=("done",), target=name, limit=200)
+                    if r["kind"] == "revalidate" and r["ended_at"]]
+            last = max((r["ended_at"] for r in done), default=None)
+            if last is None:
+                made = [s.started_at for s in await db.sessions(target=target.store_id, limit=200)
+                        if s.id in {p.session_id for p in pins.values()}]
+                last = min(made, default=None)
+        due = parse_duration(self.cfg.daemon.revalidate_every)
+        if last is not None and (datetime.now(UTC) - datetime.fromisoformat(last)).total_seconds() < due:
+            return
+        await self.enqueue(name, "revalidate", reason=f"every {self.cfg.daemon.revalidate_every}")
 
     # -- schedule ---------------------------------------------------------------------------------------------
     def _schedule(self) -> None:
@@ -621,8 +759,9 @@ class Daemon:
                             **common)
             sch.add_job(self.drift_check, IntervalTrigger(seconds=drift_s), id=f"drift:{name}", args=[name],
                         next_run_time=datetime.now(UTC), **common)
-            sch.add_job(self.revalidate, IntervalTrigger(seconds=reval_s), id=f"revalidate:{name}", args=[name],
-                        **common)
+            # Checked hourly (or as often as the interval is shorter); due is counted from the store.
+            sch.add_job(self.revalidate, IntervalTrigger(seconds=min(reval_s, 3600.0)), id=f"revalidate:{name}",
+                        args=[name], **common)
 
     @property
     def _status(self) -> str:
@@ -640,16 +779,30 @@ class Daemon:
         self.notifier.status(status)
 
     # -- reload ---------------------------------------------------------------------------------------------
+    def _hup(self) -> None:
+        if self._scheduler is None or not self._scheduler.running:
+            self._reload_pending = True
+            log.info("daemon.reload_deferred", detail="SIGHUP while starting: the configuration is read once it runs")
+            return
+        self.reload()
+
     def reload(self) -> None:
-        """SIGHUP: read and validate the configuration again; a bad one keeps the old one running."""
+        """SIGHUP: read and validate the configuration again; a bad one keeps the old one running. What only a
+        restart can change (the API's address, the state directory, the store) makes the reload fail."""
+        self._reload_pending = False
         self.notifier.reloading("reloading the configuration")
         try:
             cfg = load_config(self.config_path, overrides=self.overrides)
             check(cfg, sandbox=self.sandbox)
             targets = {t.name: t for t in targets_of(cfg, sandbox=self.sandbox)}
             token = read_token(cfg)
-            if cfg.daemon.listen != self.cfg.daemon.listen:
-                log.warning("daemon.reload_listen", detail="listen changed; it takes effect at the next restart")
+            fixed = [what for what, old, new in (
+                ("[daemon] listen", self.cfg.daemon.listen, cfg.daemon.listen),
+                ("the state directory", state_dir(self.cfg), state_dir(cfg)),
+                ("[store]", self.cfg.store, cfg.store)) if old != new]
+            if fixed:
+                raise ConfigError(f"{' and '.join(fixed)} changed, which only a restart applies; the running "
+                                  "configuration stays", hint="restart the daemon (systemctl restart tuner)")
         except TunerError as exc:
             self.metrics.reload_ok.set(0)
             log.error("daemon.reload_failed", error=str(exc), hint=exc.hint,
@@ -658,8 +811,12 @@ class Daemon:
             return
         for name, t in targets.items():
             old = self.targets.get(name)
-            if old is not None:
-                t.servers, t.store_id = old.servers, old.store_id
+            if old is not None and old.cfg.target.dsn == t.cfg.target.dsn:
+                t.servers, t.store_id, t.label = old.servers, old.store_id, old.label
+            elif old is not None:  # another server under the same name: its baseline and identity are not ours
+                t.servers = old.servers
+                self._baseline_path(t).unlink(missing_ok=True)
+                self.metrics.set_recommendations(name, ())
             else:
                 self.metrics.target(name)
         for name in set(self.targets) - set(targets):
@@ -690,6 +847,7 @@ class Daemon:
         from tuner.store import open_store
 
         sdir = state_dir(self.cfg)
+        code = 0
         with DaemonLock(sdir):
             # Before anything else: whatever a killed session left is put back.
             journal = Journal(sdir, writer=SysfsWriter(self.cfg.readahead.helper_command))
@@ -699,19 +857,21 @@ class Daemon:
                 if db is None:
                     raise ConfigError("the daemon needs its store ([store] enabled = false)",
                                       hint="remove [store] enabled = false; the daemon keeps its work there")
-                for run in await db.runs(status=("running",), limit=1000):
+                for run in await db.runs(self.owner, status=("running",), limit=1000):
                     detail = "the daemon ended mid-run (killed or crashed); what it had changed was restored"
                     await db.update_run(run["id"], status="interrupted", detail=detail, ended=True)
                     self.metrics.runs.labels(run["target"], run["kind"], "interrupted").inc()
                     log.warning("daemon.interrupted", run=run["id"], target=run["target"])
                     if run["target"] in self.targets:
-                        again = dict(run, id=uuid.uuid4().hex[:12], status="queued", requested_at=_now(),
-                                     started_at=None, reason=f"{run['reason']} (again after interrupted {run['id']})")
-                        await db.add_run(again)
+                        await self._again(db, run, "interrupted", detail)
+            for t in self.targets.values():
+                if t.sandbox:  # a new sandbox each start: the last one's fingerprint is no baseline for it
+                    self._baseline_path(t).unlink(missing_ok=True)
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.stop, sig)
-            loop.add_signal_handler(signal.SIGHUP, self.reload)
+            # Until the scheduler runs, a SIGHUP is remembered and acted on then (its default would end the process).
+            loop.add_signal_handler(signal.SIGHUP, self._hup)
             async with contextlib.AsyncExitStack() as stack:
                 for t in self.targets.values():
                     if t.sandbox:
@@ -726,10 +886,13 @@ class Daemon:
                 except OSError as exc:
                     raise DaemonError(f"cannot listen on {self.cfg.daemon.listen}: {exc.strerror or exc}",
                                       hint="another process may hold the port; change [daemon] listen") from None
+                self._bound = (host, port)
                 self._scheduler = AsyncIOScheduler(timezone=local_timezone())
                 self._schedule()
                 self._scheduler.start()
                 stack.callback(self._scheduler.shutdown, wait=False)
+                if self._reload_pending:
+                    self.reload()
                 for t in self.targets.values():
                     await self._refresh(t)
                 log.info("daemon.ready", listen=f"{host}:{port}", targets=list(self.targets), pid=os.getpid())
@@ -738,8 +901,9 @@ class Daemon:
                 worker = asyncio.create_task(self._worker())
                 stopped = asyncio.create_task(self._stopping.wait())
                 done, _ = await asyncio.wait({worker, stopped}, return_when=asyncio.FIRST_COMPLETED)
-                if worker in done and worker.exception() is not None:
+                if worker in done:  # it ends only when asked to: anything else is a failure systemd should see
                     log.error("daemon.worker_died", error=repr(worker.exception()))
+                    code = 1
                 # Stop: the current run ends at once (its journal restored by the runner), then everything else.
                 self._stop_current("the daemon is stopping")
                 try:
@@ -749,16 +913,16 @@ class Daemon:
                 watchdog.cancel()
             for r in journal.recover():  # a belt to the runner's braces
                 log.warning("daemon.restored", detail=r.sentence())
-        log.info("daemon.stopped")
-        return 0
+        log.info("daemon.stopped", exit_code=code)
+        return code
 
     @contextlib.asynccontextmanager
     async def _sandbox(self, target: Target) -> Any:
-        from tuner.core.session import NullProgress
         from tuner.target.server import servers
 
         self.say("creating the sandbox")
-        async with servers(target.cfg, use_sandbox=True, progress=NullProgress(), writable=True) as where:
+        quiet = _Quiet()  # (tuner.core.session's NullProgress would import the optimiser stack at start)
+        async with servers(target.cfg, use_sandbox=True, progress=quiet, writable=True) as where:
             yield where
 
     async def _watchdog(self) -> None:
@@ -781,6 +945,9 @@ class _Backend:
 
     def token_everywhere(self) -> bool:
         return self.d.token_everywhere()
+
+    def loopback_hosts(self) -> frozenset[str] | None:
+        return self.d.loopback_hosts()
 
     def ready(self) -> tuple[bool, str]:
         return self.d.ready()
@@ -808,6 +975,25 @@ class _Backend:
 
 
 # -- helpers ------------------------------------------------------------------------------------------------------
+class _Quiet:
+    def phase(self, name: str, total: int | None) -> None:
+        pass
+
+    def advance(self, text: str) -> None:
+        pass
+
+
+def _import_session_stack() -> None:
+    import importlib
+
+    from tuner.families import REGISTRY
+
+    for name in ("tuner.runner", "tuner.optimiser.gp", "skopt", "sklearn.gaussian_process", "scipy.stats"):
+        importlib.import_module(name)
+    for family in REGISTRY.names():
+        REGISTRY.get(family)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -831,6 +1017,20 @@ def _family_of() -> dict[str, str]:
     from tuner.families import REGISTRY
 
     return {k: fam for fam in REGISTRY.names() for k in cat.names(fam)}
+
+
+def _pinnable(r: Any, family_of: Mapping[str, str]) -> bool:
+    """Whether a recommendation can be re-validated by a pin: a server-wide number of a family that honours pins."""
+    return (r.scope == "system" and family_of.get(r.knob) in ("concurrency", "wal")
+            and isinstance(r.recommended, int) and isinstance(r.current, int))
+
+
+def daemon_owner(cfg: Config) -> str:
+    """Which daemon a queued run belongs to: its host and state directory (daemons may share a store)."""
+    import hashlib
+    import socket
+
+    return hashlib.sha256(f"{socket.gethostname()}|{state_dir(cfg)}".encode()).hexdigest()[:16]
 
 
 def _recommended(accepted: list[tuple[str, Any]]) -> dict[str, Any]:

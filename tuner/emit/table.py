@@ -105,6 +105,16 @@ def to_table(report: Report, *, width: int = 120) -> str:
         console.print(wt)
     if report.wal_summary:
         say(report.wal_summary)
+    if report.replay is not None:
+        r = report.replay
+
+        def rate(v: float | None) -> str:
+            return "-" if v is None else f"{v:.2f}"
+
+        say(f"replay: {rate(r.mb_per_s_current)} MB/s of WAL at maintenance_io_concurrency = "
+            f"{r.maintenance_io_concurrency_current} today, {rate(r.mb_per_s_recommended)} MB/s at "
+            f"{r.maintenance_io_concurrency_recommended} (recommended); {r.pages} random pages per "
+            f"{rate(r.wal_mb)} MB stream; recovery_prefetch = {r.recovery_prefetch}")
     for text in report.restored:
         say(f"restored: {text}")
     for f in report.families:

@@ -7,4 +7,5 @@ REGISTRY = Registry({
     "readahead": "tuner.families.readahead:Readahead",
     "concurrency": "tuner.families.concurrency:Concurrency",
     "wal": "tuner.families.wal:Wal",
+    "replay": "tuner.families.replay:Replay",
 })

@@ -1,33 +1,64 @@
-"""The concurrency family: ``effective_io_concurrency`` by ``SET`` in the probe session — nothing persistent
-changes — over cold-cache sparse bitmap heap scans planned from the target's own statistics. Fine on a hot
-standby. Runs after readahead, so it measures at today's readahead: the one its recommendation will run with.
+"""The concurrency family: how many reads PostgreSQL keeps in flight, and how they are issued — over cold-cache
+scans planned from the target's own statistics. Runs after readahead, so it measures at today's readahead: the
+one its recommendation will run with.
+
+Per version (reference/pg-io-facts.md §1.5 and §2):
+
+* **up to 16**: ``effective_io_concurrency`` by ``SET`` in the probe session — nothing persistent changes — over
+  sparse bitmap heap scans, the only scans it acts on. Fine on a hot standby.
+* **17+**: read streams serve sequential scans too. ``io_combine_limit`` (17+, ``SET``) sizes their reads and is
+  searched jointly with ``effective_io_concurrency``, which from 18 also sets their look-ahead; the workload adds a
+  cold sequential scan of the largest table, and the objective is the policy's weighted sum of the two scan kinds'
+  times (``[concurrency]``). Every knob's decision carries an interval: a knob whose value the search kept is
+  confirmed against the best other value it measured.
+* **18+**: ``io_workers`` (reload) is searched under ``io_method = worker`` at the values found above, and
+  ``io_method`` (restart) is screened against today's — the methods this build offers and the kernel allows, only
+  when the policy allows restarts. Both are changed with ALTER SYSTEM, journaled first and put back at the end
+  (the session's journal puts them back in any case) — only on tuner's own sandbox or a writable clone marked
+  staging, where the journal may write ALTER SYSTEM lines back; on any other hot standby they are skipped.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+import ctypes
+import os
+import statistics
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar, Literal
 
+from tuner import sqlfiles
 from tuner.core import space
-from tuner.core.decide import decide, recommendation
-from tuner.core.session import build_optimiser, search
+from tuner.core.decide import Decision, decide, recommendation
+from tuner.core.session import Probe, build_optimiser, search
 from tuner.errors import ProbeError
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome
+from tuner.model import FamilyOutcome, Recommendation, Trial
+from tuner.optimiser import Dimension
+from tuner.policy import Policy
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
-from tuner.probes.runner import ColdProbe
+from tuner.probes.runner import ColdProbe, SystemKnobs
 
 log = get_logger("tuner.concurrency")
 
 KNOB = "effective_io_concurrency"
+ICL = "io_combine_limit"
+ICL_CAP = "io_max_combine_limit"
+WORKERS = "io_workers"
+METHOD = "io_method"
+READ_STREAMS = 170000  # sequential scans go through read streams from 17
+WEIGHTED = "weighted_execution_time_ms"
+_PROBES_SQL = str(Path(workload.__file__).parent)
 
 
 class Concurrency:
     name: ClassVar[str] = "concurrency"
     needs: ClassVar[Needs] = Needs(local_host=True)
     after: ClassVar[tuple[str, ...]] = ("readahead",)
-    summary: ClassVar[str] = "effective_io_concurrency by SET in the probe session, over sparse bitmap heap scans"
+    summary: ClassVar[str] = ("effective_io_concurrency by SET in the probe session, over sparse bitmap heap scans "
+                              "(17+: and a sequential scan, jointly with io_combine_limit; 18+: io_workers, io_method)")
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         dim = space.dimension(KNOB, ctx.policy, ctx.facts)
@@ -35,12 +66,10 @@ class Concurrency:
 
     async def run(self, ctx: FamilyContext) -> FamilyResult:
         facts, policy = ctx.facts, ctx.policy
-        ignored = sorted(k for k in policy.search
-                         if k != KNOB and (s := space.spec(k, facts)) is not None and s.family == self.name)
-        if ignored:
-            log.warning("plan.knobs_not_probed", knobs=ignored, reason="no workload for them in this family yet")
+        streams = facts.server_version_num >= READ_STREAMS
         local = facts.local_data_directory()
         assert local is not None  # applicable() checked it
+        io: dict[str, dict[str, Any]] = {}
         async with ctx.connection() as conn:
             try:
                 queries = await workload.plan(conn, custom=ctx.cfg.workload.queries,
@@ -48,6 +77,10 @@ class Concurrency:
                                               pages_fraction=ctx.cfg.workload.pages_fraction)
             except ProbeError as exc:
                 return skipped(self.name, f"{exc} ({exc.hint})" if exc.hint else str(exc))
+            if streams:
+                io = {r["name"]: dict(r) for r in await conn.fetch(sqlfiles.load(_PROBES_SQL, "io_settings"),
+                                                                    [ICL_CAP, METHOD, WORKERS, ICL])}
+                queries = await _with_seq_scan(conn, ctx, queries)
             files = [f for q in queries if q.relation for f in await workload.relation_files(conn, local, q.relation)]
         workload_sql = [q.sql for q in queries]
         os_method = choose_os_method(local, files)
@@ -55,20 +88,16 @@ class Concurrency:
             return FamilyResult(FamilyOutcome(
                 family=self.name, status="skipped", workload=workload_sql,
                 reason="cannot empty the OS page cache: run tuner as root, or as a user who can read the relation files"))
-        restart = ctx.target.restart
-        if restart is None:
-            log.warning("plan.no_restart",
-                        detail="shared buffers are not emptied between probes; probes that find their blocks cached "
-                               "are rejected",
-                        hint="set [target] restart_command (and allow_restart in the policy)")
-        cache = CacheControl(restart=restart, os_method=os_method, files=files)
-        probe = ColdProbe(
-            dsn=ctx.target.dsn, queries=queries, cache=cache,
-            statement_timeout_s=policy.guardrails.statement_timeout_s,
-            min_cold_read_fraction=policy.cache.min_cold_read_fraction,
-            require_bitmap=facts.server_version_num < 180000 or any(q.plan == "bitmap" for q in queries),
-            connect_timeout_s=ctx.cfg.target.connect_timeout_s, connector=ctx.target.connect, precheck=ctx.target.check,
-        )
+        # Shared buffers: evicted (17+ with pg_buffercache), else restarted, else not emptied (warned).
+        cache = await CacheControl.plan(facts, [q.relation for q in queries], connector=ctx.target.connect,
+                                        restart=ctx.target.restart, os_method=os_method, files=files)
+        if streams:
+            return await _read_streams(self.name, ctx, queries, cache, io, local)
+        ignored = sorted(k for k in policy.search
+                         if k != KNOB and (s := space.spec(k, facts)) is not None and s.family == self.name)
+        if ignored:
+            log.warning("plan.knobs_not_probed", knobs=ignored, reason="no workload for them in this family yet")
+        probe = _probe(ctx, queries, cache)
         dim = space.dimension(KNOB, policy, facts)
         assert not isinstance(dim, str)  # applicable() checked it
         today = space.today(KNOB, facts)
@@ -106,3 +135,401 @@ class Concurrency:
         reason = "search and confirmation finished" if decided.trials else "search finished"
         return FamilyResult(FamilyOutcome(status="done", reason=reason, **outcome),  # type: ignore[arg-type]
                             trials=[*found.trials, *decided.trials], recommendations=[rec])
+
+
+def _probe(ctx: FamilyContext, queries: list[workload.ProbeQuery], cache: CacheControl,
+           system: SystemKnobs | None = None) -> ColdProbe:
+    facts = ctx.facts
+    return ColdProbe(
+        dsn=ctx.target.dsn, queries=queries, cache=cache,
+        statement_timeout_s=ctx.policy.guardrails.statement_timeout_s,
+        min_cold_read_fraction=ctx.policy.cache.min_cold_read_fraction,
+        require_bitmap=facts.server_version_num < 180000 or any(q.plan == "bitmap" for q in queries),
+        connect_timeout_s=ctx.cfg.target.connect_timeout_s, connector=ctx.target.connect, precheck=ctx.target.check,
+        block_size=int(facts.settings["block_size"].setting) if "block_size" in facts.settings else 8192,
+        system=system,
+        # A sequential scan and a bitmap scan of one table: each needs a cache emptied for it.
+        cold_per_query=len(queries) > 1 and any(q.plan == "seq" for q in queries),
+    )
+
+
+async def _with_seq_scan(conn: Any, ctx: FamilyContext, queries: list[workload.ProbeQuery]) -> list[workload.ProbeQuery]:
+    """17+: the generated bitmap scans and a cold sequential scan of the largest table, each with the policy's
+    weight — where a knob the family searches here acts on sequential scans. Custom queries are the workload as
+    they are."""
+    mix = ctx.policy.concurrency
+    if ctx.cfg.workload.queries:
+        return queries
+    searched = [k for k in (KNOB, ICL) if not isinstance(space.dimension(k, ctx.policy, ctx.facts), str)]
+    if not workload.seq_scan_knobs(ctx.facts.server_version_num, searched) or mix.seq_scan_weight == 0:
+        return queries
+    # A tablespace's own effective_io_concurrency wins over SET: its tables would not vary with the probe.
+    own = [ts.name for ts in ctx.facts.tablespaces if any(o.startswith(f"{KNOB}=") for o in ts.options)]
+    table = await workload.largest_table(conn, skip_tablespaces=own)
+    if table is None:
+        return queries
+    seq = replace(workload.seq_query(*table), weight=mix.seq_scan_weight)
+    bitmap = [replace(q, weight=mix.bitmap_scan_weight) for q in queries] if mix.bitmap_scan_weight > 0 else []
+    return [*bitmap, seq]
+
+
+@dataclass
+class _Stage:
+    """What one step of the 17+ path adds to the family's result."""
+
+    trials: list[Trial]
+    recommendations: list[Recommendation]
+    chosen: dict[str, Any]  # the values the next step measures at: recommended where confirmed, else today's
+    notes: list[str]
+    stop_reason: str | None = None  # the search's
+    warm_start: str | None = None
+
+
+async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.ProbeQuery], cache: CacheControl,
+                        io: dict[str, dict[str, Any]], local: Path) -> FamilyResult:
+    """17+: effective_io_concurrency (× io_combine_limit) over both scan kinds; 18+: io_workers and io_method."""
+    facts, policy = ctx.facts, ctx.policy
+    weighted = any(q.plan == "seq" for q in queries) and any(q.plan != "seq" for q in queries)
+    metric = WEIGHTED if weighted else "execution_time_ms"
+    notes: list[str] = []
+    dims: list[Dimension] = []
+    current: dict[str, Any] = {}
+    for knob in (KNOB, ICL):
+        dim = _icl_dimension(policy, ctx, io) if knob == ICL else space.dimension(knob, policy, facts)
+        if isinstance(dim, str):
+            if knob == ICL and space.spec(ICL, facts) is not None:
+                notes.append(f"{ICL} not searched: {dim}")
+            continue
+        if knob == ICL and dim.high < (space.spec(ICL, facts).max or dim.high):  # type: ignore[union-attr]
+            notes.append(f"{ICL} searched in {dim.low}..{dim.high}: {ICL_CAP} = {io[ICL_CAP]['setting']} caps it "
+                         "(a restart-level setting tuner does not change)")
+        dims.append(dim)
+        current[knob] = dim.snap(int(space.today(knob, facts).value))
+    why_no_alter = _alter_system_refusal(ctx)
+    workers_dim = _workers_dimension(ctx, io, why_no_alter, notes)
+    methods = _method_alternatives(ctx, io, why_no_alter, notes)
+    system = None
+    if workers_dim is not None or methods:
+        port = await _port(ctx)
+        system = SystemKnobs(
+            journal=ctx.journal, contexts={k: io[k]["context"] for k in (WORKERS, METHOD) if k in io},
+            connector=ctx.target.connect, restart=ctx.target.restart, dsn=ctx.target.dsn,
+            identity={"system_identifier": facts.system_identifier, "port": port, "sandbox_dir": ctx.sandbox_dir},
+            data_directory=local)
+    probe = _probe(ctx, queries, cache, system)
+    workload_sql = [q.sql for q in queries]
+    ignored = sorted(k for k in policy.search if k not in (KNOB, ICL, WORKERS, METHOD)
+                     and (s := space.spec(k, facts)) is not None and s.family == name)
+    if ignored:
+        log.warning("plan.knobs_not_probed", knobs=ignored, reason="no workload for them in this family yet")
+    log.info("plan", family=name, knobs={d.name: [d.low, d.high] for d in dims}, current=current,
+             queries=[f"{q.name} (weight {q.weight:g})" for q in queries], cache=cache.describe(),
+             io_workers=None if workers_dim is None else [workers_dim.low, workers_dim.high], io_method=methods,
+             notes=notes)
+    trials: list[Trial] = []
+    recs: list[Recommendation] = []
+    restored: list[str] = []
+    outcome: dict[str, Any] = dict(family=name, workload=workload_sql, optimiser="bayesian", cache=cache.describe())
+    try:
+        pin = ctx.pins.get(name)
+        if pin is not None:  # the daemon's re-validation: the stored recommendation against today, no search
+            pinned = dict(current)
+            if workers_dim is not None:
+                pinned[WORKERS] = int(io[WORKERS]["setting"])
+            before, candidate = pin.against(pinned)
+            decided = await decide(before, candidate, probe, policy, metric=metric, near_optimal=pin.near_optimal,
+                                   progress=ctx.progress)
+            recs = [_rec(k, decided, facts, io) for k in pinned]
+            return FamilyResult(FamilyOutcome(status="done", reason=pin.note(), **outcome),
+                                trials=list(decided.trials), recommendations=recs, restored=restored)
+        first = await _streams_stage(ctx, probe, dims, current, metric, io)
+        outcome.update(stop_reason=first.stop_reason, warm_start=first.warm_start)
+        trials += first.trials
+        recs += first.recommendations
+        notes = first.notes + notes
+        if not first.recommendations:
+            return FamilyResult(FamilyOutcome(status="failed", reason="; ".join(notes), **outcome), trials=trials,
+                                restored=restored)
+        chosen = first.chosen
+        if workers_dim is not None:
+            stage = await _workers_stage(ctx, probe, workers_dim, chosen, metric, io)
+            trials += stage.trials
+            recs += stage.recommendations
+            notes += stage.notes
+            chosen = stage.chosen
+        if methods:
+            stage = await _method_stage(ctx, probe, methods, chosen, metric, io)
+            trials += stage.trials
+            recs += stage.recommendations
+            notes += stage.notes
+    finally:  # (the list the result holds is filled here, before the caller sees it)
+        if system is not None:
+            for r in await system.put_back():
+                log.info("restored", detail=r.sentence())
+                restored.append(r.sentence())
+    reason = "; ".join(["search and confirmation finished", *notes])
+    return FamilyResult(FamilyOutcome(status="done", reason=reason, **outcome), trials=trials, recommendations=recs,
+                        restored=restored)
+
+
+async def _streams_stage(ctx: FamilyContext, probe: ColdProbe, dims: list[Dimension], current: dict[str, Any],
+                         metric: str, io: dict[str, dict[str, Any]]) -> _Stage:
+    """effective_io_concurrency, jointly with io_combine_limit where it is searched: search, confirm, and give each
+    knob the search kept its own interval."""
+    policy = ctx.policy
+    prior = await ctx.history.prior("concurrency") if ctx.history else None
+    warm = prior.for_knobs(current) if prior is not None else {}
+    # One knob: the policy's 1-D budget; two: its joint budget (build_optimiser's default), unless --budget.
+    budget = ctx.budget if ctx.budget is not None else (policy.budget.probes if len(dims) == 1 else None)
+    optimiser = build_optimiser(policy, dims, current, seed=ctx.cfg.tuner.seed, budget=budget, **warm)
+    found = await search(optimiser, probe, max_consecutive_failures=policy.guardrails.max_failed_probes,
+                         progress=ctx.progress)
+    if found.recommendation is None:
+        return _Stage(list(found.trials), [], current, [f"the search found nothing: {found.stop_reason}"],
+                      found.stop_reason, warm_note(prior, optimiser))
+    best = {k: found.recommendation.config[k] for k in current}
+    near = found.recommendation.near_optimal
+    stage = await _confirm_each(ctx, probe, list(found.trials), current, best, near, metric, io, [])
+    stage.stop_reason, stage.warm_start = found.stop_reason, warm_note(prior, optimiser)
+    return stage
+
+
+async def _workers_stage(ctx: FamilyContext, probe: ColdProbe, dim: Dimension, fixed: dict[str, Any], metric: str,
+                         io: dict[str, dict[str, Any]]) -> _Stage:
+    """io_workers (reload), searched at the values found for the session knobs."""
+    policy = ctx.policy
+    current = {WORKERS: dim.snap(int(io[WORKERS]["setting"]))}
+    budget = ctx.budget if ctx.budget is not None else policy.budget.probes
+    optimiser = build_optimiser(policy, [dim], current, seed=ctx.cfg.tuner.seed, budget=budget)
+    at = _Fixed(probe, fixed)
+    found = await search(optimiser, at, max_consecutive_failures=policy.guardrails.max_failed_probes,
+                         progress=ctx.progress)
+    if found.recommendation is None:
+        return _Stage(list(found.trials), [], fixed, [f"{WORKERS}: the search found nothing: {found.stop_reason}"])
+    best = {WORKERS: found.recommendation.config[WORKERS]}
+    stage = await _confirm_each(ctx, at, list(found.trials), current, best, found.recommendation.near_optimal,
+                                metric, io, [])
+    stage.chosen = {**fixed, **stage.chosen}
+    return stage
+
+
+async def _method_stage(ctx: FamilyContext, probe: ColdProbe, methods: list[str], fixed: dict[str, Any], metric: str,
+                        io: dict[str, dict[str, Any]]) -> _Stage:
+    """io_method (restart): each alternative in paired trials against today's, at the values found above. The
+    confirmed change with the largest effect is recommended; else today's is kept, with the best alternative's
+    interval as the evidence."""
+    today = str(io[METHOD]["setting"])
+    decisions = []
+    trials: list[Trial] = []
+    for alt in methods:
+        decided = await decide({**fixed, METHOD: today}, {**fixed, METHOD: alt}, probe, ctx.policy, metric=metric,
+                               progress=ctx.progress)
+        trials += decided.trials
+        decisions.append(decided)
+
+    def rank(d: Decision) -> tuple[bool, float]:
+        return d.decision == "change", d.effect.improvement if d.effect is not None else 0.0
+
+    pick = max(decisions, key=rank)
+    rec = _rec(METHOD, pick, ctx.facts, io)
+    others = [f"{d.candidate[METHOD]}: {d.decision}"
+              + (f" ({d.effect.improvement:.3g}x, CI {d.effect.ci95[0]:.3g}-{d.effect.ci95[1]:.3g})" if d.effect else
+                 f" ({d.reason})") for d in decisions if d is not pick]
+    if others:
+        rec = rec.model_copy(update={"reason": f"{rec.reason}; also screened: {'; '.join(others)}"})
+    chosen = pick.candidate if pick.decision == "change" else pick.current
+    return _Stage(trials, [rec], chosen, [f"{METHOD} screened: {', '.join(methods)} against today's {today}"])
+
+
+async def _confirm_each(ctx: FamilyContext, probe: Probe, searched: list[Trial], current: dict[str, Any],
+                        best: dict[str, Any], near: dict[str, tuple[int, int]], metric: str,
+                        io: dict[str, dict[str, Any]], notes: list[str]) -> _Stage:
+    """Confirm the search's optimum against today's values in paired trials; where the optimum is today's value,
+    the best other values measured instead. A knob that did not move in that comparison is then confirmed on its
+    own — today's value against its best other value measured, at the values chosen for the others — so that every
+    knob's decision carries an interval."""
+    policy = ctx.policy
+    candidate = best if best != current else (_runner_up(searched, current) or best)
+    decided = await decide(current, candidate, probe, policy, metric=metric, near_optimal=near, progress=ctx.progress)
+    trials = [*searched, *decided.trials]
+    chosen = dict(candidate if decided.decision == "change" else current)
+    recs = []
+    for knob in current:
+        if candidate[knob] != current[knob]:
+            recs.append(_rec(knob, decided, ctx.facts, io))
+            continue
+        alt = _runner_up_value(searched, knob, current[knob])
+        if alt is None:  # nothing else measured: kept without an interval of its own
+            recs.append(_rec(knob, decided, ctx.facts, io))
+            continue
+        own = await decide(chosen, {**chosen, knob: alt}, probe, policy, metric=metric, near_optimal=near,
+                           progress=ctx.progress)
+        trials += own.trials
+        rec = _rec(knob, own, ctx.facts, io)
+        against = (f"today's {current[knob]} against {alt}, the best other value measured"
+                   + (f" (at {_shown(chosen, knob)})" if len(chosen) > 1 else ""))
+        recs.append(rec.model_copy(update={"reason": f"{against}: {rec.reason}"}))
+        if own.decision == "change":
+            chosen[knob] = alt
+    return _Stage(trials, recs, chosen, notes)
+
+
+def _rec(knob: str, decided: Decision, facts: Any, io: dict[str, dict[str, Any]]) -> Recommendation:
+    """The recommendation for ``knob`` from ``decided``, its reason closing with the two scan kinds' times."""
+    spec = space.spec(knob, facts)
+    assert spec is not None
+    source = facts.settings[knob].source if knob in facts.settings else "default"
+    rec = recommendation(knob, decided, source=source, requires=spec.requires)
+    scans = _scan_note(decided)
+    return rec.model_copy(update={"reason": f"{rec.reason}{scans}"}) if scans and rec.effect is not None else rec
+
+
+def _scan_note(decided: Decision) -> str:
+    """Each scan kind's median time under today's and the candidate values, over the paired trials."""
+    parts = []
+    for key, label in (("bitmap_scan_ms", "bitmap heap scans"), ("seq_scan_ms", "sequential scan")):
+        base = [t.metrics[key] for t in decided.trials if t.arm == "baseline" and t.status == "ok" and key in t.metrics]
+        cand = [t.metrics[key] for t in decided.trials if t.arm == "candidate" and t.status == "ok" and key in t.metrics]
+        if base and cand:
+            parts.append(f"{label} {statistics.median(base):.0f} -> {statistics.median(cand):.0f} ms")
+    return f" ({'; '.join(parts)}: medians of the paired trials)" if parts else ""
+
+
+def _shown(config: dict[str, Any], but: str) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in config.items() if k != but)
+
+
+def _medians(trials: list[Trial]) -> list[tuple[float, dict[str, Any]]]:
+    """Each configuration the search measured, with its median time, fastest first."""
+    by: dict[tuple[tuple[str, Any], ...], list[float]] = {}
+    for t in trials:
+        if t.status == "ok" and t.value is not None and t.phase == "search":
+            by.setdefault(tuple(sorted(t.config.items())), []).append(t.value)
+    return sorted((statistics.median(v), dict(k)) for k, v in by.items())
+
+
+def _runner_up(trials: list[Trial], current: dict[str, Any]) -> dict[str, Any] | None:
+    """The fastest configuration the search measured other than today's, over today's knobs."""
+    for _ms, cfg in _medians(trials):
+        mine = {k: cfg.get(k) for k in current}
+        if mine != current and all(v is not None for v in mine.values()):
+            return mine
+    return None
+
+
+def _runner_up_value(trials: list[Trial], knob: str, today: Any) -> Any:
+    """``knob``'s value in the fastest configuration the search measured where it is not today's."""
+    return next((cfg[knob] for _ms, cfg in _medians(trials) if knob in cfg and cfg[knob] != today), None)
+
+
+class _Fixed:
+    """A probe at ``fixed`` values with the searched knobs on top (the trials carry all of them)."""
+
+    def __init__(self, probe: ColdProbe, fixed: dict[str, Any]) -> None:
+        self.probe, self.fixed = probe, dict(fixed)
+
+    async def __call__(self, config: dict[str, int], *, phase: Literal["search", "confirm"] = "search",
+                       arm: Literal["baseline", "candidate"] | None = None) -> Trial:
+        return await self.probe({**self.fixed, **config}, phase=phase, arm=arm)
+
+
+def _icl_dimension(policy: Policy, ctx: FamilyContext, io: dict[str, dict[str, Any]]) -> Dimension | str:
+    """io_combine_limit's search range: below io_max_combine_limit (18), which silently caps what SET asks."""
+    dim = space.dimension(ICL, policy, ctx.facts)
+    if isinstance(dim, str) or ICL_CAP not in io:
+        return dim
+    cap = int(io[ICL_CAP]["setting"])
+    if cap <= dim.low:
+        return f"{ICL_CAP} = {cap} (a restart-level cap) leaves nothing to search"
+    return replace(dim, high=min(dim.high, cap))
+
+
+def _alter_system_refusal(ctx: FamilyContext) -> str | None:
+    """Why the server-wide knobs cannot be changed on this target (None: they can)."""
+    facts = ctx.facts
+    if not facts.is_superuser:
+        return "they are changed with ALTER SYSTEM, which needs a superuser"
+    if facts.in_recovery and not _own_sandbox(facts.data_directory, ctx.sandbox_dir):
+        return ("they are changed with ALTER SYSTEM, and tuner writes ALTER SYSTEM lines back only on its own sandbox "
+                "or a writable clone marked staging, not on this hot standby")
+    return None
+
+
+def _own_sandbox(data_directory: str | None, sandbox_dir: str | None) -> bool:
+    if not data_directory or not sandbox_dir:
+        return False
+    try:
+        return Path(data_directory).resolve().is_relative_to(Path(sandbox_dir).resolve())
+    except OSError:
+        return False
+
+
+def _workers_dimension(ctx: FamilyContext, io: dict[str, dict[str, Any]], refusal: str | None,
+                       notes: list[str]) -> Dimension | None:
+    if WORKERS not in io or space.spec(WORKERS, ctx.facts) is None:
+        return None
+    dim = space.dimension(WORKERS, ctx.policy, ctx.facts)
+    why = (dim if isinstance(dim, str) else refusal if refusal
+           else f"it acts only under {METHOD} = worker, and today it is {io[METHOD]['setting']}"
+           if io.get(METHOD, {}).get("setting") != "worker" else None)
+    if why is not None:
+        notes.append(f"{WORKERS} not searched: {why}")
+        return None
+    assert not isinstance(dim, str)
+    return dim
+
+
+def _method_alternatives(ctx: FamilyContext, io: dict[str, dict[str, Any]], refusal: str | None,
+                         notes: list[str]) -> list[str]:
+    """The io_method values to screen against today's: the policy's, where the build offers them and (io_uring)
+    the kernel allows them; none without restarts."""
+    if METHOD not in io or space.spec(METHOD, ctx.facts) is None or not ctx.policy.concurrency.io_method:
+        return []
+    today = io[METHOD]["setting"]
+    offered = list(io[METHOD]["enumvals"] or [])
+    why = (refusal if refusal else
+           "it needs a restart, and the policy does not allow restarts (guardrails.allow_restart)"
+           if not ctx.policy.guardrails.allow_restart else
+           "it needs a restart, and tuner cannot restart this server ([target] restart_command)"
+           if ctx.target.restart is None else None)
+    if why is not None:
+        notes.append(f"{METHOD} not screened: {why}")
+        return []
+    out = []
+    for m in ctx.policy.concurrency.io_method:
+        if m == today:
+            continue
+        if m not in offered:
+            notes.append(f"{METHOD} = {m} not screened: this build does not offer it (it offers {', '.join(offered)})")
+        elif m == "io_uring" and (kernel := io_uring_refusal()) is not None:
+            notes.append(f"{METHOD} = io_uring not screened: {kernel}")
+        else:
+            out.append(m)
+    return out
+
+
+def io_uring_refusal() -> str | None:
+    """Why this kernel would not let the server set up io_uring (None: it would): the ``io_uring_disabled``
+    sysctl, then an io_uring_setup call of tuner's own (a server that cannot start with io_method = io_uring
+    stays down, so tuner does not find out by restarting it)."""
+    try:
+        disabled = int(Path("/proc/sys/kernel/io_uring_disabled").read_text())
+    except (OSError, ValueError):
+        disabled = 0
+    if disabled:
+        return f"kernel.io_uring_disabled is {disabled}"
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        params = ctypes.create_string_buffer(120)  # struct io_uring_params, zeroed
+        fd = libc.syscall(425, 8, params)  # io_uring_setup: 425 on every architecture
+    except (OSError, AttributeError) as exc:
+        return f"io_uring_setup could not be called ({exc})"
+    if fd < 0:
+        return f"io_uring_setup failed here ({os.strerror(ctypes.get_errno())})"
+    os.close(fd)
+    return None
+
+
+async def _port(ctx: FamilyContext) -> int:
+    async with ctx.connection() as conn:
+        return int(await conn.fetchval("SHOW port"))

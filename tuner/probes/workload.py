@@ -1,4 +1,5 @@
-"""Probe workloads for the concurrency family: bitmap heap scans over the target's largest relations.
+"""Probe workloads for the concurrency family: bitmap heap scans over the target's largest relations, and from
+PostgreSQL 17 a cold sequential scan of the largest table (read streams serve it: :func:`seq_scan_knobs`).
 
 Queries are generated from catalog statistics (``pg_class`` sizes, ``pg_stats`` correlation and
 histograms), so nothing is assumed about the schema:
@@ -9,13 +10,15 @@ histograms), so nothing is assumed about the schema:
 * **sample** — when every indexed column follows the physical order (a serial key), a deterministic
   pseudo-random sample of key values (``= ANY(…)``) with the same sparse footprint.
 
-Your own queries can replace them (``[workload] queries`` in tuner.toml); they should plan as bitmap
-heap scans, since before PostgreSQL 18 ``effective_io_concurrency`` affects nothing else.
+Your own queries can replace them ([workload] queries in tuner.toml); they should plan as bitmap
+heap scans, since before PostgreSQL 18 ``effective_io_concurrency`` affects nothing else (no sequential scan is
+added to them: they are the workload).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -189,6 +192,26 @@ async def plan(
             hint="run ANALYZE on the primary, or give your own queries in [workload] queries",
         )
     return queries
+
+
+# Where read streams serve sequential scans (reference/pg-io-facts.md §1.5), by the first version each knob acts
+# on them: 17 combines their reads up to io_combine_limit but issues no advice for them (effective_io_concurrency
+# changes nothing there); 18 keeps up to effective_io_concurrency reads of io_combine_limit blocks in flight.
+_SEQ_SCAN_FROM = {"io_combine_limit": 170000, "effective_io_concurrency": 180000}
+
+
+def seq_scan_knobs(server_version_num: int, knobs: Iterable[str]) -> list[str]:
+    """Those of ``knobs`` that act on a sequential scan on this server version (none up to 16)."""
+    return [k for k in knobs if server_version_num >= _SEQ_SCAN_FROM.get(k, 10**9)]
+
+
+async def largest_table(conn: asyncpg.Connection, *, skip_tablespaces: Iterable[str] = ()) -> tuple[str, int] | None:
+    """The largest table of at least ``MIN_PAGES`` pages (name, pages) outside ``skip_tablespaces``, or None."""
+    skip = set(skip_tablespaces)
+    for r in await conn.fetch(sqlfiles.load(_SQL, "relations_by_tablespace"), MIN_PAGES):
+        if r["tablespace"] not in skip:
+            return str(r["relation"]), int(r["relpages"])
+    return None
 
 
 def seq_query(relation: str, relpages: int) -> ProbeQuery:

@@ -100,6 +100,11 @@ def _iso(ts: datetime) -> str:
     return ts.astimezone(UTC).isoformat(timespec="seconds")
 
 
+def _iso_us(ts: datetime) -> str:
+    """To the microsecond: the daemon's queue is ordered by it (requests within one second keep their order)."""
+    return ts.astimezone(UTC).isoformat(timespec="microseconds")
+
+
 def _num(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
 
@@ -224,13 +229,15 @@ class Store(abc.ABC):
 
     # -- the daemon's runs -------------------------------------------------------------------------
     async def add_run(self, run: dict[str, Any]) -> None:
-        """Queue one piece of the daemon's work (a row of ``daemon_runs``; see :mod:`tuner.store.schema`)."""
+        """Queue one piece of a daemon's work (a row of ``daemon_runs``; see :mod:`tuner.store.schema`)."""
         await self._write([(
-            "INSERT INTO daemon_runs (id, target, target_id, kind, families, knobs, reason, forced, requested_at, "
-            "started_at, ended_at, status, detail) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-            (run["id"], run["target"], run.get("target_id"), run["kind"], json.dumps(list(run.get("families", ()))),
-             json.dumps(list(run.get("knobs", ()))), run["reason"], int(bool(run.get("forced"))),
-             run.get("requested_at") or _iso(datetime.now(UTC)), run.get("started_at"), run.get("ended_at"),
+            "INSERT INTO daemon_runs (id, owner, target, target_id, kind, families, knobs, reason, forced, attempt, "
+            "requested_at, started_at, ended_at, status, detail) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+            (run["id"], run["owner"], run["target"], run.get("target_id"), run["kind"],
+             json.dumps(list(run.get("families", ()))), json.dumps(list(run.get("knobs", ()))), run["reason"],
+             int(bool(run.get("forced"))), int(run.get("attempt", 1)),
+             run.get("requested_at") or _iso_us(datetime.now(UTC)), run.get("started_at"), run.get("ended_at"),
              run.get("status", "queued"), run.get("detail")))])
 
     async def update_run(self, run_id: str, *, status: str, detail: str | None = None,
@@ -242,23 +249,23 @@ class Store(abc.ABC):
             "ended_at = CASE WHEN $6 = 1 THEN $7 ELSE ended_at END WHERE id = $1",
             (run_id, status, detail, target_id, int(started), int(ended), now))])
 
-    async def runs(self, *, status: Iterable[str] = (), target: str | None = None,
+    async def runs(self, owner: str, *, status: Iterable[str] = (), target: str | None = None,
                    limit: int = 100) -> list[dict[str, Any]]:
-        """The daemon's runs, newest first (``status``: only those)."""
+        """One daemon's runs, newest first (``status``: only those)."""
         wanted = list(status)
-        where, args = [], []  # type: ignore[var-annotated]
+        where, args = ["owner = $1"], [owner]
         if wanted:
-            where.append("status IN (" + ", ".join(f"${i + 1}" for i in range(len(wanted))) + ")")
+            where.append("status IN (" + ", ".join(f"${i + 2}" for i in range(len(wanted))) + ")")
             args += wanted
         if target:
             args.append(target)
             where.append(f"target = ${len(args)}")
         rows = await self._fetch(
-            "SELECT id, target, target_id, kind, families, knobs, reason, forced, requested_at, started_at, ended_at, "
-            f"status, detail FROM daemon_runs {'WHERE ' + ' AND '.join(where) if where else ''} "
+            "SELECT id, target, target_id, kind, families, knobs, reason, forced, attempt, requested_at, started_at, "
+            f"ended_at, status, detail FROM daemon_runs WHERE {' AND '.join(where)} "
             f"ORDER BY requested_at DESC, id DESC LIMIT {int(limit)}", *args)
-        keys = ("id", "target", "target_id", "kind", "families", "knobs", "reason", "forced", "requested_at",
-                "started_at", "ended_at", "status", "detail")
+        keys = ("id", "target", "target_id", "kind", "families", "knobs", "reason", "forced", "attempt",
+                "requested_at", "started_at", "ended_at", "status", "detail")
         out = []
         for r in rows:
             run = dict(zip(keys, r, strict=True))

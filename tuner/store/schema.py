@@ -78,10 +78,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 2: the daemon's work: every session or re-validation it was asked for (by its schedule, a drift event, its
     # re-validation timer or POST /v1/sessions), queued until its window, then running, then how it ended. A
-    # daemon killed mid-session finds its row 'running' when it starts again and records it 'interrupted'.
+    # daemon killed mid-session finds its row 'running' when it starts again and records it 'interrupted'. Rows
+    # carry their daemon (owner: its host and state directory): daemons that share a store see only their own work.
     (
         """CREATE TABLE daemon_runs (
             id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
             target TEXT NOT NULL,
             target_id TEXT,
             kind TEXT NOT NULL,
@@ -89,12 +91,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             knobs TEXT NOT NULL,
             reason TEXT NOT NULL,
             forced INTEGER NOT NULL,
+            attempt INTEGER NOT NULL,
             requested_at TEXT NOT NULL,
             started_at TEXT,
             ended_at TEXT,
             status TEXT NOT NULL,
             detail TEXT)""",
-        "CREATE INDEX daemon_runs_by_status ON daemon_runs (status, requested_at)",
+        "CREATE INDEX daemon_runs_by_status ON daemon_runs (owner, status, requested_at)",
     ),
 )
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from tuner.emit import quote
+from tuner.knobs import catalog
 from tuner.model import Recommendation, Report
 from tuner.store.base import SessionSummary
 
@@ -71,8 +72,42 @@ def _key(r: Recommendation) -> tuple[str, str | None]:
     return (r.knob, r.object)
 
 
+_EIC = "effective_io_concurrency"
+
+
+def _eic_in_13_terms(report: Report) -> Report:
+    """``report`` with its effective_io_concurrency values (recommendations and the setting in force) in the 13+
+    meaning: a prefetch distance, converted from a pre-13 spindle count as PostgreSQL 13 did (release notes of 13)."""
+    def conv(v: Any) -> Any:
+        return catalog.eic_pre13_to_13(v) if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else v
+
+    recs = [r.model_copy(update={"current": conv(r.current), "recommended": conv(r.recommended),
+                                 "near_optimal": None if r.near_optimal is None
+                                 else (conv(r.near_optimal[0]), conv(r.near_optimal[1]))})
+            if r.knob == _EIC else r for r in report.recommendations]
+    fp = dict(report.target.fingerprint or {})
+    settings = dict(fp.get("settings") or {})
+    if _EIC in settings and str(settings[_EIC][0]).isdigit():
+        settings[_EIC] = [str(conv(int(settings[_EIC][0]))), *settings[_EIC][1:]]
+        fp["settings"] = settings
+    return report.model_copy(update={"recommendations": recs,
+                                     "target": report.target.model_copy(update={"fingerprint": fp})})
+
+
 def diff(a: Report, b: Report) -> dict[str, Any]:
-    """What changed from session ``a`` to session ``b``: the target, the settings in force, the decisions."""
+    """What changed from session ``a`` to session ``b``: the target, the settings in force, the decisions.
+
+    When one session ran on a server before 13 and the other on 13+, the older one's effective_io_concurrency
+    (a number of spindles) is compared in the newer meaning (a prefetch distance), converted as PostgreSQL did,
+    and ``converted`` says so."""
+    converted = None
+    old, new = a.target.server_version_num < 130000, b.target.server_version_num < 130000
+    if old != new:
+        pre13 = a if old else b
+        converted = (f"effective_io_concurrency of session {pre13.session.id} (PostgreSQL "
+                     f"{pre13.target.server_version}: a number of spindles) is shown as PostgreSQL 13+ reads it "
+                     "(a prefetch distance: round(sum of old/n for n = 1..old), at most 1000)")
+        a, b = (_eic_in_13_terms(a), b) if old else (a, _eic_in_13_terms(b))
     fa, fb = a.target.fingerprint or {}, b.target.fingerprint or {}
     target: list[dict[str, Any]] = []
     for key in ("system_identifier", "server_version_num", "data_directory", "device_key", "kernel", "host"):
@@ -116,6 +151,7 @@ def diff(a: Report, b: Report) -> dict[str, Any]:
         "settings": settings,
         "decisions": decisions,
         "probes": [a.session.probes, b.session.probes],
+        "converted": converted,
     }
 
 
@@ -132,6 +168,8 @@ def diff_text(d: dict[str, Any]) -> str:
     a, b = d["sessions"]
     lines = [f"{a} ({d['started_at'][0]}) -> {b} ({d['started_at'][1]})"
              + ("" if d["same_target"] else "  [different targets]")]
+    if d.get("converted"):
+        lines.append(f"  note: {d['converted']}")
     for t in d["target"]:
         lines.append(f"  target {t['what']}: {t['before']} -> {t['after']}")
     for s in d["settings"]:

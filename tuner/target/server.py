@@ -10,11 +10,14 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tuner.config import Config
-from tuner.core.session import Progress
 from tuner.errors import TunerError
 from tuner.target.sandbox import Sandbox
+
+if TYPE_CHECKING:  # (core.session imports the optimiser stack: the daemon's idle footprint stays without it)
+    from tuner.core.session import Progress
 
 Restart = Callable[[], Awaitable[None]]
 
@@ -35,6 +38,12 @@ def restart_command(command: str, *, timeout_s: float = RESTART_TIMEOUT_S) -> Re
             )
             try:
                 await asyncio.wait_for(asyncio.shield(proc.wait()), timeout_s)
+            except asyncio.CancelledError:
+                # Stopped mid-restart (SIGTERM, a window that closed): let the restart finish, within a bound, so
+                # that what the stop does next — put the journal back — meets a server that is up again.
+                with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                    await asyncio.wait_for(asyncio.shield(proc.wait()), min(timeout_s, 60.0))
+                raise
             except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)

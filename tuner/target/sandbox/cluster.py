@@ -9,6 +9,9 @@ As root (``disk = "auto"``), the clusters live on a loop device of the sandbox's
 ``base_dir``, ext4): a real block device whose readahead the readahead family may tune without touching the
 host's disks. It is unmounted and detached with the sandbox, and after a crash by the next sandbox.
 
+On PostgreSQL 17+ the primary gets ``pg_buffercache`` (it replicates to the standby), so probes can empty shared
+buffers by eviction instead of restarting the standby (:mod:`tuner.probes.cache`).
+
 PostgreSQL refuses to run as root, so as root the servers run as the ``postgres`` OS user (:mod:`.host`).
 """
 
@@ -26,6 +29,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import asyncpg
 
 from tuner import sqlfiles
 from tuner.errors import SandboxError
@@ -232,12 +237,25 @@ class Sandbox:
                 "CREATE INDEX pgbench_accounts_abalance_idx ON pgbench_accounts (abalance)",
             ):
                 await conn.execute(stmt)
+            await self._buffercache(conn)
             self._on_step("vacuum (freeze, analyze)")
             # Freezing sets hint bits now, so probes on the standby never dirty pages.
             await conn.execute("VACUUM (FREEZE, ANALYZE)")
             await conn.execute("CHECKPOINT")
         finally:
             await conn.close()
+
+    async def _buffercache(self, conn: asyncpg.Connection) -> None:
+        """pg_buffercache on the primary (it replicates to the standby), where it can evict (17+): probes then
+        empty shared buffers without restarting the standby. A build without the module just restarts."""
+        if self.binaries.major < 17:
+            return
+        available = "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_buffercache')"
+        if not await conn.fetchval(available):
+            log.info("sandbox.no_buffercache", bin_dir=str(self.binaries.bin_dir),
+                     detail="pg_buffercache is not installed with these binaries: probes restart the standby")
+            return
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_buffercache")
 
     async def _wait_for_standby(self, timeout_s: float = 120) -> None:
         self._on_step("waiting for the standby to catch up")
