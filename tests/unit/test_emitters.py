@@ -247,6 +247,10 @@ def test_a_kept_value_on_a_plateau_is_named_as_kept() -> None:
 
     rec = plateau_report().recommendations[1].model_copy(update={"current": 64, "decision": "keep"})
     assert ranges.notes(rec)[0].endswith("; today's value 64 lies on it: keep it")
+    # Said once: where the decision's reason names today's value in the range already, the note does not repeat it.
+    said = rec.model_copy(update={"reason": "the interval reaches below 1.05x; today's value 64 lies inside the "
+                                            "plateau from 8 to 1000"})
+    assert ranges.notes(said)[0].endswith("(within the minimum effect, at 95 %)")
 
 
 def test_sql_and_json_carry_the_plateau_and_the_edge() -> None:

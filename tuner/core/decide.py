@@ -5,6 +5,7 @@ a decision reads the same whichever knob it is about.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -98,7 +99,8 @@ async def decide(
     noise = reading_noise(checked.trials)
     given_noise = getattr(near_optimal, "given_noise", None)
     if noise is not None and given_noise is not None:
-        near = dict(given_noise(noise))
+        # A refit of the search's model: in a thread, so that a daemon's loop keeps answering meanwhile.
+        near = dict(await asyncio.to_thread(given_noise, noise))
     verdict: Literal["change", "keep"] = "change" if look.verdict == "change" else "keep"
     reason = look.reason
     knob = _today_inside(current, candidate, near)

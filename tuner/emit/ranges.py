@@ -24,7 +24,8 @@ def notes(rec: Recommendation) -> list[str]:
     out = []
     if rec.near_optimal is not None and rec.plateau:
         lo, hi = rec.near_optimal
-        today = isinstance(rec.current, int) and lo <= rec.current <= hi and rec.decision == "keep"
+        today = (isinstance(rec.current, int) and lo <= rec.current <= hi and rec.decision == "keep"
+                 and "today's value" not in rec.reason)  # said once: the decision's reason may say it already
         pick = f"; today's value {rec.current} lies on it: keep it" if today else ""
         top = ""
         if rec.searched is not None and hi >= rec.searched[1]:

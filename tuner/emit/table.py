@@ -42,9 +42,11 @@ def to_table(report: Report, *, width: int = 120) -> str:
         if not recs:
             continue
         table = Table(show_lines=False, title=title, title_justify="left")
-        table.add_column("knob", no_wrap=True)
+        # The knob (a device's path after it) and the range ("plateau 1..10000") may wrap; the other cells never
+        # do, and a narrow terminal folds those two before it cuts a header short ("decisi…").
+        table.add_column("knob")
         for col in ("current", "recommended", "near-optimal", "improvement", "95% CI", "pairs", "decision"):
-            table.add_column(col, no_wrap=True)
+            table.add_column(col, no_wrap=col != "near-optimal")
         for r in recs:
             e = r.effect
             table.add_row(*map(_text, (

@@ -37,7 +37,6 @@ class NearRange:
     # A plateau: the measured values level with the best (``_report``) lie at least this far apart on the knob's
     # log2(1 + value) scale — two octaves, a factor of about four (16 and 64, 256 and 1000).
     plateau_octaves = 2.0
-    variant = "A"
 
     def _report(self, found: Recommendation) -> Recommendation:
         """The answer and its near-optimal ranges, as ``recommendation`` reports them.
@@ -73,12 +72,9 @@ class NearRange:
         means = self._observed_means()
         read_limit = means.get(key_of(best, self.dimensions), mu_best) + math.log1p(self.tolerance) / 2
         level = [c for c, m in zip(probed, mu, strict=True)
-                 if m <= limit and (self.variant == "C" or means[key_of(c, self.dimensions)] <= read_limit) and inside(c)]
-        flatset = level
-        if self.variant in ("B", "C"):
-            flatset = [c for c, m in zip(probed, mu, strict=True) if m <= mu_best + math.log(self.min_effect) and inside(c)]
-        plateau = {d.name: len({c[d.name] for c in flatset}) > 1
-                   and max(d.to_z(c[d.name]) for c in flatset) - min(d.to_z(c[d.name]) for c in flatset)
+                 if m <= limit and means[key_of(c, self.dimensions)] <= read_limit and inside(c)]
+        plateau = {d.name: len({c[d.name] for c in level}) > 1
+                   and max(d.to_z(c[d.name]) for c in level) - min(d.to_z(c[d.name]) for c in level)
                    >= self.plateau_octaves for d in self.dimensions}
         chosen = found.config
         flat = [d for d in self.dimensions if plateau[d.name]]
