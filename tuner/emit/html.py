@@ -610,7 +610,11 @@ def _same_place(r: Recommendation, g: Search, roles: dict[str, str]) -> bool:
 
 
 def unit_of(family: str | None) -> str:
-    return "ms per transaction" if family == "wal" else "ms (the workload's execution time)"
+    if family == "wal":
+        return "ms per transaction"
+    if family == "replay":
+        return "ms (the standby's time to replay the WAL stream)"
+    return "ms (the workload's execution time)"
 
 
 def _trial_title(t: Trial, knobs: Sequence[str], unit: str) -> str:
