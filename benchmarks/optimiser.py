@@ -243,9 +243,10 @@ def tuner_optimiser(surface: Surface, seed: int) -> BayesianOptimiser:
 
 
 def run_tuner(surface: Surface, noise: NoiseStream, seed: int,
-              probed: list[dict[str, int]] | None = None) -> tuple[dict[str, int], int, list[float]]:
+              probed: list[dict[str, int]] | None = None,
+              near: dict[str, tuple[int, int]] | None = None) -> tuple[dict[str, int], int, list[float]]:
     """Tuner's answer, probe count and anytime regret on one seed; ``probed`` (if given) gets the
-    configurations it probed, in order."""
+    configurations it probed, in order, and ``near`` (if given) the answer's near-optimal range per knob."""
     opt = tuner_optimiser(surface, seed)
     factor = noise.measure()
     anytime: list[float] = []
@@ -265,6 +266,13 @@ def run_tuner(surface: Surface, noise: NoiseStream, seed: int,
     assert result.recommendation is not None
     if probed is not None:
         probed.extend(dict(c) for c in opt.history.configs)
+    if near is not None:
+        near.update({k: (int(v[0]), int(v[1])) for k, v in result.recommendation.near_optimal.items()})
+        # What the range becomes once a confirmation has measured the reading noise (``NearOptimal.given_noise``):
+        # here the noise's own standard deviation of log(time), what a long confirmation would measure.
+        confirmed = getattr(result.recommendation.near_optimal, "given_noise", None)
+        if confirmed is not None and noise.cv:
+            near.update({f"{k} confirmed": (int(v[0]), int(v[1])) for k, v in confirmed(noise.sigma).items()})
     return result.recommendation.config, opt.probes, anytime
 
 
@@ -307,8 +315,15 @@ def one_seed(args: tuple[str, int, float, str, str, str]) -> dict[str, dict[str,
         surface.use_policy_range()
     noise = NoiseStream(cv, seed, per=per)
     out: dict[str, dict[str, object]] = {}
-    cfg, n, any_t = run_tuner(surface, noise, seed)
-    out["tuner"] = {"answer": cfg, "probes": n, "anytime": any_t}
+    near: dict[str, tuple[int, int]] = {}
+    cfg, n, any_t = run_tuner(surface, noise, seed, near=near)
+    searched = {k: v for k, v in near.items() if not k.endswith(" confirmed")}
+    confirmed = {k.removesuffix(" confirmed"): v for k, v in near.items() if k.endswith(" confirmed")}
+    out["tuner"] = {"answer": cfg, "probes": n, "anytime": any_t, "near_optimal": searched,
+                    **range_figures(surface, cfg, searched)}
+    if confirmed:
+        out["tuner"]["near_optimal_confirmed"] = confirmed
+        out["tuner"].update({f"confirmed_{k}": v for k, v in range_figures(surface, cfg, confirmed).items()})
     cfg, n_s, any_s = run_sweep(surface, noise)
     out["sweep"] = {"answer": cfg, "probes": n_s, "anytime": any_s}
     cfg, any_r = run_random(surface, noise, seed, n)
@@ -321,6 +336,25 @@ def one_seed(args: tuple[str, int, float, str, str, str]) -> dict[str, dict[str,
     for m in out.values():
         m["regret"] = surface.regret(m["answer"])  # type: ignore[arg-type]
     return out
+
+
+def range_figures(surface: Surface, answer: dict[str, int], near: dict[str, tuple[int, int]]) -> dict[str, object]:
+    """What one near-optimal range says about the truth (issue #39): whether it holds a true optimum (a grid point
+    with the surface's best value, every knob inside its knob's range), its width per knob as a share of the
+    searched range on the search's scale (log2(1 + value)), and the worst true regret of a grid level inside it
+    (per knob, the other knobs at the answer — the cross the per-knob ranges describe)."""
+    _, best = surface.optimum
+    optima = [k for k, v in surface.values.items() if v == best]
+    covered = any(all(near[kn][0] <= o[i] <= near[kn][1] for i, kn in enumerate(surface.knobs)) for o in optima)
+    widths, worst = [], 0.0
+    for d, lv in zip(surface.dims(), surface.levels):
+        lo, hi = near[d.name]
+        widths.append((d.to_z(hi) - d.to_z(lo)) / (d.z_high - d.z_low))
+        for v in lv:
+            if lo <= v <= hi:
+                worst = max(worst, surface.regret({**answer, d.name: v}))
+    return {"range_covers_optimum": covered, "range_width": round(sum(widths) / len(widths), 4),
+            "range_worst_regret": round(worst, 4)}
 
 
 def _wilson(successes: int, n: int, z: float) -> tuple[float, float]:
@@ -390,6 +424,17 @@ def summarise(surface: Surface, runs: list[dict[str, dict[str, object]]]) -> dic
             "regret_mean": round(statistics.mean(regrets), 4),
             "anytime_regret_median": curve,
         }
+    for key, prefix in (("near_optimal", ""), ("near_optimal_confirmed", "confirmed_")):
+        if f"{prefix}range_covers_optimum" not in runs[0]["tuner"]:
+            continue
+        covered = sum(bool(r["tuner"][f"{prefix}range_covers_optimum"]) for r in runs)
+        widths = [float(r["tuner"][f"{prefix}range_width"]) for r in runs]  # type: ignore[arg-type]
+        methods["tuner"][key] = {  # type: ignore[index]
+            "covers_optimum": covered, "seeds": len(runs), "coverage": round(covered / len(runs), 3),
+            "width_mean": round(statistics.mean(widths), 4), "width_median": round(statistics.median(widths), 4),
+            "worst_regret_median": round(statistics.median(
+                float(r["tuner"][f"{prefix}range_worst_regret"]) for r in runs), 4),  # type: ignore[arg-type]
+        }
     out = {"name": surface.name, "dims": len(surface.knobs), "optimum": {**opt_cfg, "value": opt_val},
            "direction": surface.direction, "methods": methods, "success_vs_sweep": success_vs_sweep(runs)}
     if "sweep_range" in runs[0]:
@@ -432,6 +477,15 @@ def verdict(result: dict[str, object]) -> dict[str, object]:
     # For reference (``--range policy``): the same per-surface count against a sweep of the range tuner searches.
     if all("success_vs_sweep_range" in s for s in surfaces):  # type: ignore[operator, union-attr]
         out["success_vs_sweep_range_by_interval"] = _by_interval(surfaces, "success_vs_sweep_range")  # type: ignore[arg-type]
+    # The near-optimal range (issue #39): how often it holds the true optimum, over every seed of every surface
+    # (target >= 0.90), next to its mean width (share of the searched range, log2(1 + value) scale).
+    # "confirmed": the same once the reading noise is known, as after a confirmation (``NearOptimal.given_noise``).
+    for key in ("near_optimal", "near_optimal_confirmed"):
+        ranges = [s["methods"]["tuner"].get(key) for s in surfaces]  # type: ignore[index]
+        if all(ranges):
+            seeds = sum(r["seeds"] for r in ranges)  # type: ignore[index]
+            out[f"{key}_coverage"] = round(sum(r["covers_optimum"] for r in ranges) / seeds, 3)  # type: ignore[index]
+            out[f"{key}_width_mean"] = round(sum(r["width_mean"] * r["seeds"] for r in ranges) / seeds, 4)  # type: ignore[index]
     for m in ("random", "optuna_tpe", "sweep"):
         out[f"regret_sum_tuner_vs_{m}"] = [
             round(sum(s["methods"]["tuner"]["regret_median"] for s in surfaces), 4),  # type: ignore[index]
@@ -463,6 +517,19 @@ def markdown(result: dict[str, object]) -> str:
             lines.append(f"| {s['name']} | {s['dims']} | {m} | {v['probes_median']} | {v['probes_mean']} | "
                          f"{v['success_rate']:.2f} | {v['regret_median']:.3f} |")
     surfaces = result["surfaces"]  # type: ignore[assignment]
+    if all("near_optimal" in s["methods"]["tuner"] for s in surfaces):  # type: ignore[index]
+        lines += ["", "Tuner's near-optimal range: how often it holds the true optimum (target 0.90), its width "
+                  "(share of the searched range on the log2(1 + value) scale) and the worst true regret of a grid "
+                  "level inside it; as the search reports it, and once the reading noise is known (as after a "
+                  "confirmation):", "",
+                  "| surface | coverage | width (mean) | width (median) | worst regret inside (median) | "
+                  "confirmed: coverage | width (mean) |", "|---|---|---|---|---|---|---|"]
+        for s in surfaces:  # type: ignore[union-attr]
+            r = s["methods"]["tuner"]["near_optimal"]
+            c = s["methods"]["tuner"].get("near_optimal_confirmed")
+            tail = f"{c['covers_optimum']}/{c['seeds']} ({c['coverage']:.2f}) | {c['width_mean']:.2f}" if c else "– | –"
+            lines.append(f"| {s['name']} | {r['covers_optimum']}/{r['seeds']} ({r['coverage']:.2f}) | "
+                         f"{r['width_mean']:.2f} | {r['width_median']:.2f} | {r['worst_regret_median']:.3f} | {tail} |")
     lines += _gap_table(surfaces, "success_vs_sweep", "Tuner's success rate minus the sweep's, paired by seed "
                         "(Newcombe's interval for paired rates):", "sweep", "the sweep")
     if all("success_vs_sweep_range" in s for s in surfaces):  # type: ignore[union-attr]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION = 1
 
@@ -95,7 +95,20 @@ class Recommendation(_Frozen):
         default="default",
         description="where today's value comes from: pg_settings.source (default, configuration file, ...); "
         "'server' for a tablespace that uses the server's value; 'kernel' for a device")
-    near_optimal: tuple[int, int] | None
+    near_optimal: tuple[int, int] | None = Field(
+        description="the smallest and largest value the measurements cannot tell apart from the best by more "
+        "than the policy's minimum effect, at 95 %: measured values by their own readings, values between them by "
+        "the model; widened to the noise the confirmation measured, and cut short of today's value after a change")
+    plateau: bool = Field(
+        default=False, description="measured values at least a factor of four apart lie level with the best "
+        "across near_optimal; the recommendation is then the smallest such value that was measured")
+    searched: tuple[int, int] | None = Field(default=None, description="the range the search covered: the "
+                                             "policy's, within the knob's own limits on this server")
+    at_edge: Literal["lower", "upper"] | None = Field(
+        default=None, description="the recommended value is the lowest or highest value searched: the optimum "
+        "may lie beyond it")
+    edge_is_limit: bool = Field(default=False, description="at_edge's bound is the knob's own limit on this "
+                                "server, so no policy can widen the search there")
     decision: Literal["change", "keep"]
     reason: str
     effect: EffectOut | None
@@ -111,6 +124,30 @@ class Recommendation(_Frozen):
         default_factory=list, description="other knobs confirmed in the same paired trials: apply them together"
     )
     device: DeviceRef | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _range_facts(cls, data: Any) -> Any:
+        """A near-optimal range given as the optimiser's ``KnobRange`` brings its facts along (``searched``, the
+        knob's limits, ``plateau``); where the searched range is known, ``at_edge`` follows from the
+        recommended value. Fields given explicitly win."""
+        if not isinstance(data, dict):
+            return data
+        near = data.get("near_optimal")
+        out = dict(data)
+        limits = (False, False)
+        if near is not None and hasattr(near, "searched"):
+            out["near_optimal"] = (int(near[0]), int(near[1]))
+            out.setdefault("searched", near.searched)
+            out.setdefault("plateau", bool(near.plateau))
+            limits = near.limits
+        searched, value = out.get("searched"), out.get("recommended")
+        if searched is not None and isinstance(value, int) and "at_edge" not in data:
+            edge = "upper" if value >= searched[1] else "lower" if value <= searched[0] else None
+            out["at_edge"] = edge
+            if edge is not None and "edge_is_limit" not in data:
+                out["edge_is_limit"] = bool(limits[1] if edge == "upper" else limits[0])
+        return out
 
 
 class FamilyOutcome(_Frozen):

@@ -135,7 +135,9 @@ class Decision(Section):
     min_effect: float = Field(default=1.05, ge=1.0, le=100, description="the CI's lower end must clear this improvement")
     alpha: float = Field(default=0.05, gt=0, lt=0.5, description="error rate of the whole sequential confirmation")
     near_optimal_tolerance: float = Field(
-        default=0.05, ge=0, lt=1, description="values predicted within this share of the best are near-optimal"
+        default=0.05, ge=0, lt=1, description="the search's tolerance: it stops when no value is expected to beat "
+        "the best by a quarter of it, and rounds its answer within half of it; the near-optimal range is the values "
+        "the measurements cannot tell apart from the best by more than min_effect"
     )
 
 

@@ -62,6 +62,21 @@ def test_recommend_on_a_pg15_sandbox_end_to_end(base_dir: Path, tmp_path: Path) 
     probe_lines = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{") and '"probe"' in line]
     assert len(probe_lines) == len(doc["trials"])
     assert (out_dir / "recommendation.sql").read_text().startswith("-- tuner recommendation")
+    # The near-optimal range (issue #39): inside the range searched and around a changed answer; an answer at
+    # the edge of what was searched is marked in the table and said in a sentence, and only then.
+    text = (out_dir / "report.txt").read_text()
+    for r in (rec, ra):
+        low, high = r["searched"]
+        assert r["at_edge"] == ("upper" if r["recommended"] == high else "lower" if r["recommended"] == low else None)
+        if r["decision"] == "change":
+            assert r["near_optimal"] is not None
+            assert low <= r["near_optimal"][0] <= r["recommended"] <= r["near_optimal"][1] <= high
+            if not r["together_with"]:  # one knob moved: the pairs told today's value apart from the answer
+                assert not r["near_optimal"][0] <= r["current"] <= r["near_optimal"][1]
+        if r["at_edge"]:
+            assert f"at the edge: {r['recommended']} is the" in text and f"{r['recommended']} (edge)" in text
+    assert ("at the edge" in text) == any(r["at_edge"] for r in doc["recommendations"])
+    assert ("plateau from" in text) == any(r["plateau"] for r in doc["recommendations"])
     assert not list(base_dir.iterdir()) and not processes_under(base_dir)
 
 

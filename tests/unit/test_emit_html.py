@@ -417,3 +417,19 @@ def test_ratio_ticks_keep_one_and_do_not_crowd() -> None:
     pos = sorted(p for p, _ in y.ticks())
     assert "1×" in [t for _, t in y.ticks()]
     assert all(b - a >= 16 for a, b in zip(pos, pos[1:]))
+
+
+def test_a_plateau_and_an_edge_are_said_in_the_recommendations() -> None:
+    from tuner.optimiser.space import KnobRange
+
+    search = [_trial({"effective_io_concurrency": v}, t) for v, t in [(0, 120.0), (16, 98.0), (256, 99.0), (1000, 97.0)]]
+    rec = Recommendation(knob="effective_io_concurrency", scope="system", object=None, current=1, recommended=1000,
+                         near_optimal=KnobRange(16, 1000, searched=(0, 1000), limits=(True, True), plateau=True),
+                         decision="keep", requires="reload", effect=_effect(1.007, 0.99, 1.02), reason="r")
+    page = h.to_html(_report([rec], search))
+    checked(page)
+    part = section(page, "recommendations")
+    assert "<td>1000 (edge)</td><td>plateau 16..1000</td>" in part
+    assert "plateau from 16 to 1000, up to the top of the searched range 0..1000" in part
+    assert "at the edge: 1000 is the highest value searched (0..1000), its maximum on this server" in part
+    assert "a plateau." in page  # the search figure's caption

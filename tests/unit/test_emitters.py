@@ -199,3 +199,66 @@ def test_a_tablespace_with_a_value_of_its_own_rolls_back_to_it() -> None:
                          recommended=64, source="tablespace", near_optimal=None, decision="change", reason="r",
                          effect=None, requires="reload", run_on="primary")
     assert sql.rollback_sql(rec) == "ALTER TABLESPACE fast SET (effective_io_concurrency = 8);"
+
+
+def plateau_report() -> Report:
+    """The README's first command on a plateau: effective_io_concurrency level with the best from 8 to 1000 (the
+    knob's own maximum), and a readahead window whose best is the top of a policy's range (8192)."""
+    from tuner.optimiser.space import KnobRange
+
+    base = report("change")
+    eic = base.recommendations[0].model_dump() | {
+        "recommended": 16, "near_optimal": KnobRange(8, 1000, searched=(0, 1000), limits=(True, True), plateau=True)}
+    for k in ("plateau", "searched", "at_edge", "edge_is_limit"):
+        eic.pop(k)
+    ra = Recommendation(
+        knob="read_ahead_kb", scope="device", object="/dev/loop3", current=128, recommended=8192, source="kernel",
+        near_optimal=KnobRange(4096, 8192, searched=(0, 8192), limits=(True, False)), decision="change",
+        reason="the whole CI lies above the minimum effect 1.05x", effect=base.recommendations[0].effect,
+        requires="reopen", run_on="host",
+        device=DeviceRef(node="/dev/loop3", name="loop3", sysfs_path="/sys/block/loop3/queue/read_ahead_kb",
+                         match={"KERNEL": "loop3"}))
+    return base.model_copy(update={"recommendations": [ra, Recommendation(**eic)]})
+
+
+def test_table_shows_a_plateau_as_a_plateau_and_an_edge_as_an_edge() -> None:
+    text = to_table(plateau_report())
+    _golden("report-plateau.txt", text)
+    flat = " ".join(text.split())
+    assert "plateau 8..1000" in flat and "8192 (edge)" in flat
+    assert ("plateau from 8 to 1000, up to the top of the searched range 0..1000: the measurements cannot tell these "
+            "values apart from the best (within the minimum effect, at 95 %)") in flat
+    assert ("at the edge: 8192 is the highest value searched (0..8192, the policy's range): the optimum may lie "
+            "beyond it; widen [search.read_ahead_kb] max to look further") in flat
+    assert "16 (edge)" not in flat  # the recommended 16 is no edge, though its plateau reaches one
+
+
+def test_an_edge_that_is_the_knobs_own_limit_says_so_and_offers_no_widening() -> None:
+    rec = plateau_report().recommendations[1].model_copy(update={"recommended": 1000, "at_edge": "upper",
+                                                                  "edge_is_limit": True})
+    from tuner.emit import ranges
+
+    assert ranges.notes(rec)[-1] == "at the edge: 1000 is the highest value searched (0..1000), its maximum on this server"
+    assert ranges.notes(rec.model_copy(update={"plateau": False, "at_edge": None})) == []
+
+
+def test_a_kept_value_on_a_plateau_is_named_as_kept() -> None:
+    from tuner.emit import ranges
+
+    rec = plateau_report().recommendations[1].model_copy(update={"current": 64, "decision": "keep"})
+    assert ranges.notes(rec)[0].endswith("; today's value 64 lies on it: keep it")
+    # Said once: where the decision's reason names today's value in the range already, the note does not repeat it.
+    said = rec.model_copy(update={"reason": "the interval reaches below 1.05x; today's value 64 lies inside the "
+                                            "plateau from 8 to 1000"})
+    assert ranges.notes(said)[0].endswith("(within the minimum effect, at 95 %)")
+
+
+def test_sql_and_json_carry_the_plateau_and_the_edge() -> None:
+    r = plateau_report()
+    text = sql.render(r)
+    assert "-- plateau from 8 to 1000" in text and "-- at the edge: 8192 is the highest value searched" in text
+    doc = json.loads(to_json(r))
+    ra, eic = doc["recommendations"]
+    assert (ra["at_edge"], ra["searched"], ra["edge_is_limit"], ra["plateau"]) == ("upper", [0, 8192], False, False)
+    assert (eic["at_edge"], eic["searched"], eic["plateau"], eic["near_optimal"]) == (None, [0, 1000], True, [8, 1000])
+    assert parse(to_json(r)).recommendations == r.recommendations

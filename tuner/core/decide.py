@@ -5,12 +5,15 @@ a decision reads the same whichever knob it is about.
 
 from __future__ import annotations
 
+import asyncio
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tuner.core.session import NullProgress, Probe, Progress, confirm, effect_out
 from tuner.core.stats import Look, SequentialTest
 from tuner.model import EffectOut, Recommendation, Trial
+from tuner.optimiser.space import pooled_sd
 from tuner.policy import Policy
 
 Config = dict[str, Any]
@@ -45,6 +48,22 @@ class Decision:
         return self.look is not None
 
 
+def _range_text(near: tuple[int, int]) -> str:
+    plateau = getattr(near, "plateau", False)
+    return f"the plateau from {near[0]} to {near[1]}" if plateau else f"the near-optimal range {near[0]}..{near[1]}"
+
+
+def _today_inside(current: Config, candidate: Config, near: dict[str, tuple[int, int]]) -> str | None:
+    """The one knob that differs between ``current`` and ``candidate`` where today's value lies inside its
+    near-optimal range, else None (several knobs differ: the per-knob ranges cross at the candidate, and say
+    nothing about today's combination)."""
+    moved = [k for k in candidate if candidate[k] != current.get(k)]
+    if len(moved) != 1 or moved[0] not in near or not isinstance(current.get(moved[0]), int):
+        return None
+    knob = moved[0]
+    return knob if near[knob][0] <= current[knob] <= near[knob][1] else None
+
+
 async def decide(
     current: Config,
     candidate: Config,
@@ -58,19 +77,65 @@ async def decide(
     """Confirm ``candidate`` against ``current`` in ABBA-ordered pairs (unless they are the same) and decide.
 
     A change needs the whole interval past the policy's minimum effect; a confirmation that cannot finish
-    (its probes keep failing) keeps today's value and says why.
+    (its probes keep failing) keeps today's value and says why. The near-optimal range is the search's (the
+    values its measurements cannot tell apart from the best): a "keep" whose today's value lies inside it says
+    so; a "change" tells today's value apart, so where the range held it, it is cut short of it.
     """
     near = dict(near_optimal or {})
     if candidate == current:
-        return Decision(current, candidate, "keep", NOTHING_TO_CONFIRM, near_optimal=near)
+        ranges = [f"{k} {_range_text(near[k])}" for k in candidate if k in near]
+        reason = NOTHING_TO_CONFIRM + (f" (the search's measurements cannot tell it from the best: "
+                                       f"{', '.join(ranges)})" if ranges else "")
+        return Decision(current, candidate, "keep", reason, near_optimal=near)
     test = confirmation_test(policy)
     checked = await confirm(current, candidate, probe, test, progress=progress or NullProgress())
     if checked.look is None:
         return Decision(current, candidate, "keep", f"confirmation could not finish: {checked.failure}",
                         trials=checked.trials, near_optimal=near)
     look = checked.look
-    return Decision(current, candidate, "change" if look.verdict == "change" else "keep", look.reason,
-                    effect_out(look, test, metric=metric), look, checked.trials, near)
+    # The confirmation read both arms again and again: how much one reading varies — within each arm, drift
+    # between blocks included — is measured now, and the search's ranges widen to it where its model assumed
+    # less (``NearOptimal.given_noise``; a plain mapping, as a pin's, stays as it is).
+    noise = reading_noise(checked.trials)
+    given_noise = getattr(near_optimal, "given_noise", None)
+    if noise is not None and given_noise is not None:
+        # A refit of the search's model: in a thread, so that a daemon's loop keeps answering meanwhile.
+        near = dict(await asyncio.to_thread(given_noise, noise))
+    verdict: Literal["change", "keep"] = "change" if look.verdict == "change" else "keep"
+    reason = look.reason
+    knob = _today_inside(current, candidate, near)
+    if knob is not None and verdict == "keep":
+        reason += f"; today's value {current[knob]} lies inside {_range_text(near[knob])}"
+    elif knob is not None:
+        cut = _cut(near[knob], current[knob], candidate[knob])
+        if cut is None:
+            near.pop(knob)
+        else:
+            near[knob] = cut
+    return Decision(current, candidate, verdict, reason, effect_out(look, test, metric=metric), look,
+                    checked.trials, near)
+
+
+def reading_noise(trials: list[Trial]) -> float | None:
+    """The standard deviation of log(time) of one reading, pooled within the arms of a confirmation's trials
+    (None with fewer than two degrees of freedom)."""
+    arms: dict[str, list[float]] = {}
+    for t in trials:
+        if t.status == "ok" and t.value is not None and t.value > 0 and t.arm is not None:
+            arms.setdefault(t.arm, []).append(math.log(t.value))
+    if sum(len(v) - 1 for v in arms.values() if v) < 2:
+        return None
+    return pooled_sd(list(arms.values()))
+
+
+def _cut(near: tuple[int, int], today: int, keep: int) -> tuple[int, int] | None:
+    """``near`` cut short of ``today`` on ``keep``'s side (``KnobRange.without``; a plain pair by steps of 1)."""
+    without = getattr(near, "without", None)
+    if without is not None:
+        out: tuple[int, int] | None = without(today, keep=keep)
+        return out
+    low, high = (today + 1, near[1]) if keep > today else (near[0], today - 1)
+    return (low, high) if low <= high else None
 
 
 def recommendation(

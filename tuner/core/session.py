@@ -94,6 +94,8 @@ def build_optimiser(
         prior=prior,
         previous=warm[1] if len(warm) > 1 else None,
         fallback=design if warm else (),
+        min_effect=policy.decision.min_effect,
+        alpha=policy.decision.alpha,
     )
 
 

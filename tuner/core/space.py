@@ -49,18 +49,17 @@ def dimension(knob: str, policy: Policy, facts: TargetFacts, *, quantum: int = 1
     ks = spec(knob, facts)
     if ks is None:
         return f"PostgreSQL {facts.server_version} has no {knob}"
-    low, high = wanted.min, wanted.max
-    if ks.min is not None:
-        low = max(low, ks.min)
-    if ks.max is not None:
-        high = min(high, ks.max)
+    # The knob's own limits on this server: the catalogue's for its version, and the server's min_val/max_val.
+    own_low, own_high = ks.min, ks.max
     setting = facts.settings.get(knob)
     if setting is not None and setting.vartype == "integer":
         if setting.min_val is not None:
-            low = max(low, int(setting.min_val))
+            own_low = int(setting.min_val) if own_low is None else max(own_low, int(setting.min_val))
         if setting.max_val is not None:
-            high = min(high, int(setting.max_val))
+            own_high = int(setting.max_val) if own_high is None else min(own_high, int(setting.max_val))
+    low = wanted.min if own_low is None else max(wanted.min, own_low)
+    high = wanted.max if own_high is None else min(wanted.max, own_high)
     if high <= low:
         hint = " (a build without prefetch support)" if high == 0 and ks.family == "concurrency" else ""
         return f"this server allows {knob} only in {low}..{high}{hint}: nothing to search"
-    return Dimension(knob, low, high, wanted.scale, quantum=quantum)
+    return Dimension(knob, low, high, wanted.scale, quantum=quantum, limits=(low == own_low, high == own_high))

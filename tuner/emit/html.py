@@ -48,7 +48,7 @@ from typing import Any, ClassVar
 
 from tuner import __version__
 from tuner.emit import host as host_emit
-from tuner.emit import quote, sql
+from tuner.emit import quote, ranges, sql
 from tuner.model import DeviceOut, Recommendation, Report, Trial
 
 DEFAULT_MIN_EFFECT = 1.05
@@ -610,7 +610,11 @@ def _same_place(r: Recommendation, g: Search, roles: dict[str, str]) -> bool:
 
 
 def unit_of(family: str | None) -> str:
-    return "ms per transaction" if family == "wal" else "ms (the workload's execution time)"
+    if family == "wal":
+        return "ms per transaction"
+    if family == "replay":
+        return "ms (the standby's time to replay the WAL stream)"
+    return "ms (the workload's execution time)"
 
 
 def _trial_title(t: Trial, knobs: Sequence[str], unit: str) -> str:
@@ -1266,14 +1270,16 @@ def recommendations_html(report: Report) -> str:
     for r in report.recommendations:
         e = r.effect
         rows.append(
-            f"<tr><td><code>{esc(knob_label(r))}</code></td><td>{esc(r.current)}</td><td>{esc(r.recommended)}</td>"
-            f"<td>{f'{esc(r.near_optimal[0])}..{esc(r.near_optimal[1])}' if r.near_optimal else '–'}</td>"
+            f"<tr><td><code>{esc(knob_label(r))}</code></td><td>{esc(r.current)}</td>"
+            f"<td>{esc(ranges.recommended_cell(r))}</td>"
+            f"<td>{esc(ranges.cell(r)) if r.near_optimal else '–'}</td>"
             f"<td class=num>{ratio(e.improvement) if e else '–'}</td>"
             f"<td class=nowrap>{f'[{e.ci95[0]:.2f}, {e.ci95[1]:.2f}]' if e else '–'}</td>"
             f"<td class=num>{e.n_pairs if e else '–'}</td><td>{_tag(r.decision)}</td><td>{esc(r.requires)}</td></tr>")
     out = [f"<div class=scroll><table>{head}{''.join(rows)}</table></div><ul>"]
     for r in report.recommendations:
         out.append(f"<li><code>{esc(knob_label(r))}</code>: <span class=reason>{esc(r.reason)}</span>")
+        out.extend(f"<br><span class=reason>{esc(note)}</span>" for note in ranges.notes(r))
         if r.decision == "change":
             host, apply = host_emit.commands(r), sql.apply_sql(r)
             if host is not None:
@@ -1410,7 +1416,9 @@ def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
             for k in knobs:
                 rec = g.rec(k)
                 near = (f" The shaded band is the near-optimal range {esc(rec.near_optimal[0])}..{esc(rec.near_optimal[1])}"
-                        " (values the model predicted within the policy's tolerance of the best)." if rec and rec.near_optimal else "")
+                        " (values the search's measurements cannot tell apart from the best: the model's 95 % interval"
+                        " for their time reaches within the minimum effect of the best's)"
+                        f"{', a plateau' if rec.plateau else ''}." if rec and rec.near_optimal else "")
                 others = f" Other knobs of this search vary too ({esc(', '.join(x for x in knobs if x != k))})." if len(knobs) > 2 else ""
                 body.append(fig(head, search_1d(g, k, next_no()),
                     f"Every probe's measured time in {esc(unit)}, lower is better: {len(g.trials)} search probes"

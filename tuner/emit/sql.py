@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tuner.emit import host as host_emit
-from tuner.emit import quote
+from tuner.emit import quote, ranges
 from tuner.model import Recommendation, Report
 
 
@@ -86,6 +86,7 @@ def _evidence(rec: Recommendation) -> list[str]:
         )
     if rec.near_optimal is not None:
         lines.append(f"near-optimal range: {rec.near_optimal[0]} .. {rec.near_optimal[1]}")
+    lines += ranges.notes(rec)
     if rec.together_with:
         lines.append(f"confirmed together with {', '.join(rec.together_with)}: apply both")
     lines.append(f"reason: {rec.reason}")

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tuner.emit import host as host_emit
-from tuner.emit import quote, sql
+from tuner.emit import quote, ranges, sql
 from tuner.model import Report
 
 
@@ -42,16 +42,18 @@ def to_table(report: Report, *, width: int = 120) -> str:
         if not recs:
             continue
         table = Table(show_lines=False, title=title, title_justify="left")
-        table.add_column("knob", no_wrap=True)
+        # The knob (a device's path after it) and the range ("plateau 1..10000") may wrap; the other cells never
+        # do, and a narrow terminal folds those two before it cuts a header short ("decisi…").
+        table.add_column("knob")
         for col in ("current", "recommended", "near-optimal", "improvement", "95% CI", "pairs", "decision"):
-            table.add_column(col, no_wrap=True)
+            table.add_column(col, no_wrap=col != "near-optimal")
         for r in recs:
             e = r.effect
             table.add_row(*map(_text, (
                 f"{r.knob} ({r.object})" if r.object else r.knob,
                 str(r.current),
-                str(r.recommended),
-                f"{r.near_optimal[0]}..{r.near_optimal[1]}" if r.near_optimal else "-",
+                ranges.recommended_cell(r),
+                ranges.cell(r),
                 f"{e.improvement:.2f}x" if e else "-",
                 f"[{e.ci95[0]:.2f}, {e.ci95[1]:.2f}]" if e else "-",
                 str(e.n_pairs) if e else "-",
@@ -60,6 +62,8 @@ def to_table(report: Report, *, width: int = 120) -> str:
         console.print(table)
     for r in report.recommendations:
         say(f"{r.knob}{f' ({r.object})' if r.object else ''}: {r.reason}")
+        for note in ranges.notes(r):
+            say(f"  {note}")
         reload = " SELECT pg_reload_conf();" if r.scope == "system" else ""
         where = "  (on the primary)" if r.run_on == "primary" else ""
         host, apply = host_emit.commands(r), sql.apply_sql(r)

@@ -19,11 +19,23 @@ The model works on log(time) (multiplicative noise becomes additive), over each 
 (``log2p1``: log2(1 + value), so 0 is reachable and 1, 3, 7, 15 … are evenly spaced). The recommendation
 comes from the model's posterior mean, not from the luckiest observation (winner's curse).
 
+The near-optimal range (``Recommendation.near_optimal``, per knob a ``space.KnobRange``, all of them a
+``space.NearOptimal``) is the values the measurements cannot tell apart from the best by more than the policy's
+minimum effect, at its ``1 − alpha``: a value measured in this session is left out only where its readings'
+mean exceeds the best's by more than log(``min_effect``) plus that interval (the model's noise per reading); a
+value between measured ones, only where the model's interval for the difference — posterior mean and spread,
+their covariance counted — lies wholly above it. It is the unbroken run around the best (per knob, the other
+knobs at the best), never past the values measured. ``NearOptimal.given_noise`` widens it once repeated readings
+(the confirmation's) show more noise than the model assumed. Where measured values at least two octaves apart
+are level with the best (the model and their readings within half the tolerance), the range is a plateau and
+the answer its smallest such value. The search — what it probes, when it stops — follows its own answer and
+tolerance box, untouched by this (``BaseOptimiser._answer``).
+
 Modules: ``space`` (knobs, configurations, the answer, the history), ``design`` (where a search starts),
 ``base`` (shared bookkeeping, random search), ``prior`` (earlier sessions' observations: kept, compressed,
 calibrated), ``gp`` (the Bayesian optimiser; the only module that imports scikit-optimize), ``posterior`` (the
 fitted GP it mixes in: fit and predictions, at a bounded cost per probe), ``rules`` (the gap rules it mixes in,
-each with its constant and its reason).
+each with its constant and its reason), ``near`` (what the answer reports: its near-optimal ranges, the plateau).
 """
 
 from tuner.optimiser.base import BaseOptimiser, RandomOptimiser

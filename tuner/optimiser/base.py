@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from tuner.optimiser.prior import Prior
-from tuner.optimiser.space import Config, Dimension, History, Recommendation, key_of
+from tuner.optimiser.space import Config, Dimension, History, KnobRange, NearOptimal, Recommendation, key_of
 
 
 class BaseOptimiser:
@@ -30,6 +30,8 @@ class BaseOptimiser:
         prior: Sequence[tuple[Mapping[str, int], float]] = (),
         previous: Mapping[str, int] | None = None,
         fallback: Sequence[Mapping[str, int]] = (),
+        min_effect: float = 1.05,
+        alpha: float = 0.05,
     ) -> None:
         """``prior``: observations (configuration, time in ms) of earlier sessions on the same target, oldest
         first, as the caller chose them (``tuner.optimiser.prior``); ``previous``: the configuration the last
@@ -37,7 +39,10 @@ class BaseOptimiser:
         values and the previous answer), and ``fallback`` the design to run where the prior cannot be used
         (the policy's starts): from the outset where no prior observation fits these dimensions, else after
         the warm design where none of its configurations was measured in both (without a fallback the search
-        goes on from the warm design alone)."""
+        goes on from the warm design alone).
+
+        ``min_effect`` and ``alpha``: the policy's minimum effect and error rate, which bound the near-optimal
+        range (``recommendation``); they do not change what the search probes."""
         if not dimensions:
             raise ValueError("at least one dimension")
         self.dimensions = tuple(dimensions)
@@ -46,6 +51,10 @@ class BaseOptimiser:
         self.min_probes = min(min_probes, budget)
         self.patience = patience
         self.tolerance = tolerance
+        if min_effect < 1 or not 0 < alpha < 1:
+            raise ValueError(f"min_effect must be at least 1 and alpha in (0, 1), not {min_effect} and {alpha}")
+        self.min_effect = min_effect
+        self.alpha = alpha
         # Probes at the end of the budget spent re-measuring the leading candidates (joint searches): two,
         # on two configurations. Four left the model only six proposals after today's value and the 3 x 3
         # start, and where a narrow optimum lies between the starts it often never probed a good one.
@@ -74,7 +83,7 @@ class BaseOptimiser:
         if not self._prior.observations:
             self._fallback = []
         self.history = History()
-        # After each successful probe: the recommended config, its predicted log(time), its near-optimal box.
+        # After each successful probe: the search's answer, its predicted log(time), its near-optimal box.
         self._best_trace: list[tuple[tuple[int, ...], float, dict[str, tuple[int, int]]]] = []
 
     # How many of a configuration's latest prior readings its one compressed point averages. Not tuned: the
@@ -174,7 +183,7 @@ class BaseOptimiser:
             self._prior.recalibrate(self._observed_means())  # one more configuration may be measured in both
         if value_ms is not None:
             self._register(clean, math.log(value_ms))
-            rec = self.recommendation()
+            rec = self._answer()
             score = math.log(rec.predicted_ms) if rec.predicted_ms else self._observed_mean(rec.config)
             self._best_trace.append((key_of(rec.config, self.dimensions), score, rec.near_optimal))
 
@@ -228,6 +237,12 @@ class BaseOptimiser:
         return None
 
     def recommendation(self) -> Recommendation:
+        """The configuration to confirm and, per knob, its near-optimal range (a ``KnobRange``)."""
+        return self._report(self._answer())
+
+    def _answer(self) -> Recommendation:
+        """The search's own answer: what its stopping rule follows (``_converged``), with the box of values
+        predicted within the tolerance of the best. ``recommendation`` reports from it."""
         ok = self.history.ok
         if not ok:
             raise ValueError("no successful probe to recommend from")
@@ -243,6 +258,19 @@ class BaseOptimiser:
             d.name: (min(k[i] for k in near), max(k[i] for k in near)) for i, d in enumerate(self.dimensions)
         }
         return Recommendation(cfg, None, ranges, "observations")
+
+    def _report(self, found: Recommendation) -> Recommendation:
+        """What ``recommendation`` says about the search's answer (``near.NearRange`` where there is a model)."""
+        return self._report_as_found(found)
+
+    def _report_as_found(self, found: Recommendation) -> Recommendation:
+        """Without a model: the answer and its box as they are (values observed within the tolerance of the
+        best), with what a report says about each knob's range."""
+        return Recommendation(found.config, found.predicted_ms, NearOptimal({
+            d.name: self._knob_range(d, *found.near_optimal[d.name]) for d in self.dimensions}), found.source)
+
+    def _knob_range(self, d: Dimension, low: int, high: int, plateau: bool = False) -> KnobRange:
+        return KnobRange(low, high, searched=(d.low, d.high), limits=d.limits, plateau=plateau, step=d.quantum)
 
     # -- helpers ------------------------------------------------------------------------------------
     def _validate(self, config: Mapping[str, int]) -> Config:

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from tuner.optimiser.base import BaseOptimiser
+from tuner.optimiser.near import NearRange
 from tuner.optimiser.posterior import Posterior
 from tuner.optimiser.rules import (
     AgreeWindow,
@@ -41,6 +42,7 @@ class BayesianOptimiser(
     AgreeWindow,
     PriorLeader,
     KeepPrevious,
+    NearRange,
     Posterior,
     BaseOptimiser,
 ):
@@ -49,7 +51,8 @@ class BayesianOptimiser(
     The GP has a learned white-noise term (skopt's default for ``"GP"``), so repeated probes of one value
     with different times are modelled as noise, not as structure. The gap rules (``tuner.optimiser.rules``)
     are mixed in ahead of ``BaseOptimiser``, with their constants as class attributes; the fit and the
-    predictions are ``Posterior``'s (``tuner.optimiser.posterior``).
+    predictions are ``Posterior``'s (``tuner.optimiser.posterior``), what the answer reports ``NearRange``'s
+    (``tuner.optimiser.near``).
     """
 
     kind = "bayesian"

@@ -13,6 +13,7 @@ predictive spread is computed with one matrix product instead of skopt's three-o
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -116,6 +117,48 @@ class Posterior:
             warnings.simplefilter("ignore")
             _, cov = self._model.predict(xs, return_cov=True)
         return float(np.sqrt(max(cov[0, 0] + cov[1, 1] - 2 * cov[0, 1], 0.0)))
+
+    def _noise_sd(self, model: Any = None) -> float:
+        """The white noise of one reading, as ``model`` (the fitted GP) has it: a standard deviation of log(time)."""
+        model = self._model if model is None else model
+        return math.sqrt(max(float(model.noise_ or 0.0), 0.0)) * float(model.y_train_std_)
+
+    def _with_noise(self, noise_sd: float) -> Any:
+        """The fitted GP, or — where its own noise is below ``noise_sd`` (a standard deviation of log(time)
+        measured since, by the confirmation's repeated readings) — the GP refitted on the same set with its
+        white noise fixed there, the kernel's other hyperparameters searched again. With single readings a fit
+        can take every reading for the truth (one on the sandbox put the noise at 0.1 % where the confirmation
+        read 11–16 %); the ranges read from it would be that sure too."""
+        from sklearn.base import clone
+
+        model = self._model
+        if noise_sd <= self._noise_sd(model):
+            return model
+        xs, ys = self._training_set()
+        est = clone(self._opt.base_estimator_)
+        est.set_params(noise=(noise_sd / float(model.y_train_std_)) ** 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(self._opt.space.transform(xs), ys)
+        return est
+
+    def _differences(self, configs: Sequence[Mapping[str, int]], ref: Mapping[str, int],
+                     model: Any = None) -> tuple[Any, Any]:
+        """Posterior mean and standard deviation of log(time at c) − log(time at ``ref``) for each of ``configs``
+        (arrays): ``_difference_sd`` for many configurations at once, in one pass over the fitted set. The
+        model's own noise term is not in it — the difference is between the true times, not two readings.
+        ``model``: another fit of the same set (``_with_noise``); the fitted GP by default."""
+        model = self._model if model is None else model
+        xs = self._opt.space.transform([self._z(c) for c in configs])
+        xr = self._opt.space.transform([self._z(ref)])
+        k_x, k_r = model.kernel_(xs, model.X_train_), model.kernel_(xr, model.X_train_)[0]
+        a = k_x @ model.K_inv_
+        var_x = model.kernel_.diag(xs) - np.einsum("ij,ij->i", a, k_x)
+        var_r = float(model.kernel_.diag(xr)[0] - k_r @ model.K_inv_ @ k_r)
+        cov = model.kernel_(xs, xr)[:, 0] - a @ k_r
+        scale = model.y_train_std_
+        mean = scale * ((k_x - k_r) @ model.alpha_)
+        return mean, np.sqrt(np.maximum(var_x + var_r - 2 * cov, 0.0)) * scale
 
     def predict(self, configs: Sequence[Mapping[str, int]]) -> list[float] | None:
         """Posterior mean of log(time) at ``configs``, or None before the model has been fitted."""

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -23,6 +23,9 @@ class Dimension:
     # Values the knob can hold are multiples of this (read_ahead_kb: the page size in KiB; the kernel keeps
     # whole pages, so 931 would read back as 928). 0 stays reachable.
     quantum: int = 1
+    # Whether ``low`` / ``high`` is the knob's own limit on this server (the catalogue's or the server's), not
+    # only the policy's: an answer at such an edge cannot be helped by widening the policy's range.
+    limits: tuple[bool, bool] = (False, False)
 
     # On the log2p1 scale, 0 ("off": no prefetching, no readahead) is a different mechanism, not a small
     # value: it sits at z = -1, two units from 1, so the model has room for the cliff between them.
@@ -89,11 +92,82 @@ class Dimension:
         return sorted(v for v in ladder if self.low <= v <= self.high and v % self.quantum == 0)
 
 
+class KnobRange(tuple[int, int]):
+    """One knob's near-optimal range, ``(lowest, highest)``: a plain pair wherever a pair is expected (the
+    store, pins, ``Decision.near_optimal``), which also carries what a report says about it — the range the
+    search covered (``searched``), whether either bound is the knob's own limit (``limits``), and whether the
+    measurements show a plateau across it (``plateau``: several measured values, at least a factor of
+    ``Dimension``'s two octaves apart, level with the best). ``tuner.model.Recommendation`` takes those from it
+    when it is given one, so every family's recommendation carries them without handling them."""
+
+    searched: tuple[int, int] | None
+    limits: tuple[bool, bool]
+    plateau: bool
+    step: int
+
+    def __new__(cls, low: int, high: int, *, searched: tuple[int, int] | None = None,
+                limits: tuple[bool, bool] = (False, False), plateau: bool = False, step: int = 1) -> KnobRange:
+        if low > high:
+            raise ValueError(f"a range runs from low to high, not {low}..{high}")
+        out = super().__new__(cls, (int(low), int(high)))
+        out.searched, out.limits, out.plateau, out.step = searched, limits, plateau, step
+        return out
+
+    @property
+    def low(self) -> int:
+        return self[0]
+
+    @property
+    def high(self) -> int:
+        return self[1]
+
+    def without(self, value: int, *, keep: int) -> KnobRange | None:
+        """The range cut short of ``value`` on the side of ``keep`` (a value paired trials told apart from the
+        recommendation): unchanged where ``value`` lies outside it (or is ``keep``), None where nothing is left."""
+        if not self.low <= value <= self.high or value == keep:
+            return self
+        low, high = (value + self.step, self.high) if keep > value else (self.low, value - self.step)
+        if low > high:
+            return None
+        return KnobRange(low, high, searched=self.searched, limits=self.limits, plateau=self.plateau, step=self.step)
+
+    def __reduce__(self) -> Any:  # copy and pickle keep the attributes (a tuple subclass would drop them)
+        return (_knob_range, (self.low, self.high, self.searched, self.limits, self.plateau, self.step))
+
+
+def _knob_range(low: int, high: int, searched: tuple[int, int] | None, limits: tuple[bool, bool], plateau: bool,
+                step: int) -> KnobRange:
+    return KnobRange(low, high, searched=searched, limits=limits, plateau=plateau, step=step)
+
+
+class NearOptimal(dict[str, tuple[int, int]]):
+    """Per knob, its near-optimal ``KnobRange``: a plain mapping wherever one is expected, which can also say what
+    the ranges become once more is known about the noise of one reading — ``given_noise(sd)``, with ``sd`` the
+    standard deviation of log(time) that repeated readings since measured (``core.decide`` passes the
+    confirmation's). Its ranges can only widen: the answer stays the one the search gave."""
+
+    def __init__(self, ranges: Mapping[str, tuple[int, int]],
+                 refine: Callable[[float], Mapping[str, tuple[int, int]]] | None = None) -> None:
+        super().__init__(ranges)
+        self._refine = refine
+
+    def __reduce__(self) -> Any:  # a copy or a pickle (another process) keeps the ranges, not the optimiser
+        return (NearOptimal, (dict(self),))
+
+    def given_noise(self, noise_sd: float) -> NearOptimal:
+        """The ranges for a reading noise of ``noise_sd`` (where it exceeds what the search's model assumed)."""
+        if self._refine is None or not math.isfinite(noise_sd) or noise_sd <= 0:
+            return self
+        return NearOptimal(self._refine(noise_sd), self._refine)
+
+
 @dataclass(frozen=True)
 class Recommendation:
     config: Config
     predicted_ms: float | None  # the model's prediction at config (None without a model)
-    near_optimal: dict[str, tuple[int, int]]  # per knob: smallest and largest near-optimal value
+    # Per knob: the smallest and largest value the measurements cannot tell apart from the best (a
+    # ``KnobRange``; ``tuner.optimiser`` says how it is computed).
+    near_optimal: dict[str, tuple[int, int]]
     source: Literal["model", "observations"]
 
 

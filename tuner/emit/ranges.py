@@ -1,0 +1,45 @@
+"""What every emitter says about a recommendation's near-optimal range: a plateau as a plateau, and a recommended
+value at the edge of the searched range as such (issue #39). Plain text; each emitter quotes it its own way."""
+
+from __future__ import annotations
+
+from tuner.model import Recommendation
+
+
+def cell(rec: Recommendation) -> str:
+    """The near-optimal column: ``A..B``, or ``plateau A..B``; ``-`` without a range."""
+    if rec.near_optimal is None:
+        return "-"
+    lo, hi = rec.near_optimal
+    return f"plateau {lo}..{hi}" if rec.plateau else f"{lo}..{hi}"
+
+
+def recommended_cell(rec: Recommendation) -> str:
+    """The recommended column: the value, marked where it is the lowest or highest value searched."""
+    return f"{rec.recommended} (edge)" if rec.at_edge else str(rec.recommended)
+
+
+def notes(rec: Recommendation) -> list[str]:
+    """Sentences about the range: the plateau, and the edge of the searched range (none for an ordinary range)."""
+    out = []
+    if rec.near_optimal is not None and rec.plateau:
+        lo, hi = rec.near_optimal
+        today = (isinstance(rec.current, int) and lo <= rec.current <= hi and rec.decision == "keep"
+                 and "today's value" not in rec.reason)  # said once: the decision's reason may say it already
+        pick = f"; today's value {rec.current} lies on it: keep it" if today else ""
+        top = ""
+        if rec.searched is not None and hi >= rec.searched[1]:
+            top = f", up to the top of the searched range {rec.searched[0]}..{rec.searched[1]}"
+        out.append(f"plateau from {lo} to {hi}{top}: the measurements cannot tell these values apart from the best "
+                   f"(within the minimum effect, at 95 %){pick}")
+    if rec.at_edge is not None and rec.searched is not None:
+        lo, hi = rec.searched
+        word = "highest" if rec.at_edge == "upper" else "lowest"
+        if rec.edge_is_limit:
+            why = f"{'its maximum' if rec.at_edge == 'upper' else 'its minimum'} on this server"
+            out.append(f"at the edge: {rec.recommended} is the {word} value searched ({lo}..{hi}), {why}")
+        else:
+            bound = "max" if rec.at_edge == "upper" else "min"
+            out.append(f"at the edge: {rec.recommended} is the {word} value searched ({lo}..{hi}, the policy's "
+                       f"range): the optimum may lie beyond it; widen [search.{rec.knob}] {bound} to look further")
+    return out
