@@ -97,7 +97,7 @@ class Recommendation(_Frozen):
         "'server' for a tablespace that uses the server's value; 'kernel' for a device")
     near_optimal: tuple[int, int] | None = Field(
         description="the smallest and largest value the measurements cannot tell apart from the best by more "
-        "than the policy's minimum effect, at 95 %: measured values by their own readings, values between them by "
+        "than the policy's minimum effect, at its confidence (95 % by default): measured values by their own readings, values between them by "
         "the model; widened to the noise the confirmation measured, and cut short of today's value after a change")
     plateau: bool = Field(
         default=False, description="measured values at least a factor of four apart lie level with the best "

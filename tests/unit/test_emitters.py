@@ -227,7 +227,7 @@ def test_table_shows_a_plateau_as_a_plateau_and_an_edge_as_an_edge() -> None:
     flat = " ".join(text.split())
     assert "plateau 8..1000" in flat and "8192 (edge)" in flat
     assert ("plateau from 8 to 1000, up to the top of the searched range 0..1000: the measurements cannot tell these "
-            "values apart from the best (within the minimum effect, at 95 %)") in flat
+            "values apart from the best (within the policy's minimum effect and confidence)") in flat
     assert ("at the edge: 8192 is the highest value searched (0..8192, the policy's range): the optimum may lie "
             "beyond it; widen [search.read_ahead_kb] max to look further") in flat
     assert "16 (edge)" not in flat  # the recommended 16 is no edge, though its plateau reaches one
@@ -250,7 +250,7 @@ def test_a_kept_value_on_a_plateau_is_named_as_kept() -> None:
     # Said once: where the decision's reason names today's value in the range already, the note does not repeat it.
     said = rec.model_copy(update={"reason": "the interval reaches below 1.05x; today's value 64 lies inside the "
                                             "plateau from 8 to 1000"})
-    assert ranges.notes(said)[0].endswith("(within the minimum effect, at 95 %)")
+    assert ranges.notes(said)[0].endswith("(within the policy's minimum effect and confidence)")
 
 
 def test_sql_and_json_carry_the_plateau_and_the_edge() -> None:

@@ -152,7 +152,7 @@ def test_todays_value_as_the_answer_is_kept_with_the_range_as_its_evidence() -> 
     d = asyncio.run(decide({EIC: 1}, {EIC: 1}, probe, _policy(), near_optimal=near))
     assert d.decision == "keep" and not d.trials
     assert d.reason.endswith("(the search's measurements cannot tell it from the best: "
-                             "effective_io_concurrency the near-optimal range 0..4)")
+                             "effective_io_concurrency: the near-optimal range 0..4)")
 
 
 def test_a_recommendation_at_an_edge_the_policy_set_can_be_widened() -> None:
@@ -235,3 +235,56 @@ def test_ranges_survive_a_pickle_without_the_optimiser_behind_them() -> None:
     again = pickle.loads(pickle.dumps(near))
     assert again == near and again[EIC].plateau and again[EIC].searched == (0, 1000)
     assert again.given_noise(0.5) == near  # nothing to refit with, so nothing moves
+
+
+def test_a_change_to_a_value_outside_the_searchs_range_reports_no_range_for_it() -> None:
+    # A runner-up confirmed instead of the search's best (concurrency's _confirm_each): the range was built around
+    # the best and says nothing about the candidate, so it is left out rather than shown beside a value it misses.
+    probe = SyntheticProbe(lambda c: 100.0 if c[EIC] >= 128 else 300.0, noise_cv=0.05, seed=3)
+    near = {EIC: KnobRange(8, 64, searched=(0, 1000))}
+    d = asyncio.run(decide({EIC: 16}, {EIC: 256}, probe, _policy(), near_optimal=near))
+    assert d.decision == "change" and EIC not in d.near_optimal
+    assert recommendation(EIC, d, source="default", requires="reload").near_optimal is None
+
+
+def test_a_revalidation_against_the_replaced_value_does_not_call_it_todays() -> None:
+    probe = SyntheticProbe(lambda c: 100.0, noise_cv=0.05, seed=1)
+    near = {EIC: (8, 1000)}  # a pin's stored range: a plain pair
+    d = asyncio.run(decide({EIC: 16}, {EIC: 256}, probe, _policy(), near_optimal=near, baseline_is_today=False))
+    assert d.decision == "keep" and "today's value" not in d.reason
+    assert d.reason.endswith("; the value it was compared with, 16 lies inside the near-optimal range 8..1000")
+
+
+def test_a_plain_pair_is_cut_only_where_it_holds_todays_value() -> None:
+    from tuner.core.decide import _cut
+
+    assert _cut((10, 20), 5, 15) == (10, 20)
+    assert _cut((10, 20), 12, 15) == (13, 20)
+    assert _cut((10, 20), 20, 15) == (10, 19)
+
+
+def test_an_answer_at_the_top_a_knob_can_hold_is_at_the_edge() -> None:
+    # read_ahead_kb holds whole pages: a policy's max of 1022 is searched up to 1020, and 1020 is its edge.
+    dim = Dimension(RA, 0, 1022, quantum=4)
+    opt = _searched(dim, _noisy([0, 128, 256, 512, 1020, 1020], {0: 900.0, 128: 700.0, 256: 600.0, 512: 500.0,
+                                                              1020: 300.0}))
+    rec = opt.recommendation()
+    assert rec.config[RA] == 1020 and rec.near_optimal[RA].searched == (0, 1020)
+    out = Recommendation(knob=RA, object="/dev/loop0", scope="device", current=128, recommended=1020,
+                         near_optimal=rec.near_optimal[RA], decision="keep", reason="-", effect=None, requires="reopen")
+    assert out.at_edge == "upper" and out.searched == (0, 1020)
+
+
+def test_repeated_readings_set_a_floor_under_the_noise_the_range_assumes() -> None:
+    # Readings of 16 and 64 repeated, far apart each time: whatever the fit makes of single readings, the range
+    # allows at least the noise the repeats show.
+    readings = [(0, 900.0), (1, 1000.0), (4, 700.0), (16, 420.0), (64, 400.0), (256, 480.0), (1000, 520.0),
+                (16, 560.0), (64, 300.0), (16, 430.0), (64, 390.0)]
+    opt = _searched(DIM, readings)
+    assert opt._repeat_noise() > 0.1
+    wide = opt.recommendation().near_optimal[EIC]
+    without = _searched(DIM, readings)
+    without._repeat_noise = lambda: 0.0  # type: ignore[method-assign]
+    narrow = without.recommendation().near_optimal[EIC]
+    assert wide[0] <= narrow[0] and wide[1] >= narrow[1] and wide != narrow
+    assert _searched(DIM, readings[:7])._repeat_noise() == 0.0  # no value read twice: no floor

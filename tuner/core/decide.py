@@ -73,17 +73,21 @@ async def decide(
     metric: str = "execution_time_ms",
     near_optimal: dict[str, tuple[int, int]] | None = None,
     progress: Progress | None = None,
+    baseline_is_today: bool = True,
 ) -> Decision:
     """Confirm ``candidate`` against ``current`` in ABBA-ordered pairs (unless they are the same) and decide.
 
     A change needs the whole interval past the policy's minimum effect; a confirmation that cannot finish
     (its probes keep failing) keeps today's value and says why. The near-optimal range is the search's (the
     values its measurements cannot tell apart from the best): a "keep" whose today's value lies inside it says
-    so; a "change" tells today's value apart, so where the range held it, it is cut short of it.
+    so; a "change" tells today's value apart, so where the range held it, it is cut short of it. A range that
+    does not hold the candidate (a runner-up confirmed instead of the search's best) says nothing about it and
+    is left out. ``baseline_is_today``: False where ``current`` is not what the server runs (a re-validation
+    of an applied recommendation against the values it replaced), so that a reason does not call it today's.
     """
     near = dict(near_optimal or {})
     if candidate == current:
-        ranges = [f"{k} {_range_text(near[k])}" for k in candidate if k in near]
+        ranges = [f"{k}: {_range_text(near[k])}" for k in candidate if k in near]
         reason = NOTHING_TO_CONFIRM + (f" (the search's measurements cannot tell it from the best: "
                                        f"{', '.join(ranges)})" if ranges else "")
         return Decision(current, candidate, "keep", reason, near_optimal=near)
@@ -105,13 +109,16 @@ async def decide(
     reason = look.reason
     knob = _today_inside(current, candidate, near)
     if knob is not None and verdict == "keep":
-        reason += f"; today's value {current[knob]} lies inside {_range_text(near[knob])}"
+        whose = "today's value" if baseline_is_today else "the value it was compared with,"
+        reason += f"; {whose} {current[knob]} lies inside {_range_text(near[knob])}"
     elif knob is not None:
         cut = _cut(near[knob], current[knob], candidate[knob])
         if cut is None:
             near.pop(knob)
         else:
             near[knob] = cut
+    for k in [k for k, v in candidate.items() if k in near and not near[k][0] <= v <= near[k][1]]:
+        near.pop(k)
     return Decision(current, candidate, verdict, reason, effect_out(look, test, metric=metric), look,
                     checked.trials, near)
 
@@ -134,6 +141,8 @@ def _cut(near: tuple[int, int], today: int, keep: int) -> tuple[int, int] | None
     if without is not None:
         out: tuple[int, int] | None = without(today, keep=keep)
         return out
+    if not near[0] <= today <= near[1] or today == keep:
+        return near
     low, high = (today + 1, near[1]) if keep > today else (near[0], today - 1)
     return (low, high) if low <= high else None
 

@@ -106,7 +106,7 @@ class Concurrency:
         if pin is not None:  # the daemon's re-validation: the stored recommendation against today, no search
             before, candidate = pin.against(current)
             decided = await decide(before, candidate, probe, policy, near_optimal=pin.near_optimal,
-                                   progress=ctx.progress)
+                                   progress=ctx.progress, baseline_is_today=before == current)
             rec = recommendation(KNOB, decided, source=today.source, requires=space.spec(KNOB, facts).requires)  # type: ignore[union-attr]
             return FamilyResult(FamilyOutcome(family=self.name, status="done", reason=pin.note(), workload=workload_sql,
                                               cache=cache.describe()),
@@ -238,7 +238,7 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
                 pinned[WORKERS] = int(io[WORKERS]["setting"])
             before, candidate = pin.against(pinned)
             decided = await decide(before, candidate, probe, policy, metric=metric, near_optimal=pin.near_optimal,
-                                   progress=ctx.progress)
+                                   progress=ctx.progress, baseline_is_today=before == pinned)
             recs = [_rec(k, decided, facts, io) for k in pinned]
             return FamilyResult(FamilyOutcome(status="done", reason=pin.note(), **outcome),
                                 trials=list(decided.trials), recommendations=recs, restored=restored)
@@ -441,7 +441,10 @@ def _icl_dimension(policy: Policy, ctx: FamilyContext, io: dict[str, dict[str, A
     cap = int(io[ICL_CAP]["setting"])
     if cap <= dim.low:
         return f"{ICL_CAP} = {cap} (a restart-level cap) leaves nothing to search"
-    return replace(dim, high=min(dim.high, cap))
+    if cap >= dim.high:
+        return dim
+    # The cap is this server's limit (raising it is a restart), not the policy's: an answer at it says so.
+    return replace(dim, high=cap, limits=(dim.limits[0], True))
 
 
 def _alter_system_refusal(ctx: FamilyContext) -> str | None:

@@ -216,7 +216,7 @@ async def _tune(ctx: FamilyContext, where: Endpoint, probe: WalProbe, settings: 
         if pin is not None:  # the daemon's re-validation: the searched knobs' stored recommendation, no screens
             before, candidate = pin.against(current)
             decided = await decide(before, candidate, probe, policy, metric=METRIC, near_optimal=pin.near_optimal,
-                                   progress=ctx.progress)
+                                   progress=ctx.progress, baseline_is_today=before == current)
             result.trials.extend(decided.trials)
             result.recommendations.extend(recommendation(k, decided, source=settings[k]["source"],
                                                          requires=_requires(settings[k])) for k in knobs)

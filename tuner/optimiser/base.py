@@ -270,7 +270,10 @@ class BaseOptimiser:
             d.name: self._knob_range(d, *found.near_optimal[d.name]) for d in self.dimensions}), found.source)
 
     def _knob_range(self, d: Dimension, low: int, high: int, plateau: bool = False) -> KnobRange:
-        return KnobRange(low, high, searched=(d.low, d.high), limits=d.limits, plateau=plateau, step=d.quantum)
+        # What was searched, in values the knob can hold (read_ahead_kb in whole pages: a policy's max 1022
+        # searched up to 1020), so that an answer at the top of it is at the edge.
+        return KnobRange(low, high, searched=(d.snap(d.low), d.snap(d.high)), limits=d.limits, plateau=plateau,
+                         step=d.quantum)
 
     # -- helpers ------------------------------------------------------------------------------------
     def _validate(self, config: Mapping[str, int]) -> Config:

@@ -7,7 +7,16 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from tuner.optimiser.space import Config, Dimension, History, KnobRange, NearOptimal, Recommendation, key_of
+from tuner.optimiser.space import (
+    Config,
+    Dimension,
+    History,
+    KnobRange,
+    NearOptimal,
+    Recommendation,
+    key_of,
+    pooled_sd,
+)
 
 
 class NearRange:
@@ -56,7 +65,8 @@ class NearRange:
         if found.source != "model" or self._model is None:
             return self._report_as_found(found)
         best = self._incumbent()
-        ranges = self._indistinguishable(best)
+        floor = self._repeat_noise()
+        ranges = self._indistinguishable(best, noise_sd=floor)
         mu_best = (self.predict([best]) or [0.0])[0]
         limit = mu_best + math.log1p(self.tolerance) / 2
         probed = list({key_of(c, self.dimensions): c for c, _ in self.history.ok}.values())
@@ -109,11 +119,19 @@ class NearRange:
             return out
 
         def given_noise(noise_sd: float) -> dict[str, tuple[int, int]]:
-            wider = self._indistinguishable(best, noise_sd=noise_sd)
+            wider = self._indistinguishable(best, noise_sd=max(noise_sd, floor))
             return knob_ranges({k: (min(lo, ranges[k][0]), max(hi, ranges[k][1])) for k, (lo, hi) in wider.items()})
 
         predicted = found.predicted_ms if chosen == found.config else math.exp((self.predict([chosen]) or [0.0])[0])
         return Recommendation(chosen, predicted, NearOptimal(knob_ranges(ranges), given_noise), "model")
+
+    def _repeat_noise(self) -> float:
+        """The noise of one reading as this search's own repeated readings show it: the standard deviation of
+        log(time) pooled within the configurations read more than once (0 with fewer than two degrees of
+        freedom). A floor under the model's, which with single readings can take every reading for the truth —
+        and where no confirmation follows (the answer is today's value), nothing else widens the ranges."""
+        groups = [v for v in self._observed_logs().values() if len(v) > 1]
+        return pooled_sd(groups) if sum(len(g) - 1 for g in groups) >= 2 else 0.0
 
     def _indistinguishable(self, best: Config, *, noise_sd: float = 0.0) -> dict[str, tuple[int, int]]:
         """Per knob (the other knobs at ``best``): the unbroken run of candidate values around ``best`` that the
