@@ -210,15 +210,16 @@ def recommend(**opts: Any) -> None:
                 "no target: give --dsn, set [target] dsn in tuner.toml, set PGHOST, or use --sandbox",
                 hint="tuner recommend --sandbox tries it on a throwaway PostgreSQL",
             )
-    report, stored = _run(cfg, policy, sandbox=opts["sandbox"], budget=opts["budget"], store=not opts["no_store"],
-                          warm_start=not opts["cold"])
+    report, stored, history = _run(cfg, policy, sandbox=opts["sandbox"], budget=opts["budget"],
+                                   store=not opts["no_store"], warm_start=not opts["cold"])
 
     from tuner import emit
 
+    # With the session stored, the HTML report shows its target's earlier sessions too (as `tuner show` does).
     if cfg.output.directory is not None:
-        written = emit.write_outputs(report, cfg.output.directory)
+        written = emit.write_outputs(report, cfg.output.directory, history=history)
         click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
-    click.echo(emit.text(report, cfg.output.format), nl=False)
+    click.echo(emit.text(report, cfg.output.format, history=history), nl=False)
     if isinstance(stored, TunerError):
         where = f" (it is on stdout{' and in ' + str(cfg.output.directory) if cfg.output.directory else ''})"
         raise type(stored)(f"{stored}; the report was not stored{where}", hint=stored.hint)
@@ -233,8 +234,9 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None, store: bool = True,
-         warm_start: bool = True) -> tuple[Any, str | TunerError | None]:
-    """The session, and where it was stored (None: not stored; an error: storing it failed)."""
+         warm_start: bool = True) -> tuple[Any, str | TunerError | None, list[Any] | None]:
+    """The session, where it was stored (None: not stored; an error: storing it failed), and its target's stored
+    sessions, newest first (None where it was not stored or they could not be read)."""
     from tuner.runner import recommend as run_recommend
     from tuner.stop import STOP
     from tuner.store import StoreError, open_store, store_location
@@ -269,12 +271,17 @@ def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None, store: 
                     store=db, warm_start=warm_start,
                 )
             if db is None:
-                return report, None
+                return report, None, None
             try:
                 await db.save(report, report.target.fingerprint or {})
             except StoreError as exc:  # the operator still gets the report; the caller says it was not stored
-                return report, exc
-            return report, store_location(cfg)
+                return report, exc, None
+            try:
+                history = await _target_history(db, report)
+            except StoreError as exc:  # stored; only the report's history section is missing
+                tlog.get_logger("tuner.store").warning("store.history", error=str(exc))
+                history = None
+            return report, store_location(cfg), history
 
     STOP.reset()
     try:
@@ -711,19 +718,24 @@ def _export_source(config_path: Path | None, state_dir: Path | None,
     if source is not None and not _SESSION_REF.fullmatch(source) and (
             Path(source).exists() or "/" in source or source.endswith(".json")):
         return _read_report(Path(source)), None
-    from tuner.store import target_id
-
     cfg = _store_config(config_path, state_dir)
 
     async def work(store: Any) -> Any:
         report = await store.report(await store.resolve(source))
-        fp = report.target.fingerprint or {}
-        target = target_id(report.target.system_identifier, fp.get("data_directory"),
-                           str(fp.get("label") or report.target.dsn))
-        history = await store.sessions(target=target)
-        return report, history if any(s.id == report.session.id for s in history) else None
+        return report, await _target_history(store, report)
 
     return _with_store(cfg, work)  # type: ignore[no-any-return]
+
+
+async def _target_history(store: Any, report: Any) -> list[Any] | None:
+    """The stored sessions of ``report``'s target, newest first (None where the report is not among them)."""
+    from tuner.store import target_id
+
+    fp = report.target.fingerprint or {}
+    target = target_id(report.target.system_identifier, fp.get("data_directory"),
+                       str(fp.get("label") or report.target.dsn))
+    history = await store.sessions(target=target)
+    return history if any(s.id == report.session.id for s in history) else None
 
 
 def _read_report(path: Path) -> Any:

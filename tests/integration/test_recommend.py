@@ -77,6 +77,9 @@ def test_recommend_on_a_pg15_sandbox_end_to_end(base_dir: Path, tmp_path: Path) 
             assert f"at the edge: {r['recommended']} is the" in text and f"{r['recommended']} (edge)" in text
     assert ("at the edge" in text) == any(r["at_edge"] for r in doc["recommendations"])
     assert ("plateau from" in text) == any(r["plateau"] for r in doc["recommendations"])
+    # Stored, so the HTML report has its target's history (this sandbox's first and only session).
+    html = (out_dir / "report.html").read_text()
+    assert "Over sessions" in html and "the history starts here" in html
     assert not list(base_dir.iterdir()) and not processes_under(base_dir)
 
 
