@@ -111,7 +111,7 @@ def main() -> None:
       tuner recommend --dsn 'host=standby1 dbname=app' --format sql
       tuner config validate --print       show the effective configuration
       tuner restore                       put back what a killed session changed (readahead, WAL settings)
-      tuner history                       stored sessions and their decisions; tuner show / tuner diff
+      tuner history                       stored sessions and their decisions; tuner show / diff / prune
       tuner daemon --config /etc/tuner/tuner.toml   run it as a service (schedule, drift, HTTP API)
     """
 
@@ -651,8 +651,46 @@ def _to_toml(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+@main.command()
+@_with_store_options
+@click.option("--older-than", "older_than", required=True, metavar="DURATION",
+              help="Remove what is older than this duration: 90d, 12h, 1d12h (units s, m, h, d; at most 365d).")
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; remove nothing.")
+def prune(config_path: Path | None, state_dir: Path | None, older_than: str, dry_run: bool) -> None:
+    """Remove old stored sessions, drift events and the daemon's finished runs from the store.
+
+    Kept whatever their age: each target's newest session (the next session's warm start) and every
+    session whose recommendation is in force (what the daemon serves on /v1/recommendations and
+    re-validates). Queued and deferred daemon work stays. It is one transaction: all of it or nothing.
+
+    \b
+    Examples:
+      tuner prune --older-than 180d --dry-run
+      tuner prune --older-than 365d --config /etc/tuner/tuner.toml
+    """
+    from datetime import UTC, datetime, timedelta
+
+    from tuner.daemon.timespec import parse_duration
+
+    try:
+        seconds = parse_duration(older_than)
+    except ValueError as exc:
+        raise ConfigError(f"--older-than {older_than!r}: {exc}", hint="give a duration such as 90d or 12h") from None
+    before = datetime.now(UTC) - timedelta(seconds=seconds)
+    cfg = _store_config(config_path, state_dir)
+
+    async def work(store: Any) -> Any:
+        return await store.prune(before, dry_run=dry_run)
+
+    counts = _with_store(cfg, work)
+    verb = "would remove" if dry_run else "removed"
+    click.echo(f"tuner: {verb} {counts['sessions']} session(s), {counts['drift_events']} drift event(s) and "
+               f"{counts['daemon_runs']} finished daemon run(s) from before {before:%Y-%m-%d %H:%M} UTC; kept "
+               f"{counts['kept']} older session(s) that are a target's newest or hold a recommendation in force")
+
+
 main.help = inspect.cleandoc(main.help or "") + "\n\n" + CONFIG_TEXT + "\n\n" + EXIT_TEXT
-for _cmd in (history, show, diff):
+for _cmd in (history, show, diff, prune):
     _cmd.help = inspect.cleandoc(_cmd.help or "") + "\n\n" + STORE_TEXT + "\n\n" + CONFIG_TEXT
 recommend.help = inspect.cleandoc(recommend.help or "") + "\n\n" + CONFIG_TEXT + "\n\n" + EXIT_TEXT
 restore.help = inspect.cleandoc(restore.help or "") + "\n\n" + CONFIG_TEXT

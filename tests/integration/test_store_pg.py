@@ -69,6 +69,32 @@ def test_the_postgres_store_stores_lists_and_returns_what_sqlite_does(store_url:
     assert ({EIC: 16}, 900.0) in prior.observations
 
 
+def test_the_postgres_store_prunes_as_sqlite_does(store_url: str) -> None:
+    from datetime import timedelta
+
+    old = T0 - timedelta(days=400)
+    reports = [make_report("c0cccccccccc", at=old - timedelta(days=1), sysid="7301", recommended=64),
+               make_report("c1cccccccccc", at=old, sysid="7301", recommended=256),
+               make_report("c2cccccccccc", at=T0, sysid="7301", decision="keep", current=256, recommended=512)]
+
+    async def go() -> Any:
+        async with open_store(_cfg(store_url)) as store:
+            assert store is not None
+            for r in reports:
+                await store.save(r, r.target.fingerprint or {})
+            dry = await store.prune(T0 - timedelta(days=365), dry_run=True)
+            done = await store.prune(T0 - timedelta(days=365))
+            listed = await store.sessions(limit=1000)
+            left = {s.id for s in listed}
+            accepted = await store.accepted(next(s.target_id for s in listed if s.id == "c2cccccccccc"))
+            return dry, done, left, accepted
+
+    dry, done, left, accepted = asyncio.run(go())
+    assert dry["sessions"] == done["sessions"] >= 1
+    assert "c0cccccccccc" not in left and {"c1cccccccccc", "c2cccccccccc"} <= left  # in force; newest
+    assert [sid for sid, _ in accepted] == ["c1cccccccccc"]
+
+
 def test_a_newer_schema_on_the_server_is_refused_and_left_alone(store_server: StoreServer, store_url: str) -> None:
     r = make_report("a1aaaaaaaaaa")
 

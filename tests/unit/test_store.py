@@ -35,7 +35,7 @@ def fp(sysid: str = "7001", device_key: str | None = "loop|rotational=0|ext4", *
 
 def make_report(sid: str, *, at: datetime = T0, sysid: str = "7001", recommended: int = 256, decision: str = "change",
                 values: dict[int, float] | None = None, device_key: str | None = "loop|rotational=0|ext4",
-                **settings: Any) -> Report:
+                current: int = 1, **settings: Any) -> Report:
     values = values or {1: 2800.0, 16: 1200.0, 256: 900.0}
     trials = [Trial(config={EIC: k}, value=v, status="ok", phase="search", started_at=at, duration_s=1.0,
                     family="concurrency") for k, v in values.items()]
@@ -45,7 +45,7 @@ def make_report(sid: str, *, at: datetime = T0, sysid: str = "7001", recommended
                      started_at=at, duration_s=1.0, family="concurrency")
                for c, arm in ((1, "baseline"), (recommended, "candidate"))]
     rec = Recommendation(
-        knob=EIC, scope="system", object=None, current=1, recommended=recommended, near_optimal=(64, 1000),
+        knob=EIC, scope="system", object=None, current=current, recommended=recommended, near_optimal=(64, 1000),
         decision=decision, reason="measured",  # type: ignore[arg-type]
         effect=EffectOut(metric="execution_time_ms", improvement=3.1, ci95=(2.8, 3.4), decision_ci=(2.6, 3.6),
                          n_pairs=6, p_value=0.001, looks=1, method="t"),
@@ -421,3 +421,73 @@ def test_the_address_lock_names_the_server_not_the_database_or_the_password(
     from tuner.target.connection import server_address
 
     assert server_address(dsn, env) == address
+
+
+# -- retention -------------------------------------------------------------------------------------------------
+def _counts(path: Path) -> dict[str, int]:
+    con = sqlite3.connect(path)
+    try:
+        return {t: con.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                for t in ("sessions", "trials", "recommendations", "drift_events", "daemon_runs")}
+    finally:
+        con.close()
+
+
+def _aged(db: Path) -> None:
+    """Target 7001: an old session whose 'change' is in force, an older one it superseded, a newer 'keep' of
+    what is in force; target 7002: one old session (its newest). Old drift events and daemon runs of each kind."""
+    old = T0 - timedelta(days=400)
+    save(db,
+         make_report("a0aaaaaaaaaa", at=old - timedelta(days=1), recommended=64),           # superseded: removed
+         make_report("a1aaaaaaaaaa", at=old, recommended=256),                              # in force: kept
+         make_report("a2aaaaaaaaaa", at=T0, decision="keep", current=256, recommended=512),  # newest: kept
+         make_report("b1bbbbbbbbbb", at=old, sysid="7002", decision="keep"))                # its target's newest
+
+    con = sqlite3.connect(db)
+    with con:
+        tid = con.execute("SELECT target_id FROM sessions WHERE id = 'a1aaaaaaaaaa'").fetchone()[0]
+        con.execute("INSERT INTO drift_events VALUES ('d0', ?, ?, '{}', 'record')", (tid, (old).isoformat()))
+        con.execute("INSERT INTO drift_events VALUES ('d1', ?, ?, '{}', 'record')", (tid, T0.isoformat()))
+        for rid, status, at in (("r0", "done", old), ("r1", "failed", old), ("r2", "queued", old),
+                                ("r3", "deferred", old), ("r4", "done", T0)):
+            con.execute("INSERT INTO daemon_runs (id, owner, target, kind, families, knobs, reason, forced, attempt, "
+                        "requested_at, status) VALUES (?, 'h:/s', 'default', 'session', '[]', '[]', 'test', 0, 1, ?, ?)",
+                        (rid, at.isoformat(), status))
+    con.close()
+
+
+def test_prune_removes_what_is_old_and_keeps_what_is_in_force_or_newest(tmp_path: Path) -> None:
+    db = tmp_path / "tuner.db"
+    _aged(db)
+    before = _counts(db)
+    dry = _cli("prune", "--older-than", "365d", "--dry-run", state=tmp_path)
+    assert dry.exit_code == 0, dry.output
+    assert dry.output.startswith("tuner: would remove 1 session(s), 1 drift event(s) and 2 finished daemon run(s)")
+    assert "kept 2 older session(s)" in dry.output
+    assert _counts(db) == before  # a dry run changes nothing
+
+    done = _cli("prune", "--older-than", "365d", state=tmp_path)
+    assert done.exit_code == 0 and done.output.startswith("tuner: removed 1 session(s)")
+    after = _counts(db)
+    assert after["sessions"] == 3 and after["drift_events"] == 1 and after["daemon_runs"] == 3
+    con = sqlite3.connect(db)
+    try:
+        assert not con.execute("SELECT COUNT(*) FROM trials WHERE session_id = 'a0aaaaaaaaaa'").fetchone()[0]
+        assert not con.execute("SELECT COUNT(*) FROM recommendations WHERE session_id = 'a0aaaaaaaaaa'").fetchone()[0]
+        assert {r[0] for r in con.execute("SELECT id FROM daemon_runs")} == {"r2", "r3", "r4"}
+    finally:
+        con.close()
+    # What is in force is what it was, and history still reads.
+    h = _cli("history", state=tmp_path)
+    assert h.exit_code == 0 and "a1aaaaaaaaaa" in h.output and "a0aaaaaaaaaa" not in h.output
+    assert _cli("prune", "--older-than", "365d", state=tmp_path).output.startswith("tuner: removed 0 session(s)")
+
+
+@pytest.mark.parametrize("value", ["soon", "0d", "400d"])
+def test_a_bad_prune_age_is_one_sentence_and_changes_nothing(tmp_path: Path, value: str) -> None:
+    db = tmp_path / "tuner.db"
+    _aged(db)
+    digest_before = digest(db)
+    r = _cli("prune", "--older-than", value, state=tmp_path)
+    assert r.exit_code == 2 and r.output.startswith("tuner: error: --older-than") and "Traceback" not in r.output
+    assert digest(db) == digest_before

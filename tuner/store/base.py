@@ -297,6 +297,42 @@ class Store(abc.ABC):
                 out.append(earlier)
         return out
 
+    # -- retention ---------------------------------------------------------------------------------
+    FINISHED_RUNS = ("done", "failed", "interrupted")
+
+    async def prune(self, before: datetime, *, dry_run: bool = False) -> dict[str, int]:
+        """Remove what is older than ``before``: stored sessions (with their trials and recommendations), drift
+        events, and the daemon's finished runs (done, failed, interrupted; queued and deferred work stays).
+
+        Kept whatever their age: per target, its newest session (the warm start's prior) and every session whose
+        recommendation is in force (``accepted``: what /v1/recommendations serves and re-validation checks).
+        Returns the counts removed (or that would be, with ``dry_run``) and ``kept``: old sessions kept for
+        those reasons. One transaction: all of it or nothing."""
+        cutoff = _iso(before)
+        keep: set[str] = set()
+        for (tid,) in await self._fetch("SELECT id FROM targets"):
+            newest = await self._fetch(
+                "SELECT id FROM sessions WHERE target_id = $1 ORDER BY started_at DESC, id DESC LIMIT 1", tid)
+            keep.update(r[0] for r in newest)
+            keep.update(sid for sid, _ in await self.accepted(tid))
+        old = [r[0] for r in await self._fetch("SELECT id FROM sessions WHERE started_at < $1 ORDER BY id", cutoff)]
+        gone = [sid for sid in old if sid not in keep]
+        finished = ", ".join(f"'{s}'" for s in self.FINISHED_RUNS)
+        (drift,) = (await self._fetch("SELECT COUNT(*) FROM drift_events WHERE detected_at < $1", cutoff))[0]
+        (runs,) = (await self._fetch(
+            f"SELECT COUNT(*) FROM daemon_runs WHERE requested_at < $1 AND status IN ({finished})", cutoff))[0]
+        if not dry_run:
+            stmts: list[tuple[str, Sequence[Any]]] = []
+            for sid in gone:  # children first: SQLite enforces no ON DELETE CASCADE without a pragma
+                stmts += [("DELETE FROM trials WHERE session_id = $1", (sid,)),
+                          ("DELETE FROM recommendations WHERE session_id = $1", (sid,)),
+                          ("DELETE FROM sessions WHERE id = $1", (sid,))]
+            stmts += [("DELETE FROM drift_events WHERE detected_at < $1", (cutoff,)),
+                      (f"DELETE FROM daemon_runs WHERE requested_at < $1 AND status IN ({finished})", (cutoff,))]
+            await self._write(stmts)
+        return {"sessions": len(gone), "drift_events": int(drift), "daemon_runs": int(runs),
+                "kept": len(old) - len(gone)}
+
     # -- reading ----------------------------------------------------------------------------------
     async def sessions(self, *, target: str | None = None, limit: int = 50) -> list[SessionSummary]:
         """The latest ``limit`` sessions (of one target, given its id or a prefix of it), newest first."""
