@@ -31,7 +31,7 @@ import contextlib
 import json
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -234,6 +234,22 @@ class Journal:
                                       sandbox_dir=sandbox_dir, standby=standby)
             self._record(entry, obj="postgresql.auto.conf")
         await alter(conn, name, str(value))
+
+    async def alter_system_and_reload(
+        self, connect: Callable[[], Awaitable[Any]], changes: Mapping[str, str], *, dsn: str | None,
+        system_identifier: str | None, port: int | None, sandbox_dir: str | None = None,
+    ) -> None:
+        """``alter_system`` for each of ``changes`` over one new connection (``connect()``), then
+        ``pg_reload_conf()``; the connection is closed whatever happens. A restart-level setting still needs the
+        caller's restart."""
+        conn = await connect()
+        try:
+            for name, value in changes.items():
+                await self.alter_system(conn, name, value, dsn=dsn, system_identifier=system_identifier, port=port,
+                                        sandbox_dir=sandbox_dir)
+            await conn.execute("SELECT pg_reload_conf()")
+        finally:
+            await conn.close()
 
     def replay_pause(self, *, dsn: str | None, system_identifier: str | None, port: int | None,
                      sandbox_dir: str | None = None) -> None:

@@ -84,13 +84,7 @@ class WalProbe:
         changed = {k: v for k, v in wanted.items() if self.applied.get(k) != v}
         if not changed:
             return
-        conn = await self.connector()
-        try:
-            for name, value in changed.items():
-                await self.journal.alter_system(conn, name, value, dsn=self.dsn, **self.identity)
-            await conn.execute("SELECT pg_reload_conf()")
-        finally:
-            await conn.close()
+        await self.journal.alter_system_and_reload(self.connector, changed, dsn=self.dsn, **self.identity)
         if any(self.contexts[k] == "postmaster" for k in changed):
             if self.restart is None:
                 raise TunerError("a restart-level WAL setting needs [target] restart_command")

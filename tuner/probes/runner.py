@@ -91,13 +91,7 @@ class SystemKnobs:
             except OSError as exc:
                 raise TunerError(f"cannot read {self.auto_conf} ({exc.strerror}), which tuner would need to put back "
                                  "if the server did not start with the new setting") from None
-        conn = await self.connector()
-        try:
-            for name, value in changed.items():
-                await self.journal.alter_system(conn, name, value, dsn=self.dsn, **self.identity)
-            await conn.execute("SELECT pg_reload_conf()")
-        finally:
-            await conn.close()
+        await self.journal.alter_system_and_reload(self.connector, changed, dsn=self.dsn, **self.identity)
         self.applied.update(changed)
         reloaded = {k: v for k, v in changed.items() if self.contexts.get(k) != "postmaster"}
         if reloaded:
