@@ -32,6 +32,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from tuner.knobs import catalog
 from tuner.probes import explain, walload
 from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries
@@ -203,3 +204,38 @@ def test_wal_writes_and_fsyncs_are_read_where_the_version_keeps_them(cluster: Cl
     assert wal["wal_records"] > 0 and wal["wal_bytes"] > 0
     # Every commit flushes WAL: writes and fsyncs were counted, from pg_stat_io (18+) or pg_stat_wal (14-17).
     assert wal["wal_writes"] > 0 and wal["wal_fsyncs"] > 0, wal
+
+
+def test_catalogue_matches_each_servers_own_settings(cluster: Cluster) -> None:
+    """Every PostgreSQL setting in the catalogue is, on each real server, what the catalogue says for that version
+    (present or absent, context, range, default, enum values): version semantics are data, checked against the
+    servers themselves rather than against memory."""
+    async def settings(conn: asyncpg.Connection) -> tuple[int, dict[str, asyncpg.Record]]:
+        num = int(await conn.fetchval("SHOW server_version_num"))
+        rows = await conn.fetch("SELECT name, context, min_val, max_val, boot_val, enumvals FROM pg_settings")
+        return num, {r["name"]: r for r in rows}
+
+    num, rows = cluster.sql(settings)
+    cat = catalog.load()
+    wrong = []
+    for name in cat.names():
+        spec = cat.spec(name, num)
+        if spec is not None and spec.context == "device":
+            continue  # a kernel setting, not PostgreSQL's
+        row = rows.get(name)
+        if spec is None or row is None:
+            if (spec is None) != (row is None):
+                wrong.append(f"{name}: catalogue {'lacks' if spec is None else 'has'} it, the server "
+                             f"{'has' if row is not None else 'lacks'} it")
+            continue
+        seen = {"context": row["context"], "default": str(row["boot_val"])}
+        said = {"context": spec.context, "default": str(spec.default)}
+        if spec.kind == "integer":
+            seen |= {"min": int(row["min_val"]), "max": int(row["max_val"])}
+            said |= {"min": spec.min, "max": spec.max}
+        else:  # a build offers a subset: io_method's io_uring only where PostgreSQL was built with liburing
+            extra = set(row["enumvals"]) - set(spec.values or ())
+            if extra:
+                wrong.append(f"{name}.values: the server also offers {sorted(extra)}")
+        wrong += [f"{name}.{k}: catalogue {said[k]!r}, server {seen[k]!r}" for k in said if said[k] != seen[k]]
+    assert not wrong, f"PostgreSQL {num}: " + "; ".join(wrong)
