@@ -35,7 +35,7 @@ from pathlib import Path
 
 import structlog
 
-from tuner.errors import SandboxError
+from tuner.errors import ConfigError, SandboxError
 from tuner.target.sandbox import debsuite
 from tuner.target.sandbox.binaries import Binaries, find_binaries
 
@@ -108,7 +108,7 @@ def provide(major: int, cache: Path | None = None) -> Binaries:
     """The cached build of ``major`` under ``cache`` (default :func:`cache_dir`), built first if missing."""
     source = SOURCES.get(major)
     if source is None:
-        raise SandboxError(
+        raise ConfigError(
             f"PostgreSQL {major} is not a version tuner can provide",
             hint=f"choose one of {', '.join(str(m) for m in sorted(SOURCES))}, or set [sandbox] bin_dir",
         )
