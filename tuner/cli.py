@@ -186,10 +186,9 @@ def recommend(**opts: Any) -> None:
     overrides: dict[str, dict[str, Any]] = {}
     if opts["dsn"]:
         overrides.setdefault("target", {})["dsn"] = opts["dsn"]
-    if opts["scale"]:
-        overrides.setdefault("sandbox", {})["scale"] = opts["scale"]
-    if opts["pg_version"] is not None:
-        overrides.setdefault("sandbox", {})["pg_version"] = opts["pg_version"]
+    for key in ("scale", "pg_version"):
+        if opts[key] is not None:
+            overrides.setdefault("sandbox", {})[key] = opts[key]
     if opts["policy"]:
         overrides.setdefault("tuner", {})["policy"] = opts["policy"]
     if opts["families"]:
