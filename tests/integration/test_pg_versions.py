@@ -57,6 +57,22 @@ def test_a_sandbox_session_runs_on_the_provided_version(base_dir: Path, tmp_path
         assert "io_workers" not in recs and not any("io_workers" in t["config"] for t in doc["trials"])
 
 
+@pytest.mark.parametrize("argv, extra, said", [
+    (["--pg-version", "12"], {}, "tuner: error: PostgreSQL 12 is not a version tuner can provide"),
+    (["--pg-version", "19"], {"TUNER_SANDBOX__BIN_DIR": "/usr/lib/postgresql/15/bin"},
+     "tuner: error: [sandbox] bin_dir holds PostgreSQL 15."),
+])
+def test_a_version_that_cannot_be_had_is_one_sentence_and_exit_2(base_dir: Path, tmp_path: Path, argv: list[str],
+                                                                  extra: dict[str, str], said: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "1", *argv],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env=tuner_env(tmp_path / "state", TUNER_SANDBOX__BASE_DIR=str(base_dir), **extra))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if not line.startswith("{")]
+    assert lines[0].startswith(said) and lines[1].startswith("hint: ") and len(lines) == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and not list(base_dir.iterdir())
+
+
 def test_io_uring_is_screened_live_on_debians_liburing_build(base_dir: Path, tmp_path: Path,
                                                               pg18_debian) -> None:  # type: ignore[no-untyped-def]
     doc = _recommend(base_dir, tmp_path, 18, "io_uring_quick.toml")

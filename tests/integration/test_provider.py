@@ -108,5 +108,5 @@ def test_a_wheel_that_cannot_be_had_fails_in_one_sentence(tmp_path: Path, monkey
 
 def test_bin_dir_and_pg_version_must_agree(pg15) -> None:  # type: ignore[no-untyped-def]
     assert sandbox_binaries(pg15.bin_dir, 15) == pg15
-    with pytest.raises(SandboxError, match=r"bin_dir holds PostgreSQL 15\.\d+, not the 19 that pg_version asks for"):
+    with pytest.raises(ConfigError, match=r"bin_dir holds PostgreSQL 15\.\d+, not the 19 that pg_version asks for"):
         sandbox_binaries(pg15.bin_dir, 19)

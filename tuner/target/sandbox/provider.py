@@ -83,7 +83,7 @@ def sandbox_binaries(bin_dir: Path | None, pg_version: int | None) -> Binaries:
     if bin_dir is not None:
         found = find_binaries(bin_dir)
         if pg_version is not None and found.major != pg_version:
-            raise SandboxError(
+            raise ConfigError(
                 f"[sandbox] bin_dir holds PostgreSQL {found.version}, not the {pg_version} that pg_version asks for",
                 hint="leave one of them unset",
             )
