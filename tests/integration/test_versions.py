@@ -239,3 +239,21 @@ def test_catalogue_matches_each_servers_own_settings(cluster: Cluster) -> None:
                 wrong.append(f"{name}.values: the server also offers {sorted(extra)}")
         wrong += [f"{name}.{k}: catalogue {said[k]!r}, server {seen[k]!r}" for k in said if said[k] != seen[k]]
     assert not wrong, f"PostgreSQL {num}: " + "; ".join(wrong)
+
+
+# EXPLAIN (IO), new in 19 (commits 681daed9 for bitmap heap scans, 3b1117d6 for sequential scans): the read
+# stream's own account of a scan, the evidence for effective_io_concurrency and io_combine_limit. Key names as
+# 19rc1 prints them.
+EXPLAIN_IO_KEYS = ("Average Prefetch Distance", "Max Prefetch Distance", "Prefetch Capacity", "I/O Count",
+                   "I/O Waits", "Average I/O Size", "Average I/Os In Progress")
+
+
+def test_explain_io_reports_the_read_streams_prefetching_from_19(cluster: Cluster) -> None:
+    cluster.restart()
+    if cluster.major < 19:
+        with pytest.raises(asyncpg.PostgresError, match='unrecognized EXPLAIN option "io"'):
+            cluster.sql(lambda conn: _explain(conn, "ANALYZE, IO, FORMAT JSON"))
+        return
+    bhs = _node(cluster.sql(lambda conn: _explain(conn, "ANALYZE, IO, FORMAT JSON"))["Plan"], "Bitmap Heap Scan")
+    assert all(k in bhs for k in EXPLAIN_IO_KEYS), sorted(bhs)
+    assert bhs["I/O Count"] > 0 and bhs["Max Prefetch Distance"] >= 1  # heap blocks were read after the restart
