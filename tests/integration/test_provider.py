@@ -110,3 +110,22 @@ def test_bin_dir_and_pg_version_must_agree(pg15) -> None:  # type: ignore[no-unt
     assert sandbox_binaries(pg15.bin_dir, 15) == pg15
     with pytest.raises(ConfigError, match=r"bin_dir holds PostgreSQL 15\.\d+, not the 19 that pg_version asks for"):
         sandbox_binaries(pg15.bin_dir, 19)
+
+
+def test_a_build_killed_mid_way_is_cleared_and_built_again(tmp_path: Path) -> None:
+    stale = tmp_path / ".16.build-killed"
+    (stale / "root").mkdir(parents=True)  # what a builder killed mid-way leaves (it held the lock)
+    built = provide(16, tmp_path)
+    assert built.major == 16 and not stale.exists()
+
+
+def test_a_cache_another_user_could_write_is_refused(tmp_path: Path) -> None:
+    built = provide(16, tmp_path)
+    (built.bin_dir / "postgres").chmod(0o775)  # group-writable: someone else could have replaced it
+    with pytest.raises(SandboxError, match=r"holds files another user could have changed, so tuner will not run them"):
+        provide(16, tmp_path)
+    (built.bin_dir / "postgres").chmod(0o755)
+    assert provide(16, tmp_path) == built
+    tmp_path.chmod(0o777)
+    with pytest.raises(SandboxError, match=r"may be written by another user"):
+        provide(16, tmp_path)

@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
@@ -37,7 +38,7 @@ import structlog
 
 from tuner.errors import ConfigError, SandboxError
 from tuner.target.sandbox import debsuite
-from tuner.target.sandbox.binaries import Binaries, find_binaries
+from tuner.target.sandbox.binaries import Binaries, _trusted_tree, find_binaries
 
 log = structlog.get_logger(__name__)
 
@@ -123,11 +124,22 @@ def provide(major: int, cache: Path | None = None) -> Binaries:
     except OSError as exc:
         raise SandboxError(f"cannot use {cache} for PostgreSQL builds: {exc.strerror or exc}",
                            hint="set TUNER_PG_CACHE to a directory of yours") from None
+    _check_trusted(cache)
     with _locked(cache / f"{major}.lock"):
         found = _cached(dest, major)  # another builder may have finished while we waited
         if found is not None:
             return found
+        for stale in cache.glob(f".{major}.build-*"):  # a builder killed mid-way (builders hold the lock)
+            shutil.rmtree(stale, ignore_errors=True)
         return _build(source, dest)
+
+
+def _check_trusted(cache: Path) -> None:
+    """Refuse a cache that someone else could have written into: tuner runs what it finds there, as root too."""
+    st = cache.stat()
+    if st.st_uid not in (0, os.geteuid()) or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise SandboxError(f"{cache} may be written by another user, so tuner will not run PostgreSQL builds from it",
+                           hint="set TUNER_PG_CACHE to a directory of yours that only you can write")
 
 
 def _cached(dest: Path, major: int) -> Binaries | None:
@@ -135,6 +147,10 @@ def _cached(dest: Path, major: int) -> Binaries | None:
         meta = json.loads((dest / _MARKER).read_text())
     except (OSError, ValueError):
         return None
+    _check_trusted(dest.parent)
+    if not _trusted_tree(dest):
+        raise SandboxError(f"{dest} holds files another user could have changed, so tuner will not run them",
+                           hint=f"remove {dest}: tuner builds it again")
     try:
         found = find_binaries(dest / meta["bin_dir"])
     except SandboxError:
@@ -162,8 +178,15 @@ def _build(source: Source, dest: Path) -> Binaries:
         else:
             bin_dir = debsuite.build(source, dest, work, _patchelf(source.major))
         (work / _MARKER).write_text(json.dumps({"bin_dir": str(bin_dir), "source": _describe(source)}) + "\n")
-        for d, _dirs, _files in os.walk(work):
+        # Readable by the server's OS user, writable by nobody else, and ours (a tarball unpacked as root keeps
+        # its owners): tuner runs these binaries, as root too.
+        for d, dirs, files in os.walk(work):
             os.chmod(d, 0o755)
+            for name in (*dirs, *files):
+                path = Path(d) / name
+                os.lchown(path, os.geteuid(), os.getegid())
+                if not path.is_symlink() and name in files:
+                    os.chmod(path, stat.S_IMODE(path.lstat().st_mode) & ~0o022 | 0o444)
         if dest.exists():  # an incomplete or broken earlier build
             shutil.rmtree(dest)
         os.rename(work, dest)
