@@ -121,6 +121,7 @@ def main() -> None:
 @click.option("--dsn", help="Target connection string or URI (overrides [target] dsn). Must be a hot standby or a marked staging clone.")
 @click.option("--sandbox", is_flag=True, help="Create a throwaway primary + hot standby, tune the standby, then remove everything.")
 @click.option("--scale", type=click.IntRange(1, 10000), help="Sandbox dataset size, pgbench-style (100,000 accounts per unit; default 50 ≈ 640 MB).")
+@click.option("--pg-version", type=int, help="Sandbox PostgreSQL major version, 15-19 (overrides [sandbox] pg_version; built on first use, then cached).")
 @click.option("--family", "families", multiple=True, type=click.Choice(REGISTRY.names()), help="Knob family to tune (repeatable; default: all the target allows).")
 @click.option("--policy", help="Policy name (default, ssd, network, hdd) or path to a policy TOML file.")
 @click.option("--budget", type=click.IntRange(3, 500), help="Most optimisation probes per family (overrides the policy).")
@@ -185,8 +186,9 @@ def recommend(**opts: Any) -> None:
     overrides: dict[str, dict[str, Any]] = {}
     if opts["dsn"]:
         overrides.setdefault("target", {})["dsn"] = opts["dsn"]
-    if opts["scale"]:
-        overrides.setdefault("sandbox", {})["scale"] = opts["scale"]
+    for key in ("scale", "pg_version"):
+        if opts[key] is not None:
+            overrides.setdefault("sandbox", {})[key] = opts[key]
     if opts["policy"]:
         overrides.setdefault("tuner", {})["policy"] = opts["policy"]
     if opts["families"]:

