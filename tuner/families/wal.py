@@ -31,6 +31,7 @@ from tuner.core import space
 from tuner.core.decide import decide, recommendation
 from tuner.core.session import Progress, build_optimiser, search
 from tuner.errors import ProbeError, RefusedError, TunerError
+from tuner.families import wal_figures
 from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.knobs import catalog
 from tuner.log import get_logger
@@ -131,6 +132,8 @@ class Wal:
     needs: ClassVar[Needs] = Needs(writable=True, superuser=True)
     after: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = "commit_delay, wal_writer_* (searched), wal_compression, wal_buffers (screened)"
+    objective_unit: ClassVar[str] = "ms per transaction"
+    html_sections = staticmethod(wal_figures.html_sections)
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         return None
