@@ -168,7 +168,7 @@ async def _with_seq_scan(conn: Any, ctx: FamilyContext, queries: list[workload.P
     table = await workload.largest_table(conn, skip_tablespaces=own)
     if table is None:
         return queries
-    seq = replace(workload.seq_query(*table), weight=mix.seq_scan_weight)
+    seq = replace(workload.seq_query(table[0]), weight=mix.seq_scan_weight)
     bitmap = [replace(q, weight=mix.bitmap_scan_weight) for q in queries] if mix.bitmap_scan_weight > 0 else []
     return [*bitmap, seq]
 

@@ -87,7 +87,7 @@ async def _plan_device(
     if not on_device:
         return f"no table of at least {workload.MIN_PAGES} pages lives on it ({', '.join(group.roles)})"
     biggest = on_device[0]
-    queries = [workload.seq_query(biggest["relation"], biggest["relpages"])]
+    queries = [workload.seq_query(biggest["relation"])]
     queries[0] = _weighted(queries[0], policy.readahead.seq_scan_weight)
     names = {r["relation"] for r in on_device}
     bitmap = workload.choose([c for c in cands if c.relation in names], relations=1,

@@ -79,7 +79,6 @@ class WalProbe:
         self.identity = identity
         self.connect_timeout_s = connect_timeout_s
         self.applied: dict[str, str] = {}  # system-level values in force now
-        self.baseline_system: dict[str, str] = {}
 
     async def apply_system(self, wanted: dict[str, str]) -> None:
         changed = {k: v for k, v in wanted.items() if self.applied.get(k) != v}

@@ -17,7 +17,6 @@ _READ_TIME_KEYS = ("Shared I/O Read Time", "I/O Read Time")
 @dataclass(frozen=True)
 class ExplainResult:
     execution_time_ms: float
-    planning_time_ms: float
     shared_read: int  # whole plan
     shared_hit: int
     io_read_time_ms: float | None  # None when track_io_timing was off
@@ -62,7 +61,6 @@ def parse(doc: Any) -> ExplainResult:
             heap_hit += int(node.get("Shared Hit Blocks", 0)) - sum(int(c.get("Shared Hit Blocks", 0)) for c in children)
     return ExplainResult(
         execution_time_ms=float(doc["Execution Time"]),
-        planning_time_ms=float(doc.get("Planning Time", 0.0)),
         shared_read=int(plan.get("Shared Read Blocks", 0)),
         shared_hit=int(plan.get("Shared Hit Blocks", 0)),
         io_read_time_ms=_io_time(plan),

@@ -17,7 +17,6 @@ The scratch table is TRUNCATEd and a CHECKPOINT taken before each point, so ever
 from __future__ import annotations
 
 import asyncio
-import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
@@ -261,7 +260,3 @@ async def run(
         for c in conns:
             c.terminate()
         await admin.close()
-
-
-def median_tps(results: list[LoadResult]) -> float:
-    return statistics.median(r.tps for r in results)

@@ -39,7 +39,6 @@ class ProbeQuery:
     sql: str
     relation: str | None
     kind: Literal["range", "sample", "custom", "seq"]
-    expected_pages: int | None = None
     # The plan the query must run as: generated queries switch the other scan types off, and a probe whose
     # plan has no such node is rejected. None: the planner decides (custom queries).
     plan: Literal["bitmap", "seq"] | None = "bitmap"
@@ -104,7 +103,7 @@ def range_query(c: Candidate, pages_fraction: float) -> ProbeQuery | None:
         f"SELECT count(ctid) FROM {c.relation} "
         f"WHERE {c.column_sql} BETWEEN {_literal(lo, c.column_type)} AND {_literal(hi, c.column_type)}"
     )
-    return _bitmap_query(c, "range", sql, pages_fraction)
+    return _bitmap_query(c, "range", sql)
 
 
 def sample_query(c: Candidate, pages_fraction: float) -> ProbeQuery | None:
@@ -121,12 +120,11 @@ def sample_query(c: Candidate, pages_fraction: float) -> ProbeQuery | None:
         f"SELECT count(ctid) FROM {c.relation} WHERE {c.column_sql} = ANY (ARRAY("
         f"SELECT {lo} + (hashint8(g) & 9223372036854775807) % {span} FROM generate_series(1, {n}) AS g))"
     )
-    return _bitmap_query(c, "sample", sql, pages_fraction)
+    return _bitmap_query(c, "sample", sql)
 
 
-def _bitmap_query(c: Candidate, kind: Literal["range", "sample"], sql: str, pages_fraction: float) -> ProbeQuery:
-    return ProbeQuery(name=f"{c.relation}.{c.column_sql} {kind}", sql=sql, relation=c.relation, kind=kind,
-                      expected_pages=int(round(pages_fraction * c.relpages)))
+def _bitmap_query(c: Candidate, kind: Literal["range", "sample"], sql: str) -> ProbeQuery:
+    return ProbeQuery(name=f"{c.relation}.{c.column_sql} {kind}", sql=sql, relation=c.relation, kind=kind)
 
 
 async def candidates(conn: asyncpg.Connection, min_pages: int = MIN_PAGES) -> list[Candidate]:
@@ -214,11 +212,10 @@ async def largest_table(conn: asyncpg.Connection, *, skip_tablespaces: Iterable[
     return None
 
 
-def seq_query(relation: str, relpages: int) -> ProbeQuery:
+def seq_query(relation: str) -> ProbeQuery:
     """A full sequential scan of ``relation``: the access pattern kernel readahead serves."""
     return ProbeQuery(
-        name=f"{relation} seq scan", sql=f"SELECT count(*) FROM {relation}", relation=relation, kind="seq",
-        expected_pages=relpages, plan="seq",
+        name=f"{relation} seq scan", sql=f"SELECT count(*) FROM {relation}", relation=relation, kind="seq", plan="seq",
     )
 
 
