@@ -181,11 +181,11 @@ IO_METHODS = ("sync", "worker", "io_uring")  # PostgreSQL 18's io_method values 
 
 
 class ConcurrencyMix(Mix):
-    """The concurrency family's workload where read streams serve sequential scans too (reference/pg-io-facts.md
-    §1.5: from 17 ``io_combine_limit`` sizes their reads, from 18 ``effective_io_concurrency`` sets their
-    look-ahead): the objective is ``seq_scan_weight * seq_ms + bitmap_scan_weight * bitmap_ms``. Up to 16 the
-    family probes bitmap heap scans alone, as it always did, and the weights are not used. With
-    ``bitmap_scan_weight = 0`` no bitmap scan is probed on 17+: no knob acts on it alone there."""
+    """The concurrency family's workload where read streams serve sequential scans too (from 17 ``io_combine_limit``
+    sizes their reads, from 18 ``effective_io_concurrency`` sets their look-ahead: see
+    ``tuner.probes.workload.seq_scan_knobs``): the objective is ``seq_scan_weight * seq_ms + bitmap_scan_weight *
+    bitmap_ms``. Up to 16 the family probes bitmap heap scans alone, as it always did, and the weights are not used.
+    With ``bitmap_scan_weight = 0`` no bitmap scan is probed on 17+: no knob acts on it alone there."""
 
     io_method: tuple[str, ...] = Field(
         default=IO_METHODS, max_length=len(IO_METHODS),
@@ -202,7 +202,8 @@ class ConcurrencyMix(Mix):
 
 
 class WalLoad(Section):
-    """The wal family's load: concurrent autocommitted INSERTs into tuner's scratch table (seed 003's shapes)."""
+    """The wal family's load: concurrent autocommitted INSERTs into tuner's scratch table (10 rows per transaction,
+    OLTP-like, or 1000, bulk loading: see ``tuner.probes.walload``)."""
 
     clients: int = Field(default=8, ge=1, le=256, description="connections of the search and confirmation probes")
     rows_per_tx: int = Field(default=10, ge=1, le=100000, description="rows per transaction of those probes")

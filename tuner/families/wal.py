@@ -1,10 +1,10 @@
 """The WAL family: the flush-side settings an operator can change, measured under concurrent inserts on a writable
 staging clone, plus the evidence of whether WAL insertion-lock contention is the bottleneck at all.
 
-Insertion locks are ``NUM_XLOGINSERT_LOCKS``, compiled in as 8 in every release (the GUC existed only in 9.4
-betas; reference/pg-io-facts.md §3.1): tuner measures their contention and says what it implies; it never
-pretends they are a setting. Durability settings (``fsync``, ``synchronous_commit``, ``full_page_writes``) are
-never touched.
+Insertion locks are ``NUM_XLOGINSERT_LOCKS``, compiled in as 8 in every release (the GUC existed only in 9.4 betas:
+postgres commit 5fa6c81a43, "Remove num_xloginsert_locks GUC, replace with a #define"): tuner measures their
+contention and says what it implies; it never pretends they are a setting. Durability settings (``fsync``,
+``synchronous_commit``, ``full_page_writes``) are never touched.
 
 1. search the policy's WAL knobs (``commit_delay``, ``commit_siblings`` by SET in every load connection;
    ``wal_writer_delay``, ``wal_writer_flush_after`` by ALTER SYSTEM + reload, journaled) at the policy's client

@@ -1,7 +1,8 @@
 """Read what the server measured from ``EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)``.
 
-I/O timing keys differ by version: "I/O Read Time" up to 16, "Shared I/O Read Time" from 17
-(reference/pg-io-facts.md §6.1). Block counters on a node include its children's, so the heap's own
+I/O timing keys differ by version: "I/O Read Time" up to 16, "Shared I/O Read Time" from 17, when EXPLAIN
+began to time local blocks apart from shared ones (PostgreSQL 17 release notes: "Add local I/O block read/write
+timing statistics to EXPLAIN's BUFFERS output"). Block counters on a node include its children's, so the heap's own
 blocks of a Bitmap Heap Scan are its counters minus those of its Bitmap Index Scan children.
 """
 

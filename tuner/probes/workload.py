@@ -192,9 +192,11 @@ async def plan(
     return queries
 
 
-# Where read streams serve sequential scans (reference/pg-io-facts.md §1.5), by the first version each knob acts
-# on them: 17 combines their reads up to io_combine_limit but issues no advice for them (effective_io_concurrency
-# changes nothing there); 18 keeps up to effective_io_concurrency reads of io_combine_limit blocks in flight.
+# Where read streams serve sequential scans, by the first version each knob acts on them: 17 combines their reads
+# up to io_combine_limit (postgres commit b7b0f3f272, sequential scans on the read stream API) but read_stream.c
+# gives no advice for a sequential stream, so effective_io_concurrency changes nothing there; 18's asynchronous
+# I/O keeps up to effective_io_concurrency reads of io_combine_limit blocks in flight (PostgreSQL 18 docs,
+# effective_io_concurrency: it "also controls the prefetch distance").
 _SEQ_SCAN_FROM = {"io_combine_limit": 170000, "effective_io_concurrency": 180000}
 
 
