@@ -1,4 +1,4 @@
-"""Policies: declarative TOML per storage class — search space, objective, budgets, minimum effect,
+"""Policies: declarative TOML per storage class — search space, budgets, minimum effect, each family's workload,
 cache state and guardrails. Data, no code. Every number has bounds (see each field); inf and nan are refused.
 
 A policy is found by name in ``policies/`` next to the config file, in ``$TUNER_POLICY_DIR``, or in the
@@ -16,9 +16,11 @@ from pydantic import Field, ValidationError, model_validator
 from tuner.config import Section, _describe
 from tuner.errors import ConfigError
 from tuner.knobs import catalog
+from tuner.log import get_logger
 from tuner.tomlfile import read_toml
 
 SHIPPED_POLICY_DIR = Path(__file__).resolve().parent.parent / "policies"
+log = get_logger("tuner.policy")
 
 
 INT32 = 2**31 - 1  # PostgreSQL's integer settings are 32-bit
@@ -28,12 +30,25 @@ _VALUES = 64  # the longest list of values a policy may give
 class PolicyInfo(Section):
     name: str
     description: str
-    storage_class: Literal["any", "ssd", "nvme", "network", "hdd"]
+    # Deprecated: never read (the name and the description say what storage a policy is for). Still accepted,
+    # and still checked, because policies written before carry it; loading one says so (see DEPRECATED).
+    storage_class: Literal["any", "ssd", "nvme", "network", "hdd"] | None = None
 
 
 class Objective(Section):
+    """Deprecated: never read. Each family measures its own objective (a workload's execution time, ms per
+    transaction, the standby's replay time); the only values this table ever allowed are these defaults."""
+
     metric: Literal["execution_time_ms"] = "execution_time_ms"
     direction: Literal["minimize"] = "minimize"
+
+
+# Keys tuner accepts but does not read, with what to do instead: loading a policy that has one logs a warning.
+DEPRECATED = {
+    "[policy] storage_class": "remove it: tuner does not read it; the policy's name and description say what "
+                              "storage it is for",
+    "[objective]": "remove it: tuner does not read it; each family measures its own objective (see docs/policies.md)",
+}
 
 
 class KnobSearch(Section):
@@ -166,11 +181,11 @@ IO_METHODS = ("sync", "worker", "io_uring")  # PostgreSQL 18's io_method values 
 
 
 class ConcurrencyMix(Mix):
-    """The concurrency family's workload where read streams serve sequential scans too (reference/pg-io-facts.md
-    §1.5: from 17 ``io_combine_limit`` sizes their reads, from 18 ``effective_io_concurrency`` sets their
-    look-ahead): the objective is ``seq_scan_weight * seq_ms + bitmap_scan_weight * bitmap_ms``. Up to 16 the
-    family probes bitmap heap scans alone, as it always did, and the weights are not used. With
-    ``bitmap_scan_weight = 0`` no bitmap scan is probed on 17+: no knob acts on it alone there."""
+    """The concurrency family's workload where read streams serve sequential scans too (from 17 ``io_combine_limit``
+    sizes their reads, from 18 ``effective_io_concurrency`` sets their look-ahead: see
+    ``tuner.probes.workload.seq_scan_knobs``): the objective is ``seq_scan_weight * seq_ms + bitmap_scan_weight *
+    bitmap_ms``. Up to 16 the family probes bitmap heap scans alone, as it always did, and the weights are not used.
+    With ``bitmap_scan_weight = 0`` no bitmap scan is probed on 17+: no knob acts on it alone there."""
 
     io_method: tuple[str, ...] = Field(
         default=IO_METHODS, max_length=len(IO_METHODS),
@@ -187,7 +202,8 @@ class ConcurrencyMix(Mix):
 
 
 class WalLoad(Section):
-    """The wal family's load: concurrent autocommitted INSERTs into tuner's scratch table (seed 003's shapes)."""
+    """The wal family's load: concurrent autocommitted INSERTs into tuner's scratch table (10 rows per transaction,
+    OLTP-like, or 1000, bulk loading: see ``tuner.probes.walload``)."""
 
     clients: int = Field(default=8, ge=1, le=256, description="connections of the search and confirmation probes")
     rows_per_tx: int = Field(default=10, ge=1, le=100000, description="rows per transaction of those probes")
@@ -245,7 +261,7 @@ class Guardrails(Section):
 
 class Policy(Section):
     policy: PolicyInfo
-    objective: Objective = Objective()
+    objective: Objective | None = None  # deprecated, see DEPRECATED
     search: dict[str, KnobSearch]
     budget: Budget = Budget()
     daemon: Daemon = Daemon()
@@ -306,8 +322,18 @@ def load_policy(name: str, *, config_dir: Path | None = None) -> Policy:
     path = find_policy(name, config_dir=config_dir)
     data = read_toml(path)
     try:
-        return Policy(**data)
+        policy = Policy(**data)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}", hint=exc.hint) from None
     except ValidationError as exc:
         raise _describe(exc, str(path)) from None
+    for key in deprecated_keys(policy):
+        log.warning("policy.deprecated_key", policy=str(path), key=key, hint=DEPRECATED[key])
+    return policy
+
+
+def deprecated_keys(policy: Policy) -> list[str]:
+    """The keys of :data:`DEPRECATED` that ``policy`` sets."""
+    found = {"[policy] storage_class": policy.policy.storage_class is not None,
+             "[objective]": policy.objective is not None}
+    return [key for key, present in found.items() if present]

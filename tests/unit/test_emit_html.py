@@ -8,12 +8,16 @@ import unicodedata
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from tuner import emit
+from tuner.emit import evidence, svg
 from tuner.emit import html as h
 from tuner.emit.json import parse
+from tuner.families import REGISTRY
+from tuner.families.base import Needs, objective_unit
 from tuner.model import (
     CacheEvidence,
     DeviceOut,
@@ -151,7 +155,7 @@ def test_every_trial_is_a_point(sandbox: Report, page: str) -> None:
     figures = svgs(page, "confirmation")
     assert len(figures) == 5
     assert sum(s.count('class="pt confirm"') for s in figures) == len(confirm) == 140
-    assert sum(s.count('class="pair"') for s in figures) == sum(len(c.pairs) for c in h.confirmations(sandbox.trials))
+    assert sum(s.count('class="pair"') for s in figures) == sum(len(c.pairs) for c in evidence.confirmations(sandbox.trials))
     # the confirmation trials of a one-knob search are drawn there too (concurrency: 12)
     one_knob = [s for s in svgs(page, "search") if "effective_io_concurrency: every probe" in s]
     assert len(one_knob) == 1 and one_knob[0].count('class="pt confirm"') == 12
@@ -162,8 +166,8 @@ def test_every_trial_is_a_point(sandbox: Report, page: str) -> None:
 
 
 def test_pairs_are_rebuilt_as_the_test_formed_them(sandbox: Report) -> None:
-    confs = h.confirmations(sandbox.trials)
-    h.attach(sandbox.recommendations, confs)
+    confs = evidence.confirmations(sandbox.trials)
+    evidence.attach(sandbox.recommendations, confs)
     for r in sandbox.recommendations:
         assert r.effect is not None
         (c,) = [c for c in confs if r in c.recs]
@@ -398,7 +402,7 @@ def test_history_of_one_session_says_it_starts_here(sandbox: Report) -> None:
 # ---- scales ------------------------------------------------------------------------------------------------------
 
 def test_log2p1_sets_zero_apart_and_breaks_the_axis() -> None:
-    x = h.Log2p1([0, 1, 1000], 0, 100)
+    x = svg.Log2p1([0, 1, 1000], 0, 100)
     unit = x(3) - x(1)  # one unit of log2(1 + v)
     assert x(1) - x(0) == pytest.approx(2 * unit)
     assert x.breaks and x(0) < x.breaks[0] < x(1)
@@ -406,14 +410,14 @@ def test_log2p1_sets_zero_apart_and_breaks_the_axis() -> None:
 
 
 def test_knob_axes() -> None:
-    assert isinstance(h.knob_scale([0, 4, 16, 1000], 0, 1), h.Log2p1)
-    assert isinstance(h.knob_scale([0, 128], 0, 1), h.Log2p1)  # commit_delay: 0 is another mechanism
-    assert isinstance(h.knob_scale([1, 2, 3, 4], 0, 1), h.Linear)
-    assert isinstance(h.knob_scale(["off", "lz4"], 0, 1), h.Categories)
+    assert isinstance(svg.knob_scale([0, 4, 16, 1000], 0, 1), svg.Log2p1)
+    assert isinstance(svg.knob_scale([0, 128], 0, 1), svg.Log2p1)  # commit_delay: 0 is another mechanism
+    assert isinstance(svg.knob_scale([1, 2, 3, 4], 0, 1), svg.Linear)
+    assert isinstance(svg.knob_scale(["off", "lz4"], 0, 1), svg.Categories)
 
 
 def test_ratio_ticks_keep_one_and_do_not_crowd() -> None:
-    y = h.LogRatio([0.9, 1.05, 1.1, 1.2], 200, 50)
+    y = svg.LogRatio([0.9, 1.05, 1.1, 1.2], 200, 50)
     pos = sorted(p for p, _ in y.ticks())
     assert "1×" in [t for _, t in y.ticks()]
     assert all(b - a >= 16 for a, b in zip(pos, pos[1:]))
@@ -433,3 +437,49 @@ def test_a_plateau_and_an_edge_are_said_in_the_recommendations() -> None:
     assert "plateau from 16 to 1000, up to the top of the searched range 0..1000" in part
     assert "at the edge: 1000 is the highest value searched (0..1000), its maximum on this server" in part
     assert "a plateau." in page  # the search figure's caption
+
+
+# ---- a family's own parts of the page ----------------------------------------------------------------------------
+
+class _Toy:
+    """A family from outside tuner with both report hooks: its unit and a section of its own."""
+
+    name: ClassVar[str] = "toy"
+    needs: ClassVar[Needs] = Needs()
+    after: ClassVar[tuple[str, ...]] = ()
+    summary: ClassVar[str] = "a toy"
+    objective_unit: ClassVar[str] = "toy-seconds (on the toy clock)"
+
+    def applicable(self, ctx: object) -> str | None:
+        return None
+
+    async def run(self, ctx: object) -> object:
+        raise NotImplementedError  # never run: only the report hooks are under test
+
+    @staticmethod
+    def html_sections(report: Report, figures: svg.Figures) -> list[tuple[str, str, str]]:
+        n = figures.next_no()
+        return [("toy", "Toy", f"<p>toy section, figure {n}, {len(report.trials)} trials</p>")]
+
+
+def test_the_page_asks_each_family_for_its_unit_and_its_own_section() -> None:
+    trials = [_trial({"toy_knob": v}, t, family="toy") for v, t in [(1, 5.0), (2, 4.0), (4, 6.0)]]
+    REGISTRY.register(_Toy)  # type: ignore[arg-type]
+    try:
+        page = h.to_html(_report([], trials))
+    finally:
+        REGISTRY.unregister("toy")
+    checked(page)
+    assert "toy-seconds (on the toy clock)" in section(page, "search")  # the caption's unit
+    (fig,) = svgs(page, "search")
+    assert ">toy-seconds<" in fig  # the axis: the unit without its explanation
+    assert section(page, "toy") == "<h2>Toy</h2><p>toy section, figure 2, 3 trials</p>"  # numbered after the search
+    assert '<a href="#toy">Toy</a>' in page
+
+
+def test_a_family_without_hooks_gets_the_workload_time_and_no_section() -> None:
+    trials = [_trial({"toy_knob": v}, t, family="plain") for v, t in [(1, 5.0), (2, 4.0)]]
+    page = h.to_html(_report([], trials))
+    assert objective_unit(None) == "ms (the workload's execution time)"
+    assert "ms (the workload&#x27;s execution time)" in section(page, "search")
+    assert 'id="plain"' not in page

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tuner.optimiser import BayesianOptimiser, Dimension, RandomOptimiser
+from tuner.optimiser.rules import Coverage, Duel, Edge, Flank, HalfStep
 from tuner.core.session import search
 from tuner.testing import SyntheticProbe, seed_like_surface
 
@@ -305,13 +306,13 @@ def test_the_v_puts_the_half_step_below_the_incumbent_only_where_one_side_is_lev
     opt = BayesianOptimiser(dimensions=[Dimension(EIC, 0, 256)], seed=0)
     ln = math.log
     # vee48: 32 and 64 level, 128 34 % up -> the tip lies between 32 and 64, 48 is well below 64
-    assert opt._v_gain(64, 32, 128, 48, {64: ln(349), 32: ln(368), 128: ln(468)}) > 0.1
+    assert opt.rule(HalfStep).v_gain(opt, 64, 32, 128, 48, {64: ln(349), 32: ln(368), 128: ln(468)}) > 0.1
     # r07: 32 and 128 both ~40 % above 64 -> the tip is 64 itself
-    assert opt._v_gain(64, 128, 32, 96, {64: ln(1971), 32: ln(2759), 128: ln(2726)}) < 0.01
+    assert opt.rule(HalfStep).v_gain(opt, 64, 128, 32, 96, {64: ln(1971), 32: ln(2759), 128: ln(2726)}) < 0.01
     # a flat stretch
-    assert opt._v_gain(64, 32, 128, 48, {64: ln(100), 32: ln(101), 128: ln(102)}) == -math.inf
+    assert opt.rule(HalfStep).v_gain(opt, 64, 32, 128, 48, {64: ln(100), 32: ln(101), 128: ln(102)}) == -math.inf
     # a V whose tip lies beyond the incumbent: the further beyond, the lower
-    assert opt._v_gain(64, 32, 128, 48, {64: ln(349), 32: ln(500), 128: ln(468)}) < opt._v_gain(
+    assert opt.rule(HalfStep).v_gain(opt, 64, 32, 128, 48, {64: ln(349), 32: ln(500), 128: ln(468)}) < opt.rule(HalfStep).v_gain(opt, 
         64, 32, 128, 48, {64: ln(349), 32: ln(440), 128: ln(468)}) < 0
 
 
@@ -323,7 +324,7 @@ _VEE48_TIP_DRAWN_AT_64 = [(1, 854.0), (0, 974.0), (4, 695.0), (32, 427.0), (256,
 def test_the_half_step_is_probed_where_one_reading_draws_the_vs_tip_at_its_round_neighbour() -> None:
     assert _replay(_VEE48_TIP_DRAWN_AT_64).suggest()[EIC] == 48
     strict = _replay([])
-    strict.half_step_gain = 0.5  # the rule before: the V must put the half step half a tolerance below
+    strict.rule(HalfStep).half_step_gain = 0.5  # the rule before: the V must put the half step half a tolerance below
     for v, ms in _VEE48_TIP_DRAWN_AT_64:
         strict.register({EIC: v}, ms)
     assert strict.suggest()[EIC] != 48
@@ -347,7 +348,7 @@ def test_a_half_step_read_lucky_once_must_win_a_second_reading_against_its_neigh
 
     opt = BayesianOptimiser(dimensions=[Dimension(EIC, 0, 256)], initial=[{EIC: v} for v in (1, 0, 4, 32, 256)],
                             seed=0, budget=14, min_probes=6)
-    opt.duel = duel
+    opt.rule(Duel).duel = duel
     asyncio.run(search(opt, SyntheticProbe(surface), max_consecutive_failures=3))
     probed = [c[EIC] for c in opt.history.configs]
     assert probed.count(48) == (2 if duel else 1)
@@ -359,8 +360,8 @@ def test_a_half_step_read_lucky_once_must_win_a_second_reading_against_its_neigh
 def _replayed(readings: list[tuple[int, float]], coverage_window: float) -> BayesianOptimiser:
     opt = BayesianOptimiser(dimensions=[Dimension(EIC, 0, 256)], initial=[{EIC: v} for v in (1, 0, 4, 32, 256)],
                             seed=0, budget=14, min_probes=5)
-    opt.coverage_window = coverage_window
-    opt.flank_window = 0.0  # the coverage rule alone (``_flank_gap`` probes 64 next to a level pair on _ONE_PLATEAU)
+    opt.rule(Coverage).coverage_window = coverage_window
+    opt.rule(Flank).flank_window = 0.0  # the coverage rule alone (``Flank`` probes 64 next to a level pair on _ONE_PLATEAU)
     for value, ms in readings:
         opt.register({EIC: value}, ms)
     return opt
@@ -375,13 +376,13 @@ _ONE_PLATEAU = [(1, 800.0), (0, 1000.0), (4, 500.0), (32, 305.0), (256, 300.0), 
 def test_a_second_basin_reading_level_with_the_best_gets_its_neighbours_probed_before_the_search_stops() -> None:
     without = _replayed(_SECOND_BASIN, coverage_window=0.0)
     assert without.stop_reason() is not None  # the model alone would stop here, 64 and 128 never measured
-    opt = _replayed(_SECOND_BASIN, coverage_window=BayesianOptimiser.coverage_window)
+    opt = _replayed(_SECOND_BASIN, coverage_window=Coverage.coverage_window)
     assert opt.stop_reason() is None
     assert opt.suggest()[EIC] in (16, 64)
 
 
 def test_no_coverage_probe_inside_the_incumbents_own_basin() -> None:
-    opt = _replayed(_ONE_PLATEAU, coverage_window=BayesianOptimiser.coverage_window)
+    opt = _replayed(_ONE_PLATEAU, coverage_window=Coverage.coverage_window)
     assert opt.stop_reason() is not None
 
 
@@ -449,7 +450,7 @@ def test_a_joint_search_follows_an_optimum_past_its_starting_values_to_the_bound
     second = opt.suggest()
     assert second == {**first, RA: 16384}
     opt.register(second, ms(second))
-    assert opt._edge_probe() is None  # at the bound: nothing further out
+    assert opt.rule(Edge).gap(opt) is None  # at the bound: nothing further out
     while opt.stop_reason() is None:
         c = opt.suggest()
         opt.register(c, ms(c))
@@ -615,7 +616,7 @@ def test_a_neighbour_reading_level_with_the_incumbent_gets_the_value_beyond_it_p
     of 256, so the optimum may lie beyond 128 too, and 64 is measured first."""
     def replay(flank_window: float) -> BayesianOptimiser:
         opt = _four_start_search(Dimension(EIC, 0, 256), seed=16)
-        opt.flank_window = flank_window
+        opt.rule(Flank).flank_window = flank_window
         for v, ms in _LEVEL_PAIR:
             opt.register({EIC: v}, ms)
         return opt
@@ -623,7 +624,7 @@ def test_a_neighbour_reading_level_with_the_incumbent_gets_the_value_beyond_it_p
     without = replay(0.0)
     assert without.recommendation().config[EIC] == 256
     assert without.stop_reason() is not None  # 64 never measured
-    opt = replay(BayesianOptimiser.flank_window)
+    opt = replay(Flank.flank_window)
     assert opt.stop_reason() is None
     assert opt.suggest() == {EIC: 64}
     for v, ms in [(64, 831.4), (16, 1311.0), (96, 1057.6)]:  # the rest of that seed's search
@@ -640,4 +641,4 @@ def test_no_flank_probe_where_both_neighbours_read_clearly_worse() -> None:
     for v, ms in [(1, 800.0), (0, 900.0), (4, 500.0), (32, 200.0), (256, 700.0), (16, 300.0), (64, 300.0)]:
         opt.register({EIC: v}, ms)
     assert opt.recommendation().config[EIC] == 32
-    assert opt._flank_gap() is None
+    assert opt.rule(Flank).gap(opt) is None

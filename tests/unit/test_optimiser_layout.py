@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from tuner.optimiser import BayesianOptimiser, rules
+from tuner.optimiser.rulebase import GapRule, Rule
 
 ROOT = Path(__file__).resolve().parents[2]
 TUNER = ROOT / "tuner"
@@ -17,18 +18,23 @@ TUNER = ROOT / "tuner"
 
 def _rule_classes() -> list[type]:
     return [c for _, c in inspect.getmembers(rules, inspect.isclass)
-            if c.__module__ == rules.__name__ and issubclass(c, rules._Rule) and c is not rules._Rule]
+            if c.__module__ == rules.__name__ and issubclass(c, Rule)]
 
 
 def _constants(cls: type) -> dict[str, object]:
-    return {k: v for k, v in vars(cls).items() if not k.startswith("_") and isinstance(v, (bool, int, float))}
+    """A rule's tunable constants (not the declarations every gap rule makes: where it applies)."""
+    return {k: v for k, v in vars(cls).items()
+            if not k.startswith("_") and k not in vars(GapRule) and isinstance(v, (bool, int, float))}
 
 
-def test_every_gap_rule_is_mixed_in_and_gives_its_reason_in_one_line() -> None:
+def test_every_rule_is_held_by_the_optimiser_and_gives_its_reason_in_one_line() -> None:
+    from tuner.optimiser import Dimension
+
     classes = _rule_classes()
-    assert len(classes) >= 9
+    assert len(classes) >= 9 and set(classes) == set(rules.RULES)
+    opt = BayesianOptimiser(dimensions=[Dimension("x", 0, 256)], seed=0)
     for cls in classes:
-        assert issubclass(BayesianOptimiser, cls), f"{cls.__name__} is not mixed into BayesianOptimiser"
+        assert isinstance(opt.rule(cls), cls), f"{cls.__name__} is not held by BayesianOptimiser"
         doc = (cls.__doc__ or "").strip()
         assert doc and "\n" not in doc, f"{cls.__name__}: the reason in one line, as its docstring"
         assert any(inspect.isfunction(v) and v.__doc__ for v in vars(cls).values()), f"{cls.__name__}: no rule"
@@ -54,9 +60,18 @@ def test_a_rule_constant_set_on_an_instance_changes_what_the_rule_does() -> None
 
     opt = BayesianOptimiser(dimensions=[Dimension("x", 0, 256)], seed=0)
     mu = {64: 0.0, 32: 0.01, 128: 0.3}
-    before = opt._v_gain(64, 32, 128, 48, mu)
-    opt.v_floor = 10.0
-    assert before > -1e9 and opt._v_gain(64, 32, 128, 48, mu) == float("-inf")
+    half_step = opt.rule(rules.HalfStep)
+    before = half_step.v_gain(opt, 64, 32, 128, 48, mu)
+    half_step.v_floor = 10.0
+    assert before > -1e9 and half_step.v_gain(opt, 64, 32, 128, 48, mu) == float("-inf")
+    assert BayesianOptimiser(dimensions=[Dimension("x", 0, 256)], seed=0).rule(rules.HalfStep).v_floor == 2.0
+
+
+def test_the_rules_are_objects_not_a_tower_of_base_classes() -> None:
+    assert not [c for c in BayesianOptimiser.__mro__ if issubclass(c, Rule)]
+    gaps = rules.GAP_RULES
+    assert all(issubclass(g, GapRule) for g in gaps) and len(set(gaps)) == len(gaps)
+    assert not [c for c in rules.RULES if issubclass(c, GapRule) and c not in gaps]
 
 
 def _imports(path: Path) -> set[str]:

@@ -3,10 +3,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from tuner.core.decide import confirmation_test
 from tuner.errors import ConfigError
-from tuner.policy import SHIPPED_POLICY_DIR, find_policy, load_policy
+from tuner.policy import DEPRECATED, SHIPPED_POLICY_DIR, find_policy, load_policy
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "policies"
 
@@ -55,3 +56,21 @@ def test_policy_next_to_the_config_wins(tmp_path: Path) -> None:
     (tmp_path / "policies").mkdir()
     (tmp_path / "policies" / "default.toml").write_text((FIXTURES / "good" / "narrow_linear.toml").read_text())
     assert load_policy("default", config_dir=tmp_path).policy.name == "narrow"
+
+
+def test_a_policy_with_the_deprecated_keys_loads_and_says_what_to_do() -> None:
+    with capture_logs() as logs:
+        policy = load_policy(str(FIXTURES / "good" / "deprecated_keys.toml"))
+    assert policy.policy.name == "older"
+    warned = {e["key"]: e for e in logs if e["event"] == "policy.deprecated_key"}
+    assert set(warned) == {"[policy] storage_class", "[objective]"}
+    for key, entry in warned.items():
+        assert entry["log_level"] == "warning" and entry["hint"] == DEPRECATED[key]
+        assert entry["policy"].endswith("deprecated_keys.toml")
+
+
+@pytest.mark.parametrize("name", ["default", "ssd", "network", "hdd"])
+def test_shipped_policies_carry_no_deprecated_key(name: str) -> None:
+    with capture_logs() as logs:
+        load_policy(name)
+    assert not [e for e in logs if e["event"] == "policy.deprecated_key"]

@@ -14,6 +14,7 @@ from tuner.stop import STOP
 from tuner.model import EffectOut, Trial
 from tuner.optimiser import BaseOptimiser, BayesianOptimiser, Dimension, Recommendation, initial_design
 from tuner.policy import Policy
+from tuner.core.progress import NullProgress, Progress
 from tuner.core.stats import Look, SequentialTest, abba_blocks, log_ratio
 
 log = get_logger("tuner.core.session")
@@ -27,19 +28,6 @@ class Probe(Protocol):
         phase: Literal["search", "confirm"] = ...,
         arm: Literal["baseline", "candidate"] | None = ...,
     ) -> Awaitable[Trial]: ...
-
-
-class Progress(Protocol):
-    def phase(self, name: str, total: int | None) -> None: ...
-    def advance(self, text: str) -> None: ...
-
-
-class NullProgress:
-    def phase(self, name: str, total: int | None) -> None:
-        return None
-
-    def advance(self, text: str) -> None:
-        return None
 
 
 def build_optimiser(

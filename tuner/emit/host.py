@@ -1,5 +1,8 @@
 """Readahead as host commands: ``blockdev --setra`` (512-byte sectors), the sysfs form (KiB), and a udev rule that
-persists the value — each with its rollback twin. Facts: reference/pg-io-facts.md §5.1, §5.4.
+persists the value — each with its rollback twin. Both commands set the same field, the disk's readahead: sysfs's
+``queue/read_ahead_kb`` is in KiB (Linux, Documentation/ABI/stable/sysfs-block), ``blockdev --setra`` goes through
+the BLKRASET ioctl in 512-byte sectors (blockdev(8); block/ioctl.c). A value set by hand is gone after a reboot,
+so persisting it takes a udev rule that writes ``ATTR{queue/read_ahead_kb}`` when the device appears (udev(7)).
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """What every emitter says about a recommendation's near-optimal range: a plateau as a plateau, and a recommended
-value at the edge of the searched range as such (issue #39). Plain text; each emitter quotes it its own way."""
+value at the edge of the searched range as such — so that one value of a level stretch is not read as a sharp
+optimum, nor a value the search could not look beyond as the last word. Plain text; each emitter quotes it its
+own way."""
 
 from __future__ import annotations
 

@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import asyncpg
 
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome, Recommendation, Trial
+from tuner.model import FamilyOutcome, Recommendation, Report, Trial
 from tuner.store.base import Prior, Store, StoreError
 from tuner.target.guard import Guard
 
 if TYPE_CHECKING:
     from tuner.actuate import Journal
     from tuner.config import Config
-    from tuner.core.session import Progress
+    from tuner.core.progress import Progress
+    from tuner.emit.svg import Figures
     from tuner.policy import Policy
     from tuner.target.facts import TargetFacts
 
@@ -159,7 +160,13 @@ class FamilyResult:
 
 
 class Family(Protocol):
-    """A knob family. ``applicable`` is cheap and changes nothing; ``run`` probes."""
+    """A knob family. ``applicable`` is cheap and changes nothing; ``run`` probes.
+
+    Two optional members tell the reports what shared code must not guess (see :func:`objective_unit` and
+    :func:`html_sections`): ``objective_unit: ClassVar[str]``, what a trial's value measures (default
+    :data:`OBJECTIVE_UNIT`), and ``html_sections(report, figures)``, the HTML report's sections for what the
+    family put in the report besides trials and recommendations, as (id, heading, body HTML).
+    """
 
     name: ClassVar[str]
     needs: ClassVar[Needs]
@@ -170,6 +177,22 @@ class Family(Protocol):
         """None when the family can run on this target, else the reason it cannot (one sentence)."""
 
     async def run(self, ctx: FamilyContext) -> FamilyResult: ...
+
+
+OBJECTIVE_UNIT = "ms (the workload's execution time)"
+
+
+def objective_unit(family: Family | None) -> str:
+    """What ``family``'s trial values measure, for axes and captions: its ``objective_unit``, else the time of a
+    workload (:data:`OBJECTIVE_UNIT`; also for None, a family the registry does not know)."""
+    return str(getattr(family, "objective_unit", OBJECTIVE_UNIT))
+
+
+def html_sections(family: Family, report: Report, figures: Figures) -> list[tuple[str, str, str]]:
+    """``family``'s own sections of the HTML report, as (id, heading, body HTML): none unless it declares
+    ``html_sections``."""
+    hook = getattr(family, "html_sections", None)
+    return list(hook(report, figures)) if hook is not None else []
 
 
 def unmet_needs(needs: Needs, ctx: FamilyContext) -> str | None:

@@ -2,7 +2,7 @@
 scans planned from the target's own statistics. Runs after readahead, so it measures at today's readahead: the
 one its recommendation will run with.
 
-Per version (reference/pg-io-facts.md §1.5 and §2):
+Per version (PostgreSQL 17 and 18 release notes; 18's docs on asynchronous I/O, Resource Consumption):
 
 * **up to 16**: ``effective_io_concurrency`` by ``SET`` in the probe session — nothing persistent changes — over
   sparse bitmap heap scans, the only scans it acts on. Fine on a hot standby.
@@ -168,7 +168,7 @@ async def _with_seq_scan(conn: Any, ctx: FamilyContext, queries: list[workload.P
     table = await workload.largest_table(conn, skip_tablespaces=own)
     if table is None:
         return queries
-    seq = replace(workload.seq_query(*table), weight=mix.seq_scan_weight)
+    seq = replace(workload.seq_query(table[0]), weight=mix.seq_scan_weight)
     bitmap = [replace(q, weight=mix.bitmap_scan_weight) for q in queries] if mix.bitmap_scan_weight > 0 else []
     return [*bitmap, seq]
 

@@ -30,7 +30,8 @@ from tuner.config import Config
 from tuner.core import space
 from tuner.core.decide import Decision, decide
 from tuner.core.session import build_optimiser, search
-from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped, warm_note
+from tuner.families import readahead_figures
+from tuner.families.base import OBJECTIVE_UNIT, FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.knobs.devices import BlockDevice, DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
 from tuner.log import get_logger
 from tuner.model import DeviceOut, DeviceRef, FamilyOutcome, Recommendation, Trial
@@ -86,7 +87,7 @@ async def _plan_device(
     if not on_device:
         return f"no table of at least {workload.MIN_PAGES} pages lives on it ({', '.join(group.roles)})"
     biggest = on_device[0]
-    queries = [workload.seq_query(biggest["relation"], biggest["relpages"])]
+    queries = [workload.seq_query(biggest["relation"])]
     queries[0] = _weighted(queries[0], policy.readahead.seq_scan_weight)
     names = {r["relation"] for r in on_device}
     bitmap = workload.choose([c for c in cands if c.relation in names], relations=1,
@@ -140,6 +141,8 @@ class Readahead:
     needs: ClassVar[Needs] = Needs(local_host=True)
     after: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = "read_ahead_kb of each block device under the data directory, pg_wal and tablespaces"
+    objective_unit: ClassVar[str] = OBJECTIVE_UNIT  # a cold sequential scan's execution time
+    html_sections = staticmethod(readahead_figures.html_sections)
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         if RA not in ctx.policy.search:

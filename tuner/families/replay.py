@@ -50,6 +50,7 @@ class Replay:
     after: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = ("maintenance_io_concurrency on a hot standby (ALTER SYSTEM + reload, journaled), over "
                               "its cold catch-up on a fixed WAL stream of random-page updates from its primary")
+    objective_unit: ClassVar[str] = "ms (the standby's time to replay the WAL stream)"
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         facts = ctx.facts

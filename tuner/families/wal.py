@@ -1,10 +1,10 @@
 """The WAL family: the flush-side settings an operator can change, measured under concurrent inserts on a writable
 staging clone, plus the evidence of whether WAL insertion-lock contention is the bottleneck at all.
 
-Insertion locks are ``NUM_XLOGINSERT_LOCKS``, compiled in as 8 in every release (the GUC existed only in 9.4
-betas; reference/pg-io-facts.md §3.1): tuner measures their contention and says what it implies; it never
-pretends they are a setting. Durability settings (``fsync``, ``synchronous_commit``, ``full_page_writes``) are
-never touched.
+Insertion locks are ``NUM_XLOGINSERT_LOCKS``, compiled in as 8 in every release (the GUC existed only in 9.4 betas:
+postgres commit 5fa6c81a43, "Remove num_xloginsert_locks GUC, replace with a #define"): tuner measures their
+contention and says what it implies; it never pretends they are a setting. Durability settings (``fsync``,
+``synchronous_commit``, ``full_page_writes``) are never touched.
 
 1. search the policy's WAL knobs (``commit_delay``, ``commit_siblings`` by SET in every load connection;
    ``wal_writer_delay``, ``wal_writer_flush_after`` by ALTER SYSTEM + reload, journaled) at the policy's client
@@ -31,6 +31,7 @@ from tuner.core import space
 from tuner.core.decide import decide, recommendation
 from tuner.core.session import Progress, build_optimiser, search
 from tuner.errors import ProbeError, RefusedError, TunerError
+from tuner.families import wal_figures
 from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.knobs import catalog
 from tuner.log import get_logger
@@ -78,7 +79,6 @@ class WalProbe:
         self.identity = identity
         self.connect_timeout_s = connect_timeout_s
         self.applied: dict[str, str] = {}  # system-level values in force now
-        self.baseline_system: dict[str, str] = {}
 
     async def apply_system(self, wanted: dict[str, str]) -> None:
         changed = {k: v for k, v in wanted.items() if self.applied.get(k) != v}
@@ -131,6 +131,8 @@ class Wal:
     needs: ClassVar[Needs] = Needs(writable=True, superuser=True)
     after: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = "commit_delay, wal_writer_* (searched), wal_compression, wal_buffers (screened)"
+    objective_unit: ClassVar[str] = "ms per transaction"
+    html_sections = staticmethod(wal_figures.html_sections)
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         return None

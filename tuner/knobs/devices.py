@@ -6,7 +6,8 @@ shares its disk's readahead (the ioctl and sysfs both write the disk's bdi), so 
 ``queue/read_ahead_kb``. Device-mapper (``dm-N``: LVM, dm-crypt, multipath) and md RAID (``mdN``) have their own
 bdi, which is the one file reads use, so the knob is theirs, not their members'. NVMe namespaces (``nvme0n1``)
 are disks like any other. A major number of 0 is an anonymous device (btrfs, overlayfs, tmpfs, NFS, ZFS):
-no block-device readahead to tune there, and the reason says why. Facts: reference/pg-io-facts.md §5.1, §5.3.
+no block-device readahead to tune there, and the reason says why. Sources: Linux's Documentation/ABI/stable/
+sysfs-block (``queue/read_ahead_kb``; partitions have no ``queue/``) and sysfs-dev (``/sys/dev/block/MAJ:MIN``).
 
 Everything here reads files only; ``sys_root`` and ``mountinfo`` are parameters so the logic is tested on a
 directory tree shaped like sysfs, and against real loop devices.

@@ -8,56 +8,35 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from collections.abc import Mapping
+from typing import TypeVar
 
 import numpy as np
 
 from tuner.optimiser.base import BaseOptimiser
 from tuner.optimiser.near import NearRange
 from tuner.optimiser.posterior import Posterior
-from tuner.optimiser.rules import (
-    AgreeWindow,
-    Coverage,
-    Duel,
-    Edge,
-    Flank,
-    HalfStep,
-    HalfStepBelowChord,
-    KeepPrevious,
-    PriorLeader,
-    RoundNeighbours,
-    StartWindow,
-)
+from tuner.optimiser.rulebase import GapRule, Rule
+from tuner.optimiser.rules import GAP_RULES, RULES, AgreeWindow, Duel, HalfStepBelowChord, KeepPrevious, StartWindow
 from tuner.optimiser.space import Config, Recommendation, key_of, pooled_sd
 
+R = TypeVar("R", bound=Rule)
 
-class BayesianOptimiser(
-    RoundNeighbours,
-    HalfStep,
-    HalfStepBelowChord,
-    Duel,
-    Coverage,
-    Flank,
-    Edge,
-    StartWindow,
-    AgreeWindow,
-    PriorLeader,
-    KeepPrevious,
-    NearRange,
-    Posterior,
-    BaseOptimiser,
-):
+
+class BayesianOptimiser(NearRange, Posterior, BaseOptimiser):
     """Gaussian-process Bayesian optimisation (scikit-optimize ``Optimizer``) on log(time).
 
     The GP has a learned white-noise term (skopt's default for ``"GP"``), so repeated probes of one value
-    with different times are modelled as noise, not as structure. The gap rules (``tuner.optimiser.rules``)
-    are mixed in ahead of ``BaseOptimiser``, with their constants as class attributes; the fit and the
-    predictions are ``Posterior``'s (``tuner.optimiser.posterior``), what the answer reports ``NearRange``'s
-    (``tuner.optimiser.near``).
+    with different times are modelled as noise, not as structure. The rules (``tuner.optimiser.rules``) are
+    objects it holds, one of each (``rules``; ``rule(Kind)`` finds one, to read or set its constants); the
+    fit and the predictions are ``Posterior``'s (``tuner.optimiser.posterior``), what the answer reports
+    ``NearRange``'s (``tuner.optimiser.near``).
     """
 
     kind = "bayesian"
 
     def __init__(self, **kwargs: object) -> None:
+        self.rules: tuple[Rule, ...] = tuple(kind() for kind in RULES)
         super().__init__(**kwargs)  # type: ignore[arg-type]
         from skopt import Optimizer
         from skopt.space import Real
@@ -115,6 +94,16 @@ class BayesianOptimiser(
                 return configs[int(np.argmax(ei))]
         z = self._ask()
         return {d.name: d.from_z(float(zi)) for d, zi in zip(self.dimensions, z, strict=True)}
+
+    def rule(self, kind: type[R]) -> R:
+        """This optimiser's rule of type ``kind``."""
+        return next(r for r in self.rules if isinstance(r, kind))
+
+    def register(self, config: Mapping[str, int], value_ms: float | None) -> None:
+        for rule in self.rules:
+            if isinstance(rule, GapRule):
+                rule.registered(self, config)
+        super().register(config, value_ms)
 
     def _register(self, config: Config, log_value: float) -> None:
         with warnings.catch_warnings():
@@ -189,7 +178,7 @@ class BayesianOptimiser(
                 break
             if cfg not in leaders:
                 leaders.append(cfg)
-        self._back_to_start(leaders, probed, means)
+        self.rule(StartWindow).back_to_start(self, leaders, probed, means)
         return leaders
 
     def _incumbent(self) -> Config:
@@ -219,38 +208,46 @@ class BayesianOptimiser(
                 configs = [{d.name: v for d, v in zip(self.dimensions, k, strict=True)} for k in within_noise]
                 if len(configs) == 1:
                     return configs[0]
-                if self._previous_stands(within_noise):
+                if self.rule(KeepPrevious).stands(self, within_noise):
                     return dict(self._previous or {})
                 mu_tied = self.predict(configs)
                 assert mu_tied is not None
                 return configs[int(np.argmin(mu_tied))]
         if len(self.dimensions) == 1:
             means = self._observed_means()
-            lost = self._lost_duel()
+            lost = self.rule(Duel).lost(self)
+            chord = self.rule(HalfStepBelowChord)
             probed = [
-                c for c in probed
-                if not self._half_step_above_chord(c, means) and c[self.dimensions[0].name] != lost
+                c for c in probed if not chord.above_chord(self, c, means) and c[self.dimensions[0].name] != lost
             ] or probed
         mu = self.predict(probed)
         assert mu is not None
         tied = [c for c, m in zip(probed, mu, strict=True) if m <= min(mu) + 0.01]
-        return self._kept_previous(min(tied, key=self._observed_mean), probed)
+        return self.rule(KeepPrevious).kept(self, min(tied, key=self._observed_mean), probed)
 
     def _unresolved_gap(self) -> Config | None:
         """A value that must be measured before the answer can be trusted, or None: the gap rules
-        (``tuner.optimiser.rules``), asked in order. Joint searches: ``Edge``. 1-D: the duel's reads while one
-        is under way; then ``RoundNeighbours``, then ``HalfStep``; last, and only where the search would
-        otherwise stop, ``Coverage``, ``Flank`` and ``Duel``."""
+        (``tuner.optimiser.rules.GAP_RULES``), asked in order, each where it applies. Joint searches:
+        ``PriorLeader``, ``Edge``. 1-D: the duel's reads while one is under way; then ``PriorLeader``,
+        ``RoundNeighbours``, ``HalfStep``; last, and only where the search would otherwise stop (``at_stop``),
+        ``Coverage``, ``Flank`` and ``Duel``."""
         if self._initial or self._model is None:
             return None
-        if len(self.dimensions) > 1:
-            return self._prior_leader_gap() or self._edge_probe()
-        if self._duel_queue:
-            return {self.dimensions[0].name: self._duel_queue[0]}
-        gap = self._prior_leader_gap() or self._neighbour_gap() or self._half_step_gap()
-        if gap is not None or self._ok_count() < self.min_probes or self._converged() is None:
-            return gap
-        return self._coverage_gap() or self._flank_gap() or self._duel_gap()
+        joint = len(self.dimensions) > 1
+        if not joint and (read := self.rule(Duel).next_read(self)) is not None:
+            return read
+        stopping = False
+        for kind in GAP_RULES:
+            rule = self.rule(kind)
+            if not (rule.joint if joint else rule.one_knob):
+                continue
+            if rule.at_stop and not stopping:
+                if self._ok_count() < self.min_probes or self._converged() is None:
+                    return None
+                stopping = True
+            if (gap := rule.gap(self)) is not None:
+                return gap
+        return None
 
     def _max_expected_improvement(self) -> float | None:
         """Largest expected improvement of log(time) over the candidate grid, against the best predicted
@@ -267,7 +264,7 @@ class BayesianOptimiser(
         if len(self.dimensions) == 1:
             d = self.dimensions[0]
             values = d.round_values()
-            if self._readings_agree():
+            if self.rule(AgreeWindow).readings_agree(self):
                 probed = self._seen_values()
                 values = [v for v in values if v not in probed]
                 if not values:

@@ -1,4 +1,4 @@
-"""What the answer reports (issue #39): per knob its near-optimal range — the values the measurements cannot tell
+"""What the answer reports: per knob its near-optimal range — the values the measurements cannot tell
 apart from the best — and, on a plateau, the answer an operator would expect. A mixin of ``BayesianOptimiser``,
 after the search: nothing here changes what the search probes or when it stops (``BaseOptimiser._answer``)."""
 

@@ -1,7 +1,8 @@
 """Read what the server measured from ``EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)``.
 
-I/O timing keys differ by version: "I/O Read Time" up to 16, "Shared I/O Read Time" from 17
-(reference/pg-io-facts.md §6.1). Block counters on a node include its children's, so the heap's own
+I/O timing keys differ by version: "I/O Read Time" up to 16, "Shared I/O Read Time" from 17, when EXPLAIN
+began to time local blocks apart from shared ones (PostgreSQL 17 release notes: "Add local I/O block read/write
+timing statistics to EXPLAIN's BUFFERS output"). Block counters on a node include its children's, so the heap's own
 blocks of a Bitmap Heap Scan are its counters minus those of its Bitmap Index Scan children.
 """
 
@@ -17,7 +18,6 @@ _READ_TIME_KEYS = ("Shared I/O Read Time", "I/O Read Time")
 @dataclass(frozen=True)
 class ExplainResult:
     execution_time_ms: float
-    planning_time_ms: float
     shared_read: int  # whole plan
     shared_hit: int
     io_read_time_ms: float | None  # None when track_io_timing was off
@@ -62,7 +62,6 @@ def parse(doc: Any) -> ExplainResult:
             heap_hit += int(node.get("Shared Hit Blocks", 0)) - sum(int(c.get("Shared Hit Blocks", 0)) for c in children)
     return ExplainResult(
         execution_time_ms=float(doc["Execution Time"]),
-        planning_time_ms=float(doc.get("Planning Time", 0.0)),
         shared_read=int(plan.get("Shared Read Blocks", 0)),
         shared_hit=int(plan.get("Shared Hit Blocks", 0)),
         io_read_time_ms=_io_time(plan),

@@ -1,4 +1,4 @@
-"""The device's raw sequential read rate, measured the way seed 004 did with ``dd``: read a relation's own files
+"""The device's raw sequential read rate, measured as operators compare a disk with ``dd``: read a relation's own files
 with ``O_DIRECT`` (no page cache, no readahead) in large aligned requests. A cold sequential scan's MB/s divided
 by this rate is its efficiency: how close PostgreSQL plus readahead get to what the device delivers.
 """

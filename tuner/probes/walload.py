@@ -2,11 +2,13 @@
 fixed time, with what the server says about where the time went.
 
 * throughput (TPS) and commit latency percentiles, measured by the clients (a transaction is one autocommitted
-  ``INSERT … SELECT FROM generate_series(1, R)``: seed 003's shapes are R = 10 and R = 1000);
+  ``INSERT … SELECT FROM generate_series(1, R)``: R = 10 is OLTP-like, R = 1000 bulk loading — the two workloads
+  of Heikki Linnakangas's WAL insertion scaling tests, pgsql-hackers "XLogInsert scaling, revisited", 2012-09);
 * wait events of the load backends, sampled every ``sample_interval_s`` from ``pg_stat_activity`` and counted by
   kind — insertion locks (``WALInsert``), the WAL write lock and WAL writes (``WALWrite`` / ``WalWrite``), WAL
   flushes (``WALSync`` / ``WalSync``), buffer mapping (``WALBufMapping``) — names matched case-insensitively, since
-  PostgreSQL 17 camel-cases IO wait names (reference/pg-io-facts.md §3.3);
+  PostgreSQL 17 generates wait event names from ``wait_event_names.txt`` and camel-cases the IO ones (``WALSync``
+  became ``WalSync``; postgres commit fa88928470, 2023-07-05), while LWLock names kept their case;
 * ``pg_stat_wal`` deltas (14+: records, full-page images, bytes, wal_buffers_full) and WAL writes and fsyncs
   (``pg_stat_io`` on 18+, ``pg_stat_wal`` on 14-17), over the whole point including its warm-up, per transaction.
   Backends flush these statistics lazily, so they are read after the load connections have exited.
@@ -17,7 +19,6 @@ The scratch table is TRUNCATEd and a CHECKPOINT taken before each point, so ever
 from __future__ import annotations
 
 import asyncio
-import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
@@ -261,7 +262,3 @@ async def run(
         for c in conns:
             c.terminate()
         await admin.close()
-
-
-def median_tps(results: list[LoadResult]) -> float:
-    return statistics.median(r.tps for r in results)

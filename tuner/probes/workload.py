@@ -39,7 +39,6 @@ class ProbeQuery:
     sql: str
     relation: str | None
     kind: Literal["range", "sample", "custom", "seq"]
-    expected_pages: int | None = None
     # The plan the query must run as: generated queries switch the other scan types off, and a probe whose
     # plan has no such node is rejected. None: the planner decides (custom queries).
     plan: Literal["bitmap", "seq"] | None = "bitmap"
@@ -104,7 +103,7 @@ def range_query(c: Candidate, pages_fraction: float) -> ProbeQuery | None:
         f"SELECT count(ctid) FROM {c.relation} "
         f"WHERE {c.column_sql} BETWEEN {_literal(lo, c.column_type)} AND {_literal(hi, c.column_type)}"
     )
-    return _bitmap_query(c, "range", sql, pages_fraction)
+    return _bitmap_query(c, "range", sql)
 
 
 def sample_query(c: Candidate, pages_fraction: float) -> ProbeQuery | None:
@@ -121,12 +120,11 @@ def sample_query(c: Candidate, pages_fraction: float) -> ProbeQuery | None:
         f"SELECT count(ctid) FROM {c.relation} WHERE {c.column_sql} = ANY (ARRAY("
         f"SELECT {lo} + (hashint8(g) & 9223372036854775807) % {span} FROM generate_series(1, {n}) AS g))"
     )
-    return _bitmap_query(c, "sample", sql, pages_fraction)
+    return _bitmap_query(c, "sample", sql)
 
 
-def _bitmap_query(c: Candidate, kind: Literal["range", "sample"], sql: str, pages_fraction: float) -> ProbeQuery:
-    return ProbeQuery(name=f"{c.relation}.{c.column_sql} {kind}", sql=sql, relation=c.relation, kind=kind,
-                      expected_pages=int(round(pages_fraction * c.relpages)))
+def _bitmap_query(c: Candidate, kind: Literal["range", "sample"], sql: str) -> ProbeQuery:
+    return ProbeQuery(name=f"{c.relation}.{c.column_sql} {kind}", sql=sql, relation=c.relation, kind=kind)
 
 
 async def candidates(conn: asyncpg.Connection, min_pages: int = MIN_PAGES) -> list[Candidate]:
@@ -194,9 +192,11 @@ async def plan(
     return queries
 
 
-# Where read streams serve sequential scans (reference/pg-io-facts.md §1.5), by the first version each knob acts
-# on them: 17 combines their reads up to io_combine_limit but issues no advice for them (effective_io_concurrency
-# changes nothing there); 18 keeps up to effective_io_concurrency reads of io_combine_limit blocks in flight.
+# Where read streams serve sequential scans, by the first version each knob acts on them: 17 combines their reads
+# up to io_combine_limit (postgres commit b7b0f3f272, sequential scans on the read stream API) but read_stream.c
+# gives no advice for a sequential stream, so effective_io_concurrency changes nothing there; 18's asynchronous
+# I/O keeps up to effective_io_concurrency reads of io_combine_limit blocks in flight (PostgreSQL 18 docs,
+# effective_io_concurrency: it "also controls the prefetch distance").
 _SEQ_SCAN_FROM = {"io_combine_limit": 170000, "effective_io_concurrency": 180000}
 
 
@@ -214,11 +214,10 @@ async def largest_table(conn: asyncpg.Connection, *, skip_tablespaces: Iterable[
     return None
 
 
-def seq_query(relation: str, relpages: int) -> ProbeQuery:
+def seq_query(relation: str) -> ProbeQuery:
     """A full sequential scan of ``relation``: the access pattern kernel readahead serves."""
     return ProbeQuery(
-        name=f"{relation} seq scan", sql=f"SELECT count(*) FROM {relation}", relation=relation, kind="seq",
-        expected_pages=relpages, plan="seq",
+        name=f"{relation} seq scan", sql=f"SELECT count(*) FROM {relation}", relation=relation, kind="seq", plan="seq",
     )
 
 
