@@ -5,13 +5,13 @@ or half-written file — and, for what root reads implicitly, the owner and mode
 from __future__ import annotations
 
 import errno
-import os
 import stat
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from tuner.errors import ConfigError
+from tuner.inputfile import NotRegular, TooLarge, read_regular
 
 MAX_FILE_BYTES = 1 << 20  # a configuration or policy is a few kB; anything larger is not one
 _HINT = "give the path of a TOML text file (see the commented sample tuner.toml)"
@@ -23,32 +23,23 @@ class Untrusted(Exception):
 
 
 def _read_bytes(path: Path, *, as_root_implicitly: bool = False) -> bytes:
-    """The bytes of a regular file of at most MAX_FILE_BYTES. Opened without blocking (a FIFO must not hang
-    tuner) and checked on the open descriptor, so what is checked is what is read."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_NOFOLLOW if as_root_implicitly else 0)
+    """The bytes of a regular file of at most MAX_FILE_BYTES (tuner.inputfile: a FIFO must not hang tuner), and
+    for what root reads implicitly, its owner and mode checked on the descriptor that was read."""
     try:
-        fd = os.open(path, flags)
+        data, st = read_regular(path, MAX_FILE_BYTES, nofollow=as_root_implicitly)
+    except NotRegular:
+        raise ConfigError(f"{path}: not a regular file (a device, pipe or socket)", hint=_HINT) from None
+    except TooLarge:
+        raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB, so not a tuner configuration or policy",
+                          hint=_HINT) from None
     except OSError as exc:
         if as_root_implicitly and exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symbolic link
             raise Untrusted("it is a symbolic link") from None
         raise
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(21, "Is a directory")
-        if not stat.S_ISREG(st.st_mode):
-            raise ConfigError(f"{path}: not a regular file (a device, pipe or socket)", hint=_HINT)
-        if as_root_implicitly and st.st_uid != 0:
-            raise Untrusted(f"it is owned by uid {st.st_uid}, not root")
-        if as_root_implicitly and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            raise Untrusted(f"group or others may write it (mode {stat.S_IMODE(st.st_mode):04o})")
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_FILE_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB, so not a tuner configuration or policy",
-                          hint=_HINT)
+    if as_root_implicitly and st.st_uid != 0:
+        raise Untrusted(f"it is owned by uid {st.st_uid}, not root")
+    if as_root_implicitly and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise Untrusted(f"group or others may write it (mode {stat.S_IMODE(st.st_mode):04o})")
     return data
 
 

@@ -25,6 +25,8 @@ import unicodedata
 from collections.abc import Callable
 from typing import TypeVar
 
+from tuner.knobs.devices import MATCH_KEYS
+
 T = TypeVar("T")
 
 # PostgreSQL 18's src/include/parser/kwlist.h: every keyword that is not UNRESERVED_KEYWORD (reserved,
@@ -57,7 +59,6 @@ _SETTING_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INTEGER = re.compile(r"-?[0-9]+")
 _DEVICE_NODE = re.compile(r"/dev/[A-Za-z0-9._/-]+")
 _SYSFS_PATH = re.compile(r"/sys/[A-Za-z0-9._:/!+-]+/read_ahead_kb")
-_UDEV_KEY = re.compile(r"[A-Z]+(\{[A-Za-z0-9_./-]+\})?")
 _KERNEL_NAME = re.compile(r"[A-Za-z0-9._:!+-]+\*?")  # a kernel name, or tuner's own prefix pattern (loop*)
 
 
@@ -185,9 +186,13 @@ def udev_value(key: str, value: str) -> str:
     """``KEY=="value"`` for a udev match. udev unescapes only ``\\"`` in a plain string, splits a value at ``|``
     into alternatives and matches one with ``*?[`` in it by fnmatch(3): so ``"`` is written ``\\"``, glob
     characters are escaped to match themselves, and ``|``, backslashes, control characters and empty values are
-    refused. ``KERNEL`` keeps tuner's own prefix pattern (``loop*``) and must otherwise be a kernel name."""
-    if not _UDEV_KEY.fullmatch(key):
-        raise Unrenderable(f"not a udev key: {shown(key)}")
+    refused. ``KERNEL`` keeps tuner's own prefix pattern (``loop*``) and must otherwise be a kernel name.
+
+    ``key`` must be one of the match keys tuner's device discovery produces (``devices.MATCH_KEYS``): udev reads
+    ``PROGRAM==``, ``IMPORT{program}==`` and ``RUN`` as commands to run as root on every event (udev(7)), and a
+    rule line has no other place a key from a report may go."""
+    if key not in MATCH_KEYS:
+        raise Unrenderable(f"not a udev match key tuner writes: {shown(key)}")
     if key == "KERNEL":
         if not _KERNEL_NAME.fullmatch(value):
             raise Unrenderable(f"not a kernel device name: {shown(value)}")
