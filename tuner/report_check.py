@@ -28,11 +28,11 @@ import math
 import re
 from collections.abc import Iterator
 
-from tuner.emit.quote import shown, unsafe
 from tuner.errors import ConfigError
 from tuner.knobs import catalog
 from tuner.knobs.devices import LOOP_KERNEL, MATCH_SHAPES
 from tuner.model import SCHEMA_VERSION, DeviceRef, Recommendation, Report
+from tuner.text import shown, unsafe
 
 # pg_settings.source (guc.c GucSource_Names, PostgreSQL docs "pg_settings"), plus tuner's own: 'server' for a
 # tablespace that uses the server's value, 'kernel' for a device's readahead.
