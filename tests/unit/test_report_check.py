@@ -302,3 +302,17 @@ def test_helper_command_takes_only_its_three_placeholders(command: str, tmp_path
                                      "echo {value} | sudo tee {path} # {device}", "awk '{{print}}' {path}", "true"])
 def test_helper_command_templates_that_work_pass(command: str) -> None:
     assert template_problem(command) is None
+
+
+# -- the daemon's API: a planted report is a 4xx with the sentence, never a 500 or the rule ----------------------
+
+def test_the_api_answers_a_planted_report_with_422_and_the_sentence() -> None:
+    from tests.unit.test_daemon_api import Backend, call
+
+    class Planted(Backend):
+        async def rendered(self, target: str, fmt: str) -> dict[str, str]:
+            return emit.render(_program_match(), fmt)  # what Daemon.rendered does with what the store gave it
+
+    for fmt in ("udev", "ansible", "json"):
+        status, body, _ = call(Planted(), "GET", f"/v1/recommendations/default?format={fmt}")
+        assert status == 422 and "PROGRAM" in body["error"] and "\n" not in body["error"] and body["hint"], body
