@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from tuner.emit.json import parse
 from tuner.errors import ConfigError
-from tuner.inputfile import NotRegular, TooLarge, read_regular
+from tuner.inputfile import read_text
 from tuner.model import Report
 from tuner.report_check import check
 
@@ -26,23 +26,8 @@ _NOT_A_REPORT_HINT = ("give the report.json that 'tuner recommend --output DIR' 
 
 def read(path: Path) -> Report:
     """The report in ``path``, checked; every failure one :class:`ConfigError` sentence with a hint."""
-    try:
-        data, _ = read_regular(path, MAX_REPORT_BYTES)
-        text = data.decode("utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"no file {path}", hint=FROM_HINT) from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path} is a directory, not a report.json", hint=FROM_HINT) from None
-    except NotRegular:
-        raise ConfigError(f"{path} is not a regular file (a device, pipe or socket)", hint=FROM_HINT) from None
-    except TooLarge:
-        raise ConfigError(f"{path} is larger than {MAX_REPORT_BYTES >> 20} MiB, so not a report tuner wrote",
-                          hint=_NOT_A_REPORT_HINT) from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path} is not UTF-8 text (a binary file?): bad byte at offset {exc.start}",
-                          hint=_NOT_A_REPORT_HINT) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or type(exc).__name__}", hint=FROM_HINT) from None
+    text = read_text(path, MAX_REPORT_BYTES, kind="a report tuner wrote", hint=_NOT_A_REPORT_HINT,
+                     missing_hint=FROM_HINT)
     try:
         report = parse(text)
     except json.JSONDecodeError as exc:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_hostile_inputs import REPO, Case, _run, _tree, directory, fifo
+from tests.unit.test_hostile_inputs import REPO, Case, _run, _tree, directory, fifo, prepare
 from tests.unit.test_hostile_output import _raw_unsafe
 from tests.unit.test_store import save
 from tuner.emit import FORMATS
@@ -185,7 +184,7 @@ FILES: dict[str, tuple[str | bytes | Callable[[Path], None] | None, str]] = {
     "dev-zero": (None, "not a regular file"),
     "fifo": (fifo, "not a regular file"),
     "directory": (directory, "is a directory"),
-    "missing": ("", "no file"),
+    "missing": ("", "no such file"),
     "over-the-limit": (_sparse(MAX_REPORT_BYTES + 1), "larger than 64 MiB"),
     "binary": (bytes(range(256)), "not UTF-8"),
     "empty": (b"", "not JSON"),
@@ -222,26 +221,10 @@ CASES.append(("subprocess-fifo", Case(_export("conf"), 2, "not a regular file", 
                                       subprocess=True)))
 
 
-def _make(cwd: Path, files: dict[str, Any]) -> None:
-    for fname, spec in files.items():
-        if callable(spec):
-            spec(cwd / fname)
-        elif isinstance(spec, bytes):
-            (cwd / fname).write_bytes(spec)
-        else:
-            (cwd / fname).write_text(spec)
-
-
 @pytest.mark.parametrize("name", [n for n, _ in CASES])
 def test_hostile_report(name: str, tmp_path: Path) -> None:
     case = dict(CASES)[name]
-    cwd, home, state = tmp_path / "cwd", tmp_path / "home", tmp_path / "state"
-    for d in (cwd, home):
-        d.mkdir()
-    _make(cwd, case.files)
-    environ = {k: None for k in os.environ if k.startswith(("PG", "TUNER_"))}
-    environ.update({"HOME": str(home), "XDG_STATE_HOME": str(home / "state"), "TUNER_TUNER__STATE_DIR": str(state),
-                    "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO)})
+    cwd, home, _, environ = prepare(case, tmp_path)
     before = _tree(cwd)
 
     code, stdout, stderr = _run(case, cwd, environ)  # type: ignore[arg-type]
