@@ -35,10 +35,11 @@ from tuner.model import SCHEMA_VERSION, DeviceRef, Recommendation, Report
 from tuner.text import shown, unsafe
 
 # pg_settings.source (guc.c GucSource_Names, PostgreSQL docs "pg_settings"), plus tuner's own: 'server' for a
-# tablespace that uses the server's value, 'kernel' for a device's readahead.
+# tablespace that uses the server's value, 'tablespace' for one with an option of its own, 'kernel' for a
+# device's readahead.
 SOURCES = frozenset({"default", "environment variable", "configuration file", "command line", "global",
                      "database", "user", "database user", "client", "override", "interactive", "test", "session",
-                     "server", "kernel"})
+                     "server", "tablespace", "kernel"})
 _SESSION_ID = re.compile(r"[0-9A-Za-z_-]{1,64}")
 # A kernel block-device name as sysfs shows it ("!" stands for "/" in names such as cciss!c0d0).
 _DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:!+-]{0,63}")
