@@ -43,8 +43,9 @@ T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 EFFECT = EffectOut(metric="execution_time_ms", improvement=3.1, ci95=(2.8, 3.4), decision_ci=(2.6, 3.6), n_pairs=6,
                    p_value=0.001, looks=1, method="t")
 # A tablespace name that Ansible would render as a template, running a command, if tuner wrote it untagged; with
-# quotes of both kinds and a line break for the SQL and YAML around it (42 bytes: a PostgreSQL name holds 63).
-HOSTILE_TS = "x'\"\n{{ lookup('pipe', 'touch INJECTED') }}"
+# quotes of both kinds for the SQL and YAML around it (41 bytes: a PostgreSQL name holds 63). A line break in a
+# name is refused before any format is written (tuner.report_check, issue #44; tests/unit/test_report_check.py).
+HOSTILE_TS = "x'\"{{ lookup('pipe', 'touch INJECTED') }}"
 SETTINGS = ("effective_io_concurrency", "commit_delay", "wal_compression", "wal_buffers")
 
 
