@@ -205,13 +205,17 @@ for _name, (_spec, _expect) in FILES.items():
 
 HELPERS = ["{0}", "{}", "{path.__class__}", "{value.__init__.__globals__}", "{value[0]}", "{path!r}", "{device!s}",
            "{value:>99}", "{value:{path}}", "sudo {path", "sudo } {path}", "{PATH}", "{cmd} {path}"]
+
+
+def _helper(command: str, code: int, expect: str) -> Case:
+    return Case(["config", "validate", "--config", "t.toml"], code, expect,
+                files={"t.toml": f"[readahead]\nhelper_command = {json.dumps(command)}\n"})
+
+
 for _i, _cmd in enumerate(HELPERS):
-    CASES.append((f"helper-command-{_i}", Case(["config", "validate", "--config", "t.toml"], 2,
-                                               "[readahead] helper_command: ",
-                                               files={"t.toml": f"[readahead]\nhelper_command = {json.dumps(_cmd)}\n"})))
+    CASES.append((f"helper-command-{_i}", _helper(_cmd, 2, "[readahead] helper_command: ")))
 for _i, _cmd in enumerate(["sudo -n /usr/local/sbin/tuner-sysfs {path} {value}", "awk '{{print}}' {path} {value}"]):
-    CASES.append((f"helper-command-ok-{_i}", Case(["config", "validate", "--config", "t.toml"], 0, "configuration OK",
-                                                  files={"t.toml": f"[readahead]\nhelper_command = {json.dumps(_cmd)}\n"})))
+    CASES.append((f"helper-command-ok-{_i}", _helper(_cmd, 0, "configuration OK")))
 # a few through a real `python -m tuner`, so the entry point's own stderr is covered
 for _name in ("udev-program", "knob-archive-command", "schema-version-99", "genuine"):
     _change, _code, _expect = VARIANTS[_name]

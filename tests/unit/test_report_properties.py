@@ -81,7 +81,7 @@ def recommendation(draw: Any, version: int) -> Recommendation:
         knob=knob, scope=scope, object=obj, current=draw(_good_value(spec)), recommended=draw(_good_value(spec)),
         source=draw(st.sampled_from(sorted(SOURCES))), near_optimal=None,
         decision=draw(st.sampled_from(["change", "change", "keep"])), reason=draw(HOSTILE_TEXT), effect=EFFECT,
-        requires=spec.requires, run_on="host" if scope == "device" else "primary" if scope == "tablespace" else "target",
+        requires=spec.requires, run_on={"device": "host", "tablespace": "primary"}.get(scope, "target"),
         device=device, together_with=draw(st.lists(st.sampled_from(KNOBS), max_size=2)))
 
 
@@ -98,7 +98,8 @@ def _mutations(draw: Any, rec: Recommendation) -> dict[str, Any]:
         "value-type": lambda: {"current": draw(st.one_of(st.booleans(), st.just("1"), HOSTILE_TEXT))},
         "match-key": lambda: {"scope": "device", "object": dev.node, "device": dev.model_copy(update={"match": {
             draw(st.sampled_from(["PROGRAM", "IMPORT{program}", "RUN", "RUN{program}", "NAME", "ENV{X}"])):
-                draw(SAFE_TEXT), **draw(st.dictionaries(st.sampled_from(sorted(MATCH_KEYS)), SAFE_TEXT, max_size=1))}})},
+                draw(SAFE_TEXT),
+            **draw(st.dictionaries(st.sampled_from(sorted(MATCH_KEYS)), SAFE_TEXT, max_size=1))}})},
         "match-value": lambda: {"device": dev.model_copy(update={"match": {k: draw(HOSTILE_TEXT) + "\n"
                                                                           for k in dev.match}})},
         "node": lambda: {"device": dev.model_copy(update={"node": draw(HOSTILE_TEXT)})},
