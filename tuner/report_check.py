@@ -69,9 +69,11 @@ def _problems(report: Report) -> Iterator[str]:
                "a newer tuner may have written it")
     if not _SESSION_ID.fullmatch(report.session.id):
         yield f"session.id {shown(report.session.id)} is not a session id"
+    # (target.dsn may hold a line break where libpq allows whitespace, and tuner never writes it raw)
     for name, value in (("session.host", report.session.host), ("session.kernel", report.session.kernel),
-                        ("session.policy", report.session.policy), ("target.mode", report.target.mode),
-                        ("target.server_version", report.target.server_version)):
+                        ("session.policy", report.session.policy), ("session.cache", report.session.cache),
+                        ("target.mode", report.target.mode), ("target.server_version", report.target.server_version),
+                        ("target.system_identifier", report.target.system_identifier or "")):
         if any(unsafe(ch) for ch in value):
             yield f"{name} {shown(value)} has a line break or a control character"
     seen: dict[tuple[str, str, str | None], int] = {}

@@ -258,6 +258,16 @@ def test_the_sessions_identity_is_one_line(field: str, value: str) -> None:
         check(rep.model_copy(update={"session": rep.session.model_copy(update={field: value})}))
 
 
+@pytest.mark.parametrize("field,value", [("server_version", "15.18\n-- x"), ("mode", "hot_standby\r"),
+                                         ("system_identifier", "7\u2029")])
+def test_the_targets_identity_is_one_line_but_a_dsn_may_span_lines(field: str, value: str) -> None:
+    rep = change_report()
+    with pytest.raises(ReportError, match=f"target.{field}"):
+        check(rep.model_copy(update={"target": rep.target.model_copy(update={field: value})}))
+    multi = rep.model_copy(update={"target": rep.target.model_copy(update={"dsn": "host=staging1\ndbname=app"})})
+    assert check(multi) is multi
+
+
 def test_a_report_built_in_memory_is_checked_before_recommend_output_is_written(tmp_path: Path) -> None:
     with pytest.raises(ReportError):
         emit.write_outputs(make(rec(knob="archive_command")), tmp_path / "out")
