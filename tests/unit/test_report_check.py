@@ -4,6 +4,7 @@ like one (a regular file of bounded size). Each finding's test failed on the cod
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -31,7 +32,8 @@ FORMATS = tuple(emit.EMITTERS)
 
 
 def _cli(*args: str, state: Path) -> Any:
-    return CliRunner().invoke(main, [*args, "--state-dir", str(state)], catch_exceptions=False)
+    with contextlib.chdir(state):  # no ./tuner.toml of the checkout is read
+        return CliRunner().invoke(main, [*args, "--state-dir", str(state)], catch_exceptions=False)
 
 
 def _refused(r: Any, expect: str) -> None:
@@ -304,7 +306,8 @@ def test_a_report_file_that_is_not_a_report_is_one_sentence(tmp_path: Path, text
 def test_helper_command_takes_only_its_three_placeholders(command: str, tmp_path: Path) -> None:
     assert template_problem(command)
     (tmp_path / "t.toml").write_text(f"[readahead]\nhelper_command = {json.dumps(command)}\n")
-    r = CliRunner().invoke(main, ["config", "validate", "--config", str(tmp_path / "t.toml")])
+    with contextlib.chdir(tmp_path):
+        r = CliRunner().invoke(main, ["config", "validate", "--config", str(tmp_path / "t.toml")])
     _refused(r, "[readahead] helper_command: ")
 
 
