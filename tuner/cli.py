@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from tuner import __version__
+from tuner import __version__, report_file
 from tuner import log as tlog
 from tuner.config import SEED_MAX, Config, load_config
 from tuner.emit import FORMATS
@@ -747,8 +747,6 @@ def export(config_path: Path | None, state_dir: Path | None, fmt: str, source: s
 
 
 _SESSION_REF = re.compile(r"[0-9a-fA-F]+|latest")
-_FROM_HINT = ("--from takes a stored session (its id as 'tuner history' lists it, a unique prefix, or 'latest') "
-              "or the path of a report.json that tuner wrote")
 
 
 def _export_source(config_path: Path | None, state_dir: Path | None,
@@ -757,7 +755,7 @@ def _export_source(config_path: Path | None, state_dir: Path | None,
     history is not known). ``show`` passes only session references (an invalid one is refused by the store)."""
     if source is not None and not _SESSION_REF.fullmatch(source) and (
             Path(source).exists() or "/" in source or source.endswith(".json")):
-        return _read_report(Path(source)), None
+        return report_file.read(Path(source)), None
     cfg = _store_config(config_path, state_dir)
 
     async def work(store: Any) -> Any:
@@ -776,33 +774,6 @@ async def _target_history(store: Any, report: Any) -> list[Any] | None:
                        str(fp.get("label") or report.target.dsn))
     history = await store.sessions(target=target)
     return history if any(s.id == report.session.id for s in history) else None
-
-
-def _read_report(path: Path) -> Any:
-    from pydantic import ValidationError
-
-    from tuner.emit.json import parse
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"no file {path}", hint=_FROM_HINT) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(f"cannot read {path}: {why}", hint=_FROM_HINT) from None
-    try:
-        return parse(text)
-    except json.JSONDecodeError as exc:
-        why = f"not JSON: {exc.msg} at line {exc.lineno}"
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        why = (f"{exc.error_count()} problem{'s' if exc.error_count() > 1 else ''}, first at "
-               f"{'.'.join(map(str, first['loc'])) or 'the top'}: {first['msg']}")
-    except (ValueError, AttributeError, TypeError) as exc:
-        why = f"not a report's structure ({type(exc).__name__})"
-    raise ConfigError(f"{path} is not a tuner report ({why})",
-                      hint="give the report.json that 'tuner recommend --output DIR' wrote, or "
-                           "'tuner show SESSION --format json' prints")
 
 
 def _write_files(files: dict[str, str], directory: Path) -> list[Path]:

@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from tuner.errors import ConfigError
+from tuner.placeholders import HelperCommand
 from tuner.tomlfile import Untrusted, read_toml
 
 ENV_PREFIX = "TUNER_"
@@ -149,9 +150,8 @@ class WorkloadConfig(Section):
 
 
 class ReadaheadConfig(Section):
-    helper_command: str | None = Field(
-        default=None,
-        description="privileged command that writes a sysfs attribute when tuner is not root; "
+    helper_command: HelperCommand | None = Field(
+        default=None, description="privileged command that writes a sysfs attribute when tuner is not root; "
         "{path}, {device} and {value} are replaced (shell-quoted)",
     )
     devices: tuple[str, ...] = Field(

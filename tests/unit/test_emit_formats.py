@@ -476,10 +476,10 @@ def test_export_of_a_file_that_is_not_a_report_is_one_sentence(tmp_path: Path, c
 
 
 def test_export_of_a_missing_or_unreadable_file_is_one_sentence(tmp_path: Path) -> None:
-    _one_sentence(_cli("--format", "conf", "--from", str(tmp_path / "gone.json"), state=tmp_path), "no file ")
-    _one_sentence(_cli("--format", "conf", "--from", str(tmp_path), state=tmp_path), "cannot read ")
+    _one_sentence(_cli("--format", "conf", "--from", str(tmp_path / "gone.json"), state=tmp_path), "no such file")
+    _one_sentence(_cli("--format", "conf", "--from", str(tmp_path), state=tmp_path), "is a directory")
     (tmp_path / "bin.json").write_bytes(b"\xff\xfe\x00")
-    _one_sentence(_cli("--format", "conf", "--from", str(tmp_path / "bin.json"), state=tmp_path), "cannot read ")
+    _one_sentence(_cli("--format", "conf", "--from", str(tmp_path / "bin.json"), state=tmp_path), "not UTF-8")
 
 
 def test_export_into_a_directory_that_cannot_be_written_is_one_sentence(tmp_path: Path) -> None:

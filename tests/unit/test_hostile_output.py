@@ -45,6 +45,7 @@ from tuner.model import (
     TargetOut,
     Trial,
 )
+from tuner.report_check import ReportError
 
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 
@@ -459,12 +460,22 @@ def test_json_says_why_a_change_has_no_statement(s: str) -> None:
         assert (out["apply_sql"] or out["host"] or out["not_rendered"]) if rec.decision == "change" else True
 
 
+def _behind_the_check(rep: Report, fmt: str) -> dict[str, str]:
+    """What an emitter writes for ``rep`` when nothing stops it first. tuner.emit.render refuses every hostile
+    report of this module (tuner.report_check, issue #44); the quoting is tested as the second line of defence,
+    for a report that got past the check."""
+    return dict(emit.EMITTERS[fmt].render(rep))
+
+
 @pytest.mark.parametrize("s", CORPUS, ids=ids(CORPUS))
 def test_every_file_is_written(s: str, tmp_path: Path) -> None:
-    written = write_outputs(hostile_report(s), tmp_path)
-    assert {p.name for p in written} >= {"report.txt", "report.json", "recommendation.sql", "rollback.sql"}
-    for p in written:
-        p.read_text(encoding="utf-8")  # valid UTF-8 (a lone surrogate could not be written)
+    with pytest.raises(ReportError):  # the check refuses the report before any file is written
+        write_outputs(hostile_report(s), tmp_path)
+    assert not list(tmp_path.iterdir())
+    files = {n: t for fmt in emit.EMITTERS for n, t in _behind_the_check(hostile_report(s), fmt).items()}
+    assert set(files) >= {"report.txt", "report.json", "recommendation.sql", "rollback.sql"}
+    for text in files.values():
+        text.encode("utf-8")  # valid UTF-8 (a lone surrogate could not be written)
     assert not os.path.exists(tmp_path / "INJECTED")
 
 
@@ -531,7 +542,7 @@ _UnsafeLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_s
 def test_yaml_and_json_formats_load_as_the_same_names_and_values(s: str) -> None:
     rep = hostile_report(s)
     for fmt in ("patroni", "cnpg", "zalando"):
-        for name, text in emit.render(rep, fmt).items():
+        for name, text in _behind_the_check(rep, fmt).items():
             assert not _raw_unsafe(text) and text.isascii(), name
             doc = json.loads(text) if name.endswith(".json") else yaml.safe_load(text)
             params = (doc["spec"] if "spec" in doc else doc)["postgresql"]["parameters"]
@@ -545,7 +556,7 @@ def test_yaml_and_json_formats_load_as_the_same_names_and_values(s: str) -> None
 @pytest.mark.parametrize("s", CORPUS, ids=ids(CORPUS))
 def test_ansible_tags_every_string_that_could_be_a_template_and_keeps_the_names(s: str) -> None:
     rep = hostile_report(s)
-    for name, text in emit.render(rep, "ansible").items():
+    for name, text in _behind_the_check(rep, "ansible").items():
         assert not _raw_unsafe(text) and text.isascii(), name
         if name.endswith("tuner-vars.yml"):
             for node in _yaml_nodes(yaml.compose(text, Loader=_UnsafeLoader)):
@@ -559,7 +570,7 @@ def test_ansible_tags_every_string_that_could_be_a_template_and_keeps_the_names(
             # ALTER SYSTEM module values are plain text: the hostile value is not written, and says why
             assert all(re.fullmatch(r"[A-Za-z0-9._+-]+", x["value"]) for x in doc["tuner_settings"])
         else:  # the playbook is tuner's own text: outside text only in its comments
-            benign = emit.render(hostile_report("x"), "ansible")[name]
+            benign = _behind_the_check(hostile_report("x"), "ansible")[name]
             assert ([line for line in text.splitlines() if not line.startswith("#")]
                     == [line for line in benign.splitlines() if not line.startswith("#")])
 

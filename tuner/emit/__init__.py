@@ -28,6 +28,7 @@ from tuner.emit.udev import Udev
 from tuner.emit.zalando import Zalando
 from tuner.files import atomic_write
 from tuner.model import Report
+from tuner.report_check import check
 
 if TYPE_CHECKING:
     from tuner.store import SessionSummary
@@ -50,7 +51,9 @@ FORMATS: tuple[str, ...] = tuple(name for name, e in EMITTERS.items() if e.stdou
 def render(report: Report, fmt: str, *, history: list[SessionSummary] | None = None) -> dict[str, str]:
     """Format ``fmt``'s files (name → text, the main one first). ``history`` — the stored sessions of the report's
     target, newest first, or None when there is none to give (a report read from a file) — goes to an emitter
-    whose class says ``wants_history = True``."""
+    whose class says ``wants_history = True``. A report tuner could not have written is refused first
+    (:func:`tuner.report_check.check`: one :class:`~tuner.report_check.ReportError` sentence, nothing rendered)."""
+    check(report)
     emitter: Any = EMITTERS[fmt]
     if getattr(type(emitter), "wants_history", False):
         return dict(emitter.render(report, history=history))

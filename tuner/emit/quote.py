@@ -25,6 +25,12 @@ import unicodedata
 from collections.abc import Callable
 from typing import TypeVar
 
+from tuner.knobs.devices import MATCH_KEYS
+from tuner.text import escape as _escape
+from tuner.text import one_line as one_line  # re-exported: every emitter quotes through this module
+from tuner.text import shown as shown
+from tuner.text import unsafe as unsafe
+
 T = TypeVar("T")
 
 # PostgreSQL 18's src/include/parser/kwlist.h: every keyword that is not UNRESERVED_KEYWORD (reserved,
@@ -48,16 +54,11 @@ KEYWORDS = frozenset("""
 
 NAME_MAX_BYTES = 63  # NAMEDATALEN - 1: a longer name is truncated by the server, so it names something else
 
-# Control characters (C0, DEL, C1 — NEL is U+0085), format characters (bidi overrides, zero-width), lone
-# surrogates (undecodable bytes from os.uname or a path) and the Unicode line and paragraph separators.
-_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _PLAIN_IDENT = re.compile(r"[a-z_][a-z0-9_]*")
 _SETTING_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INTEGER = re.compile(r"-?[0-9]+")
 _DEVICE_NODE = re.compile(r"/dev/[A-Za-z0-9._/-]+")
 _SYSFS_PATH = re.compile(r"/sys/[A-Za-z0-9._:/!+-]+/read_ahead_kb")
-_UDEV_KEY = re.compile(r"[A-Z]+(\{[A-Za-z0-9_./-]+\})?")
 _KERNEL_NAME = re.compile(r"[A-Za-z0-9._:!+-]+\*?")  # a kernel name, or tuner's own prefix pattern (loop*)
 
 
@@ -71,31 +72,6 @@ def attempt(render: Callable[[], T]) -> tuple[T | None, str | None]:
         return render(), None
     except Unrenderable as exc:
         return None, str(exc)
-
-
-def unsafe(ch: str) -> bool:
-    return unicodedata.category(ch) in _UNSAFE_CATEGORIES
-
-
-def _escape(ch: str, byte_below: int = 0x100) -> str:
-    """``\\n``, ``\\xHH`` (below ``byte_below``), ``\\uXXXX`` or ``\\UXXXXXXXX``: C's escapes, which are also
-    PostgreSQL's in E'' strings (there \\x means a byte, so only below 0x80)."""
-    code = ord(ch)
-    if ch in _NAMED:
-        return _NAMED[ch]
-    return f"\\x{code:02x}" if code < byte_below else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def one_line(text: object) -> str:
-    """``text`` as one line for a comment or a terminal: line breaks, control and format characters become
-    visible escapes (``\\n``, ``\\x1b``, ``\\u2028``), so nothing after them can start a line of its own."""
-    return "".join(_escape(ch) if unsafe(ch) else ch for ch in str(text))
-
-
-def shown(text: object, limit: int = 80) -> str:
-    """``text`` quoted for a message, on one line and cut at ``limit`` characters."""
-    line = one_line(text)
-    return f"'{line[:limit]}'" + ("..." if len(line) > limit else "")
 
 
 def _refuse_unstorable(text: str, what: str) -> None:
@@ -185,9 +161,13 @@ def udev_value(key: str, value: str) -> str:
     """``KEY=="value"`` for a udev match. udev unescapes only ``\\"`` in a plain string, splits a value at ``|``
     into alternatives and matches one with ``*?[`` in it by fnmatch(3): so ``"`` is written ``\\"``, glob
     characters are escaped to match themselves, and ``|``, backslashes, control characters and empty values are
-    refused. ``KERNEL`` keeps tuner's own prefix pattern (``loop*``) and must otherwise be a kernel name."""
-    if not _UDEV_KEY.fullmatch(key):
-        raise Unrenderable(f"not a udev key: {shown(key)}")
+    refused. ``KERNEL`` keeps tuner's own prefix pattern (``loop*``) and must otherwise be a kernel name.
+
+    ``key`` must be one of the match keys tuner's device discovery produces (``devices.MATCH_KEYS``): udev reads
+    ``PROGRAM==``, ``IMPORT{program}==`` and ``RUN`` as commands to run as root on every event (udev(7)), and a
+    rule line has no other place a key from a report may go."""
+    if key not in MATCH_KEYS:
+        raise Unrenderable(f"not a udev match key tuner writes: {shown(key)}")
     if key == "KERNEL":
         if not _KERNEL_NAME.fullmatch(value):
             raise Unrenderable(f"not a kernel device name: {shown(value)}")

@@ -77,8 +77,11 @@ class Catalog:
 
     def __init__(self, raw: dict[str, object]) -> None:
         self._knobs: dict[str, dict[str, object]] = dict(cast(dict[str, dict[str, object]], raw.get("knobs", {})))
+        # Screened, not searched (wal_compression): reports carry them, policies and names() do not.
+        self._screened: dict[str, dict[str, object]] = dict(cast(dict[str, dict[str, object]],
+                                                                 raw.get("screened", {})))
         self.never_touch: frozenset[str] = frozenset(cast(list[str], raw.get("never_touch", [])))
-        overlap = self.never_touch & self._knobs.keys()
+        overlap = self.never_touch & (self._knobs.keys() | self._screened.keys())
         if overlap:
             raise ValueError(f"catalog lists durability settings as knobs: {sorted(overlap)}")
 
@@ -90,28 +93,39 @@ class Catalog:
 
     def spec(self, name: str, server_version_num: int) -> KnobSpec | None:
         """The knob as it is on that server version, or None if the server does not have it."""
-        raw = self._knobs.get(name)
-        if raw is None:
-            return None
-        for entry in raw["versions"]:  # type: ignore[attr-defined]
-            v = VersionSpec(**{("from_" if k == "from" else k): val for k, val in entry.items()})
-            if v.from_ <= server_version_num <= v.to:
-                return KnobSpec(
-                    name=name,
-                    family=str(raw["family"]),
-                    kind=raw["kind"],  # type: ignore[arg-type]
-                    unit=raw.get("unit"),  # type: ignore[arg-type]
-                    scopes=tuple(raw["scopes"]),  # type: ignore[arg-type]
-                    doc=str(raw.get("doc", "")),
-                    server_version_num=server_version_num,
-                    context=v.context,
-                    min=v.min,
-                    max=v.max,
-                    default=v.default,
-                    values=v.values,
-                    meaning=v.meaning,
-                )
+        return _spec(name, self._knobs.get(name), server_version_num)
+
+    def reported_names(self) -> list[str]:
+        """Every setting a report may recommend: the searched knobs and the screened ones."""
+        return sorted(self._knobs.keys() | self._screened.keys())
+
+    def reported(self, name: str, server_version_num: int) -> KnobSpec | None:
+        """Like :meth:`spec`, for any setting a report may recommend (searched or screened)."""
+        return _spec(name, self._knobs.get(name, self._screened.get(name)), server_version_num)
+
+
+def _spec(name: str, raw: dict[str, object] | None, server_version_num: int) -> KnobSpec | None:
+    if raw is None:
         return None
+    for entry in raw["versions"]:  # type: ignore[attr-defined]
+        v = VersionSpec(**{("from_" if k == "from" else k): val for k, val in entry.items()})
+        if v.from_ <= server_version_num <= v.to:
+            return KnobSpec(
+                name=name,
+                family=str(raw["family"]),
+                kind=raw["kind"],  # type: ignore[arg-type]
+                unit=raw.get("unit"),  # type: ignore[arg-type]
+                scopes=tuple(raw["scopes"]),  # type: ignore[arg-type]
+                doc=str(raw.get("doc", "")),
+                server_version_num=server_version_num,
+                context=v.context,
+                min=v.min,
+                max=v.max,
+                default=v.default,
+                values=v.values,
+                meaning=v.meaning,
+            )
+    return None
 
 
 @cache

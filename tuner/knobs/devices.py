@@ -113,6 +113,17 @@ def mount_of(majmin: str, mountinfo: str) -> tuple[str | None, str | None]:
     return None, None
 
 
+# What _match_keys returns, as sets of udev keys: the only shapes a device's match may have wherever tuner reads
+# one back (tuner.report_check), and the only keys tuner.emit.quote.udev_value writes — never an assignment or a
+# key that makes udev run something (PROGRAM, IMPORT{program}, RUN; udev(7)).
+LOOP_KERNEL = "loop*"
+MATCH_SHAPES: tuple[frozenset[str], ...] = (
+    frozenset({"ENV{DM_UUID}"}), frozenset({"ENV{DM_NAME}"}), frozenset({"KERNEL", "ATTR{loop/backing_file}"}),
+    frozenset({"ATTR{wwid}"}), frozenset({"ATTRS{wwid}"}), frozenset({"ATTR{serial}"}), frozenset({"KERNEL"}),
+)
+MATCH_KEYS: frozenset[str] = frozenset().union(*MATCH_SHAPES)
+
+
 def _match_keys(sys_dir: Path, kind: Kind, name: str) -> dict[str, str]:
     """udev keys that find this device again after a reboot (kernel names are not stable)."""
     if kind == "dm":
@@ -125,7 +136,7 @@ def _match_keys(sys_dir: Path, kind: Kind, name: str) -> dict[str, str]:
     if kind == "loop":
         backing = _read(sys_dir / "loop" / "backing_file")
         if backing:
-            return {"KERNEL": "loop*", "ATTR{loop/backing_file}": backing}
+            return {"KERNEL": LOOP_KERNEL, "ATTR{loop/backing_file}": backing}
     for attr, key in (("wwid", "ATTR{wwid}"), ("device/wwid", "ATTRS{wwid}"), ("serial", "ATTR{serial}")):
         value = _read(sys_dir / attr)
         if value:

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from tuner import __version__
 from tuner.errors import ConfigError, TunerError
 from tuner.model import Report
+from tuner.report_check import check
 from tuner.store import schema
 
 
@@ -384,7 +385,7 @@ class Store(abc.ABC):
         if not rows:
             raise ConfigError(f"no stored session {session_id}", hint="'tuner history' lists the stored sessions")
         try:
-            return Report.model_validate_json(rows[0][0])
+            return check(Report.model_validate_json(rows[0][0]), where=f"{self.where}: stored session {session_id}")
         except ValidationError as exc:
             raise StoreError(f"{self.where}: the stored report of session {session_id} cannot be read "
                              f"({exc.error_count()} problems, first at {'.'.join(map(str, exc.errors()[0]['loc']))})",
