@@ -94,3 +94,63 @@ def test_a_writable_server_that_standbys_follow_is_a_primary() -> None:
 def test_a_marker_set_only_with_alter_system_is_refused() -> None:
     with pytest.raises(RefusedError, match="only with ALTER SYSTEM"):
         check(facts(staging_marker="staging", marker_setting_source="postgresql.auto.conf"))
+
+
+# Issue 44, item 2: options are read as the server reads them (backslash escapes, -c / --name=value, any case).
+@pytest.mark.parametrize("dsn, env", [
+    ("host=x options='-c tuner.r\\\\ole=staging'", {}),  # libpq keeps one backslash, the server drops it
+    ("host=x options='-ctuner.role=staging'", {}),
+    ("host=x options='--tuner.role=staging'", {}),
+    ("host=x options='-c Tuner.Role=staging'", {}),
+    ("host=x options='-c tuner.other=1'", {}),  # any tuner.* setting is the client's own
+    ("postgresql://u@h/db?options=-c%20tuner.r%5C%5Cole%3Dstaging", {}),
+    (None, {"PGOPTIONS": "-c\\ tuner.r\\ole=staging"}),
+    (None, {"PGOPTIONS": "--TUNER.ROLE=staging"}),
+])
+def test_an_escaped_or_cased_tuner_setting_in_options_is_the_clients(dsn: str | None, env: dict[str, str]) -> None:
+    assert client_sets_marker(dsn, env) is True
+
+
+def test_options_are_split_at_unescaped_space_with_escapes_removed() -> None:
+    from tuner.target.pgoptions import split_options
+
+    assert split_options("-c a=b\\ c  -c\\ d=e \\\\x ") == ["-c", "a=b c", "-c d=e", "\\x"]
+    assert split_options("-c application_name=tuner_app") == ["-c", "application_name=tuner_app"]
+    assert client_sets_marker("host=x options='-c application_name=app'", {}) is False
+
+
+IN_FILE = {"setting": "staging", "source": "configuration file", "sourcefile": "/etc/pg/postgresql.conf",
+           "sourceline": 12}
+ON_DISK = {"setting": "staging", "sourcefile": "/etc/pg/postgresql.conf", "sourceline": 12, "applied": True}
+
+
+@pytest.mark.parametrize("in_force, on_disk, hidden, origin", [
+    (IN_FILE, ON_DISK, False, "configuration file"),
+    ({**IN_FILE, "source": "client"}, ON_DISK, False, "elsewhere"),  # options=-c tuner.role=staging
+    ({**IN_FILE, "source": "command line"}, ON_DISK, False, "elsewhere"),  # postgres -c tuner.role=…
+    ({**IN_FILE, "source": "user"}, ON_DISK, False, "elsewhere"),  # ALTER ROLE … SET
+    (IN_FILE, {**ON_DISK, "sourceline": 13}, False, "not reloaded"),  # a later line, not reloaded
+    (IN_FILE, {**ON_DISK, "setting": "production"}, False, "not reloaded"),  # the line changed, not reloaded
+    (IN_FILE, None, False, "not reloaded"),  # the line removed, not reloaded
+    ({**IN_FILE, "sourcefile": None, "sourceline": None}, None, False, "hidden"),
+    (IN_FILE, None, True, "hidden"),
+    ({**IN_FILE, "sourcefile": "/d/postgresql.auto.conf"}, {**ON_DISK, "sourcefile": "/d/postgresql.auto.conf"},
+     False, "postgresql.auto.conf"),
+    (None, None, False, None),
+])
+def test_the_marker_comes_from_a_file_only_when_pg_settings_names_the_line_on_disk(
+        in_force: dict | None, on_disk: dict | None, hidden: bool, origin: str | None) -> None:
+    from tuner.target.facts import marker_origin
+
+    assert marker_origin(in_force, on_disk, hidden=hidden)[0] == origin
+
+
+def test_a_marker_line_not_reloaded_is_refused_with_how_to_reload() -> None:
+    with pytest.raises(RefusedError, match="not reloaded") as err:
+        check(facts(staging_marker="staging", marker_setting_source="not reloaded"))
+    assert "pg_reload_conf" in (err.value.hint or "")
+
+
+def test_a_marker_from_the_servers_command_line_is_refused_naming_its_source() -> None:
+    with pytest.raises(RefusedError, match="pg_settings.source is 'command line'"):
+        check(facts(staging_marker="staging", marker_setting_source="elsewhere", marker_pg_source="command line"))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 from pydantic import BaseModel, ConfigDict
@@ -59,6 +61,7 @@ class TargetFacts(BaseModel):
     # which replicate to the primary, or from the connection's options); "hidden" (the role may not read
     # pg_file_settings); None (not checked)
     marker_setting_source: str | None = None
+    marker_pg_source: str | None = None  # pg_settings.source of the marker in force ("client", "command line", …)
     replicas: int = 0  # standbys streaming from this server (pg_stat_replication)
     marker_in_role_settings: bool = False  # ALTER DATABASE/ROLE … SET tuner.role (pg_db_role_setting)
     server_addr: str | None
@@ -80,6 +83,32 @@ class TargetFacts(BaseModel):
         except OSError:
             return None
         return Path(self.data_directory) if str(sysid) == self.system_identifier else None
+
+
+def marker_origin(in_force: Mapping[str, Any] | None, on_disk: Mapping[str, Any] | None, *,
+                  hidden: bool = False) -> tuple[str | None, str | None]:
+    """Where the marker in force comes from, as ``(marker_setting_source, "file:line")``; pure.
+
+    ``in_force`` is its pg_settings row (setting, source, sourcefile, sourceline), ``on_disk`` the last
+    pg_file_settings line that sets it. It is "configuration file" only when pg_settings says the value in force
+    came from a configuration file *and* names the very line that sets it on disk now, with that value: a value the
+    client, ``-c`` on the server's command line or ALTER ROLE/DATABASE SET put in force is "elsewhere", and so is
+    one whose line was changed or overridden on disk but not reloaded is "not reloaded". "hidden": the role may not see the file and
+    line (sourcefile is NULL, or pg_file_settings is refused); "postgresql.auto.conf": ALTER SYSTEM.
+    """
+    if in_force is None or in_force.get("setting") is None:
+        return None, None
+    if in_force.get("source") != "configuration file":
+        return "elsewhere", None
+    if hidden or in_force.get("sourcefile") is None:
+        return "hidden", None
+    where = f"{in_force['sourcefile']}:{in_force['sourceline']}"
+    if (on_disk is None or not on_disk.get("applied") or on_disk.get("sourcefile") != in_force["sourcefile"]
+            or on_disk.get("sourceline") != in_force["sourceline"] or on_disk.get("setting") != in_force["setting"]):
+        return "not reloaded", None
+    if str(in_force["sourcefile"]).endswith("postgresql.auto.conf"):
+        return "postgresql.auto.conf", where
+    return "configuration file", where
 
 
 FACT_SETTINGS = (
@@ -105,17 +134,14 @@ async def gather(conn: asyncpg.Connection) -> TargetFacts:
         sysid = await conn.fetchval(sqlfiles.load(_SQL, "system_identifier"))
     except asyncpg.InsufficientPrivilegeError:
         sysid = None
-    marker_source, marker_setting_source = None, None
+    in_force = await conn.fetchrow(sqlfiles.load(_SQL, "marker_setting"))
     try:
-        mrow = await conn.fetchrow(sqlfiles.load(_SQL, "marker_in_file"))
-        if mrow is not None and mrow["applied"]:
-            marker_source = f"{mrow['sourcefile']}:{mrow['sourceline']}"
-        in_file = mrow is not None and mrow["applied"] and mrow["setting"] == row["staging_marker"]
-        marker_setting_source = "configuration file" if in_file else "elsewhere"
-        if in_file and str(mrow["sourcefile"]).endswith("postgresql.auto.conf"):
-            marker_setting_source = "postgresql.auto.conf"
+        on_disk = await conn.fetchrow(sqlfiles.load(_SQL, "marker_in_file"))
+        hidden = False
     except asyncpg.InsufficientPrivilegeError:
-        marker_setting_source = "hidden"
+        on_disk, hidden = None, True
+    marker_setting_source, marker_source = marker_origin(
+        dict(in_force) if in_force else None, dict(on_disk) if on_disk else None, hidden=hidden)
     settings = {
         r["name"]: Setting(**dict(r)) for r in await conn.fetch(sqlfiles.load(_SQL, "settings"), list(FACT_SETTINGS))
     }
@@ -128,6 +154,7 @@ async def gather(conn: asyncpg.Connection) -> TargetFacts:
         system_identifier=sysid,
         marker_source=marker_source,
         marker_setting_source=marker_setting_source,
+        marker_pg_source=in_force["source"] if in_force else None,
         settings=settings,
         tablespaces=tablespaces,
     )

@@ -14,6 +14,7 @@ from urllib.parse import unquote
 from typing import Literal
 
 from tuner.errors import RefusedError
+from tuner.target import pgoptions
 from tuner.target.facts import TargetFacts
 
 MARKER = "tuner.role"
@@ -33,10 +34,12 @@ class Clearance:
 
 def client_sets_marker(dsn: str | None, environ: Mapping[str, str] | None = None) -> bool:
     """True if the client side — the DSN (its ``options``, a URI parameter, percent-encoded or not) or PGOPTIONS —
-    would set ``tuner.role`` itself."""
+    would set any ``tuner.*`` setting itself, read after libpq's and the server's unescaping (``tuner.r\\ole``
+    is ``tuner.role`` to the server). The server-side check of ``pg_settings.source`` is the real defence; this one
+    names the cause."""
     env = os.environ if environ is None else environ
     text = unquote(f"{dsn or ''} {env.get('PGOPTIONS', '')}").lower()
-    return "tuner.role" in text
+    return "tuner.role" in text or pgoptions.client_sets("tuner.", dsn, env)
 
 
 def check(facts: TargetFacts, *, client_sets_marker: bool = False, allow_replicas: bool = False) -> Clearance:
@@ -88,11 +91,18 @@ def check(facts: TargetFacts, *, client_sets_marker: bool = False, allow_replica
             hint=f"GRANT SELECT ON pg_file_settings TO {facts.user}; GRANT EXECUTE ON FUNCTION "
                  f"pg_show_all_file_settings() TO {facts.user}; (or connect as a superuser)",
         )
+    if source == "not reloaded":
+        raise RefusedError(
+            f"refusing to probe: the server is writable and the {MARKER} line in force is no longer what its "
+            "configuration files say (a line was changed or added but not reloaded)",
+            hint="reload the server's configuration (SELECT pg_reload_conf()) and check pg_file_settings; "
+                 + HOW_TO_MARK)
     if source != "configuration file":
+        origin = f" (pg_settings.source is '{facts.marker_pg_source}')" if facts.marker_pg_source else ""
         raise RefusedError(
             f"refusing to probe: the server is writable and {MARKER} = '{MARKER_VALUE}' does not come from a "
-            "configuration file (ALTER DATABASE/ROLE … SET replicate to the primary; a connection's own options "
-            "prove nothing about the server)",
+            f"configuration file{origin}: the server's command line, ALTER DATABASE/ROLE … SET (which replicate to "
+            "the primary) and a connection's own options prove nothing about the server",
             hint=HOW_TO_MARK,
         )
     where = f" ({facts.marker_source})" if facts.marker_source else ""

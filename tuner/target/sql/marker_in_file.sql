@@ -1,7 +1,7 @@
--- Where the staging marker comes from: a configuration file the operator wrote, not a client's options.
--- pg_file_settings is readable by superusers (and roles granted it).
+-- The last line on disk that sets the staging marker (pg_file_settings re-reads the files, so a line added or
+-- changed but not reloaded shows here and not in pg_settings). Superusers (and roles granted it) only.
 SELECT sourcefile, sourceline, setting, applied
 FROM pg_file_settings
-WHERE name = 'tuner.role'
+WHERE lower(name) = 'tuner.role'
 ORDER BY seqno DESC
 LIMIT 1
