@@ -30,7 +30,8 @@ from typing import Any
 
 from tuner.config import Config, is_loopback, listen_address, load_config, state_dir
 from tuner.daemon.timespec import local_timezone
-from tuner.errors import ConfigError, TunerError
+from tuner.daemon import session_request
+from tuner.errors import ConfigError, DaemonError, TunerError
 from tuner.log import get_logger
 from tuner.stop import STOP
 
@@ -40,14 +41,6 @@ STOP_WITHIN_S = 30.0
 IDLE_POLL_S = 60.0  # the worker looks at its queue at least this often (windows open, timers)
 KINDS = ("session", "reprobe", "revalidate")
 MAX_ATTEMPTS = 3  # a run stopped by its window, the daemon's stop or a crash is queued again at most this often
-
-
-class DaemonError(TunerError):
-    """A request the daemon cannot do (HTTP 400; ``status`` for another code)."""
-
-    def __init__(self, message: str, *, hint: str | None = None, status: int = 400) -> None:
-        super().__init__(message, hint=hint)
-        self.http_status = status
 
 
 # -- targets --------------------------------------------------------------------------------------------------
@@ -317,30 +310,11 @@ class Daemon:
             return {"events": await db.all_drift_events(limit=limit)}
 
     async def request_session(self, body: dict[str, Any]) -> dict[str, Any]:
-        from tuner.families import REGISTRY
-
-        unknown = set(body) - {"target", "families", "kind", "in_window"}
-        if unknown:
-            raise DaemonError(f"unknown field {sorted(unknown)[0]!r} in the request",
-                              hint='fields: target, families, kind ("session" or "revalidate"), in_window (true: '
-                                   'wait for a maintenance window instead of running now)')
-        if not isinstance(body.get("in_window", False), bool):
-            raise DaemonError("in_window must be true or false")
-        name = body.get("target") or next(iter(self.targets))
-        if not isinstance(name, str) or name not in self.targets:
-            raise DaemonError(f"no target {name!r}", hint=f"targets: {', '.join(self.targets)}")
-        kind = body.get("kind", "session")
-        if not isinstance(kind, str) or kind not in ("session", "revalidate"):
-            raise DaemonError(f"kind must be 'session' or 'revalidate', not {kind!r}")
-        families = body.get("families") or []
-        if (not isinstance(families, list) or len(families) > len(REGISTRY.names())
-                or any(not isinstance(f, str) or f not in REGISTRY.names() for f in families)):
-            raise DaemonError("families must be a list of family names", hint=f"families: {', '.join(REGISTRY.names())}")
-        kind_out = "reprobe" if kind == "session" and families else kind
-        forced = not body.get("in_window", False)
-        run = await self.enqueue(name, kind_out, reason="requested over the API", families=families, forced=forced)
-        return {"id": run["id"], "status": "queued", "target": name, "kind": kind_out, "in_window": not forced,
-                "already_queued": bool(run.get("already_queued"))}
+        req = session_request.parse(body, {n: t.cfg.tuner.families for n, t in self.targets.items()})
+        run = await self.enqueue(req.target, req.kind, reason="requested over the API", families=req.families,
+                                 forced=req.forced)
+        return {"id": run["id"], "status": "queued", "target": req.target, "kind": req.kind,
+                "in_window": not req.forced, "already_queued": bool(run.get("already_queued"))}
 
     def _live(self, run: dict[str, Any]) -> None:
         cur = self._current
@@ -537,7 +511,7 @@ class Daemon:
         cfg = target.cfg
         policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
         policy = policy.for_daemon()  # longer confirmations: time is cheap in a maintenance window
-        families = tuple(run["families"]) or cfg.tuner.families
+        families = session_request.allowed(run["families"], cfg.tuner.families, target.name)
         async with open_store(self.cfg) as db:
             assert db is not None
             pins = None
