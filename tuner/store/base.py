@@ -23,6 +23,7 @@ from tuner import __version__
 from tuner.errors import ConfigError, TunerError
 from tuner.model import Report
 from tuner.store import schema
+from tuner.store.in_force import Decided, in_force
 
 
 class StoreError(TunerError):
@@ -276,25 +277,22 @@ class Store(abc.ABC):
 
     async def accepted(self, target: str) -> list[tuple[str, Any]]:
         """The recommendations in force on a target (its store id), newest first, each as (session id,
-        Recommendation). Per knob and object, the latest stored session that decided it rules: "change" puts its
-        recommendation in force; "keep" withdraws an earlier one (a re-validation whose interval no longer clears
-        the minimum effect, a new session that found nothing better) — unless what it kept *is* that earlier
-        recommendation (it was applied, and a later session found nothing better than it)."""
-        decided: dict[tuple[str, str | None], list[tuple[str, Any]]] = {}
-        for s in await self.sessions(target=target, limit=200):
-            if s.target_id != target:
-                continue
-            for r in (await self.report(s.id)).recommendations:
-                decided.setdefault((r.knob, r.object), []).append((s.id, r))
+        Recommendation), decided from its whole history (:func:`tuner.store.in_force.in_force`)."""
+        rows = await self._fetch(
+            "SELECT r.session_id, r.seq, r.knob, r.object, r.decision, r.current_value, r.recommended "
+            "FROM recommendations r JOIN sessions s ON s.id = r.session_id WHERE s.target_id = $1 "
+            "ORDER BY s.started_at DESC, s.id DESC, r.seq", target)
+        reports: dict[str, Report] = {}
         out: list[tuple[str, Any]] = []
-        for history in decided.values():
-            sid, latest = history[0]
-            if latest.decision == "change":
-                out.append((sid, latest))
-                continue
-            earlier = next(((i, r) for i, r in history[1:] if r.decision == "change"), None)
-            if earlier is not None and str(earlier[1].recommended) == str(latest.current):
-                out.append(earlier)
+        for d in in_force(Decided(*r) for r in rows):
+            if d.session_id not in reports:
+                reports[d.session_id] = await self.report(d.session_id)
+            recs = reports[d.session_id].recommendations
+            if not (0 <= d.seq < len(recs) and recs[d.seq].knob == d.knob):
+                raise StoreError(f"{self.where}: session {d.session_id}'s stored report and its recommendation rows "
+                                 "disagree", hint="the store was changed by something other than tuner; "
+                                                  "'tuner show SESSION' shows what the report says")
+            out.append((d.session_id, recs[d.seq]))
         return out
 
     # -- retention ---------------------------------------------------------------------------------
