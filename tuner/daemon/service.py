@@ -31,6 +31,7 @@ from typing import Any
 from tuner.config import Config, is_loopback, listen_address, load_config, state_dir
 from tuner.daemon.timespec import local_timezone
 from tuner.daemon import session_request
+from tuner.daemon.token import read_token
 from tuner.errors import ConfigError, DaemonError, TunerError
 from tuner.log import get_logger
 from tuner.stop import STOP
@@ -78,31 +79,6 @@ def targets_of(cfg: Config, *, sandbox: bool) -> list[Target]:
         raise ConfigError("the daemon has no target: set [target] dsn (or PGHOST), add [[daemon.targets]], "
                           "or use --sandbox", hint="tuner daemon --sandbox tries it on a throwaway PostgreSQL")
     return out
-
-
-def read_token(cfg: Config) -> str | None:
-    """The bearer token from ``[daemon] token_file``: a regular file only its owner can read, not empty."""
-    path = cfg.daemon.token_file
-    if path is None:
-        return None
-    from tuner.config import resolve_path
-
-    path = resolve_path(cfg, path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as exc:
-        raise ConfigError(f"[daemon] token_file {path} cannot be read: {exc.strerror}",
-                          hint="create it (e.g. openssl rand -hex 32 > FILE; chmod 600 FILE)") from None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if st.st_mode & 0o077:
-            raise ConfigError(f"[daemon] token_file {path} can be read by others (mode {st.st_mode & 0o777:o})",
-                              hint=f"chmod 600 {path}")
-        token = fh.read(4097).decode("utf-8", "replace").strip()
-    if not 16 <= len(token) <= 4096 or any(c.isspace() for c in token):
-        raise ConfigError(f"[daemon] token_file {path} must hold one token of 16 to 4096 characters and no spaces",
-                          hint="e.g. openssl rand -hex 32 > FILE")
-    return token
 
 
 def check(cfg: Config, *, sandbox: bool) -> list[str]:
@@ -816,7 +792,7 @@ class Daemon:
         from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
         from tuner.actuate import Journal, SysfsWriter
-        from tuner.daemon.api import build_app
+        from tuner.daemon.api import make_runner
         from tuner.daemon.lockfile import DaemonLock
         from tuner.store import open_store
 
@@ -852,7 +828,7 @@ class Daemon:
                         t.servers = await stack.enter_async_context(self._sandbox(t))
                         t.label = _label(t)
                 host, port = listen_address(self.cfg.daemon.listen)
-                runner = web.AppRunner(build_app(_Backend(self)), access_log=None, handle_signals=False)
+                runner = make_runner(_Backend(self))
                 await runner.setup()
                 stack.push_async_callback(runner.cleanup)
                 try:
