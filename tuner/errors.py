@@ -56,3 +56,9 @@ class DaemonError(TunerError):
     def __init__(self, message: str, *, hint: str | None = None, status: int = 400) -> None:
         super().__init__(message, hint=hint)
         self.http_status = status
+
+
+class StoreError(TunerError):
+    """The store cannot be used: damaged, of a newer schema, unreachable, or a write failed (exit 2)."""
+
+    exit_code = 2

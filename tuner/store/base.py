@@ -20,16 +20,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from tuner import __version__
-from tuner.errors import ConfigError, TunerError
+from tuner.errors import ConfigError, StoreError, TunerError
 from tuner.model import Report
 from tuner.store import schema
 from tuner.store.in_force import Decided, in_force
-
-
-class StoreError(TunerError):
-    """The store cannot be used: damaged, of a newer schema, unreachable, or a write failed (exit 2)."""
-
-    exit_code = 2
+from tuner.store.rows import readable as _readable
 
 
 class TargetBusyError(TunerError):
@@ -205,6 +200,7 @@ class Store(abc.ABC):
         )])
         return eid
 
+    @_readable
     async def drift_events(self, target: str) -> list[dict[str, Any]]:
         rows = await self._fetch(
             "SELECT id, detected_at, changes, action FROM drift_events WHERE target_id = $1 ORDER BY detected_at",
@@ -220,6 +216,7 @@ class Store(abc.ABC):
             "VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO UPDATE SET last_seen = $5",
             (target, system_identifier, data_directory, label, now))])
 
+    @_readable
     async def all_drift_events(self, *, limit: int = 100) -> list[dict[str, Any]]:
         """Drift events of every target, newest first, with the target's label."""
         rows = await self._fetch(
@@ -250,6 +247,7 @@ class Store(abc.ABC):
             "ended_at = CASE WHEN $6 = 1 THEN $7 ELSE ended_at END WHERE id = $1",
             (run_id, status, detail, target_id, int(started), int(ended), now))])
 
+    @_readable
     async def runs(self, owner: str, *, status: Iterable[str] = (), target: str | None = None,
                    limit: int = 100) -> list[dict[str, Any]]:
         """One daemon's runs, newest first (``status``: only those)."""
@@ -275,6 +273,7 @@ class Store(abc.ABC):
             out.append(run)
         return out
 
+    @_readable
     async def accepted(self, target: str) -> list[tuple[str, Any]]:
         """The recommendations in force on a target (its store id), newest first, each as (session id,
         Recommendation), decided from its whole history (:func:`tuner.store.in_force.in_force`)."""
@@ -316,10 +315,11 @@ class Store(abc.ABC):
         old = [r[0] for r in await self._fetch("SELECT id FROM sessions WHERE started_at < $1 ORDER BY id", cutoff)]
         gone = [sid for sid in old if sid not in keep]
         finished = ", ".join(f"'{s}'" for s in self.FINISHED_RUNS)
-        (drift,) = (await self._fetch("SELECT COUNT(*) FROM drift_events WHERE detected_at < $1", cutoff))[0]
-        (runs,) = (await self._fetch(
-            f"SELECT COUNT(*) FROM daemon_runs WHERE requested_at < $1 AND status IN ({finished})", cutoff))[0]
-        if not dry_run:
+        counted = [await self._fetch("SELECT COUNT(*) FROM drift_events WHERE detected_at < $1", cutoff),
+                   await self._fetch(f"SELECT COUNT(*) FROM daemon_runs WHERE requested_at < $1 AND status IN "
+                                     f"({finished})", cutoff)]
+        drift, runs = (rows[0][0] if rows else 0 for rows in counted)  # an empty store has no rows at all
+        if not dry_run and (gone or drift or runs):
             stmts: list[tuple[str, Sequence[Any]]] = []
             for sid in gone:  # children first: SQLite enforces no ON DELETE CASCADE without a pragma
                 stmts += [("DELETE FROM trials WHERE session_id = $1", (sid,)),
@@ -332,6 +332,7 @@ class Store(abc.ABC):
                 "kept": len(old) - len(gone)}
 
     # -- reading ----------------------------------------------------------------------------------
+    @_readable
     async def sessions(self, *, target: str | None = None, limit: int = 50) -> list[SessionSummary]:
         """The latest ``limit`` sessions (of one target, given its id or a prefix of it), newest first."""
         where, args = "", []
@@ -388,6 +389,7 @@ class Store(abc.ABC):
                              f"({exc.error_count()} problems, first at {'.'.join(map(str, exc.errors()[0]['loc']))})",
                              hint="it may have been written by a newer tuner") from None
 
+    @_readable
     async def prior(self, fingerprint: dict[str, Any], family: str, *, exclude: str | None = None) -> Prior | None:
         """The latest stored session that measured ``family`` on a matching target: the same server (system
         identifier, on the same data device where both sessions know it), else the same device model, file

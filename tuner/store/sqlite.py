@@ -36,6 +36,12 @@ class SqliteStore(Store):
         if not self.path.exists() and not self.path.is_symlink():
             self._absent = True
             return self
+        with contextlib.suppress(OSError):
+            if self.path.is_file() and self.path.stat().st_size == 0:
+                # An empty file (a touch, a crash before SQLite wrote its header) is an empty store like an
+                # absent one: created by the first write, never initialised by a reader (history, show, diff).
+                self._absent = True
+                return self
         return self._open(fresh=False)
 
     async def prepare(self) -> None:
@@ -53,9 +59,7 @@ class SqliteStore(Store):
             self._db.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
-            raise StoreError(f"{self.where} is damaged or not a tuner store ({exc})",
-                             hint="move it aside (tuner starts a new one) or run with --no-store; "
-                                  "nothing in it was changed") from None
+            raise self._error(exc) from None
         except OSError as exc:
             self._close_quietly()
             raise StoreError(f"{self.where} cannot be opened: {exc.strerror or exc}",
@@ -74,9 +78,24 @@ class SqliteStore(Store):
         return self._db
 
     def _error(self, exc: sqlite3.Error) -> StoreError:
-        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+        """One sentence for an SQLite error, by its result code (https://www.sqlite.org/rescode.html): a file that
+        cannot be written or a full disk is said as such — the store itself is healthy, moving it aside would
+        lose its history for nothing."""
+        name = str(getattr(exc, "sqlite_errorname", "") or "")
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc):
             return StoreError(f"{self.where} stayed locked by another writer for 30 s",
                               hint="another tuner is writing to it; try again")
+        if name.startswith(("SQLITE_READONLY", "SQLITE_PERM", "SQLITE_CANTOPEN", "SQLITE_AUTH")):
+            return StoreError(f"{self.where} cannot be written: it or its directory is read-only or not permitted "
+                              f"({exc})", hint="check the state directory's mount and permissions, or run with "
+                                               "--no-store; nothing in the store was changed")
+        if name.startswith("SQLITE_FULL"):
+            return StoreError(f"{self.where} cannot be written: the disk is full",
+                              hint="free space on the state directory's file system, or run with --no-store; "
+                                   "nothing in the store was changed")
+        if name.startswith("SQLITE_IOERR"):
+            return StoreError(f"{self.where} cannot be read or written: an I/O error ({exc})",
+                              hint="check the disk (dmesg), or run with --no-store")
         return StoreError(f"{self.where} is damaged or not a tuner store ({exc})",
                           hint="move it aside (tuner starts a new one) or run with --no-store; nothing in it was "
                                "changed")
@@ -114,7 +133,9 @@ class SqliteStore(Store):
             try:
                 yield db
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # SQLite rolls back by itself after some errors (SQLITE_FULL, SQLITE_IOERR)
+                    with contextlib.suppress(sqlite3.Error):  # the first error is the one to tell
+                        db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
         except sqlite3.Error as exc:
