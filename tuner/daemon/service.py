@@ -31,6 +31,7 @@ from typing import Any
 from tuner.config import Config, is_loopback, listen_address, load_config, state_dir
 from tuner.daemon.timespec import local_timezone
 from tuner.daemon import session_request
+from tuner.daemon.residency import lock_working_set
 from tuner.daemon.token import read_token
 from tuner.errors import ConfigError, DaemonError, TunerError
 from tuner.log import get_logger
@@ -478,8 +479,12 @@ class Daemon:
 
     async def _session(self, target: Target, run: dict[str, Any], current: Current) -> Any:
         # The optimiser stack (numpy, scipy, scikit-learn, scikit-optimize) is imported by the first session, in a
-        # thread: imported on the event loop it would hold /metrics and the watchdog for a second or more.
+        # thread: imported on the event loop it would hold /metrics and the watchdog for a second or more. Then the
+        # code the daemon has touched is locked in RAM, or each drop_caches of a cold probe evicts it and /metrics
+        # stalls reading it back (tuner.daemon.residency).
         await asyncio.to_thread(_import_session_stack)
+        locked = await asyncio.to_thread(lock_working_set)
+        log.info("daemon.code_locked", mib=round(locked.bytes_locked / (1 << 20), 1), problem=locked.problem)
         from tuner.policy import load_policy
         from tuner.runner import recommend
         from tuner.store import open_store

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ class SqliteStore(Store):
         self.where = f"the store {path}"
         self._db: sqlite3.Connection | None = None
         self._absent = False
+        self._lock = threading.Lock()  # one statement or transaction at a time on the shared connection
 
     def open(self) -> SqliteStore:
         """Open the store if it exists. A store that does not exist yet is created by the first write, not here:
@@ -55,7 +58,10 @@ class SqliteStore(Store):
                 with contextlib.suppress(FileExistsError):  # another tuner created it a moment ago
                     os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600))
             # A file that is not a database must be refused, not overwritten: uri mode=rw never creates one.
-            self._db = sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, timeout=30, isolation_level=None)
+            # check_same_thread off: queries run in a worker thread (one at a time, under self._lock), so a write's
+            # fsync or a wait for another writer never holds the daemon's event loop (/metrics, the watchdog).
+            self._db = sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, timeout=30, isolation_level=None,
+                                       check_same_thread=False)
             self._db.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
@@ -118,10 +124,14 @@ class SqliteStore(Store):
         if self._absent:
             return []  # an empty store
         q, a = _sqlite(sql, args)
-        try:
-            return [tuple(r) for r in self._conn().execute(q, a).fetchall()]
-        except sqlite3.Error as exc:
-            raise self._error(exc) from None
+        return await asyncio.to_thread(self._fetch_now, q, a)
+
+    def _fetch_now(self, q: str, a: list[Any]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return [tuple(r) for r in self._conn().execute(q, a).fetchall()]
+            except sqlite3.Error as exc:
+                raise self._error(exc) from None
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -144,9 +154,12 @@ class SqliteStore(Store):
     async def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         if self._absent:
             await self._create()
-        with self._transaction() as db:
+        await asyncio.to_thread(self._write_now, [_sqlite(sql, args) for sql, args in statements])
+
+    def _write_now(self, statements: list[tuple[str, list[Any]]]) -> None:
+        with self._lock, self._transaction() as db:
             for sql, args in statements:
-                db.execute(*_sqlite(sql, args))
+                db.execute(sql, args)
 
     async def _version(self) -> int | None:
         tables = {r[0] for r in await self._fetch("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -163,7 +176,7 @@ class SqliteStore(Store):
         return int(rows[0][0])
 
     async def _migrate(self, current: int) -> None:
-        with self._transaction() as db:  # a second migrator waits, then finds the work done
+        with self._lock, self._transaction() as db:  # a second migrator waits, then finds the work done
             current = self._locked_version(db)
             for version in range(current + 1, schema.VERSION + 1):
                 for stmt in schema.MIGRATIONS[version - 1]:
@@ -179,7 +192,8 @@ class SqliteStore(Store):
         return int(row[0]) if row else 0
 
     async def close(self) -> None:
-        self._close_quietly()
+        with self._lock:
+            self._close_quietly()
 
     def lock_target(self, target: str, label: str) -> contextlib.AbstractAsyncContextManager[None]:
         # One host, one state directory: the journal's lock already keeps a second session away.
