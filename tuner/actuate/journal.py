@@ -31,6 +31,7 @@ import contextlib
 import json
 import os
 import socket
+import stat
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from datetime import UTC, datetime
@@ -46,7 +47,7 @@ from tuner.actuate.alter_system import (
     restore_alter_system,
     scratch_entry,
 )
-from tuner.actuate.entry import JournalError, Restored, not_restored
+from tuner.actuate.entry import JournalError, JournalInvalid, Restored, not_restored
 from tuner.actuate.lock import JournalLock
 from tuner.actuate.sysfs import SysfsWriter, restore_sysfs, sysfs_entry, value_problem
 from tuner.errors import ConfigError
@@ -116,11 +117,22 @@ class Journal:
     # -- reading ------------------------------------------------------------------------------------
     def _raw(self) -> bytes | None:
         try:
-            return self.path.read_bytes()
+            # Without blocking, checked on the descriptor: a FIFO in the journal's place must not hang restore.
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise JournalError(f"cannot read the journal {self.path}: {exc.strerror or exc}") from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise JournalInvalid(f"the journal {self.path} is not a regular file (a directory, pipe or device); "
+                                     "nothing was restored", hint=schema.forget_hint())
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                return fh.read()
+        except OSError as exc:
+            raise JournalError(f"cannot read the journal {self.path}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
 
     def read(self) -> dict[str, Any] | None:
         """The journal on disk, checked entry by entry (:mod:`.schema`), or None if there is none."""

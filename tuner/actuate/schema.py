@@ -73,10 +73,10 @@ def entry_problem(change: Any, sys_root: Path) -> str | None:
         return "is not an object"
     kind = change.get("kind")
     if kind not in _FIELDS:
-        return f"is of an unknown kind {kind!r}"
+        return f"is of an unknown kind {_short(kind)}"
     unknown = sorted(set(change) - _FIELDS[kind])
     if unknown:
-        return f"has unknown fields {unknown}"
+        return f"has unknown fields {[_short(u) for u in unknown[:5]]}"
     if not isinstance(change.get("recorded_at", ""), str):
         return "has a recorded_at that is not text"
     return sysfs.entry_problem(change, sys_root) if kind == "sysfs" else alter_system.entry_problem(change)

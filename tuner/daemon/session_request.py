@@ -28,7 +28,7 @@ def parse(body: Mapping[str, Any], targets: Mapping[str, Sequence[str]]) -> Sess
     :class:`DaemonError` (HTTP 400) with one sentence."""
     unknown = set(body) - set(FIELDS)
     if unknown:
-        raise DaemonError(f"unknown field {sorted(unknown)[0]!r} in the request",
+        raise DaemonError(f"unknown field {_shown(sorted(unknown)[0])} in the request",
                           hint='fields: target, families, kind ("session" or "revalidate"), in_window (true: '
                                'wait for a maintenance window instead of running now)')
     if not isinstance(body.get("in_window", False), bool):

@@ -30,8 +30,8 @@ def read_token(cfg: Config) -> str | None:
         raise ConfigError(f"[daemon] token_file {path} is not ASCII text (a token is sent in an HTTP header)",
                           hint=_SHAPE) from None
     if not 16 <= len(token) <= MAX_CHARS or not all("!" <= c <= "~" for c in token):
-        raise ConfigError(f"[daemon] token_file {path} must hold one token of 16 to {MAX_CHARS} characters and no "
-                          "spaces", hint=_SHAPE)
+        raise ConfigError(f"[daemon] token_file {path} must hold one token of 16 to {MAX_CHARS} characters "
+                          "(printable ASCII, no spaces)", hint=_SHAPE)
     return token
 
 

@@ -386,7 +386,7 @@ class Store(abc.ABC):
             return Report.model_validate_json(rows[0][0])
         except ValidationError as exc:
             raise StoreError(f"{self.where}: the stored report of session {session_id} cannot be read "
-                             f"({exc.error_count()} problems, first at {'.'.join(map(str, exc.errors()[0]['loc']))})",
+                             f"({exc.error_count()} problems, first at {'.'.join(map(str, exc.errors()[0]['loc'])) or 'its top'})",
                              hint="it may have been written by a newer tuner") from None
 
     @_readable

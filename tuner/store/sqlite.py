@@ -7,6 +7,7 @@ import contextlib
 import os
 import re
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -40,7 +41,12 @@ class SqliteStore(Store):
             self._absent = True
             return self
         with contextlib.suppress(OSError):
-            if self.path.is_file() and self.path.stat().st_size == 0:
+            mode = self.path.stat().st_mode
+            if not stat.S_ISREG(mode):  # a FIFO would hang SQLite's open; a directory is no store either
+                what = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a pipe, socket or device)"
+                raise StoreError(f"{self.where} is {what}",
+                                 hint="give tuner a file of its own ([store] path), or run with --no-store")
+            if self.path.stat().st_size == 0:
                 # An empty file (a touch, a crash before SQLite wrote its header) is an empty store like an
                 # absent one: created by the first write, never initialised by a reader (history, show, diff).
                 self._absent = True
