@@ -73,7 +73,7 @@ def entry_problem(change: Any, sys_root: Path) -> str | None:
         return "is not an object"
     kind = change.get("kind")
     if kind not in _FIELDS:
-        return f"is of an unknown kind {_short(kind)}"
+        return f"is of an unknown kind {repr(kind)[:60]}"
     unknown = sorted(set(change) - _FIELDS[kind])
     if unknown:
         return f"has unknown fields {[_short(u) for u in unknown[:5]]}"
