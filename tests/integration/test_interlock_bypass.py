@@ -132,25 +132,28 @@ def test_a_staging_line_added_but_not_reloaded_is_not_the_marker(plain: Bare, tm
         conf.write_text(before)
 
 
-def test_an_upper_case_alter_role_marker_is_refused(pinned: Bare, pg15: Binaries, tmp_path: Path) -> None:
-    pinned.psql(pg15, "CREATE ROLE upper_case LOGIN SUPERUSER")
+ROLE_SETTINGS = {
+    # ALTER ROLE … SET with the marker's name in upper case (GUC names are case-insensitive)
+    "upper case": ("upper_case", ["CREATE ROLE upper_case LOGIN SUPERUSER",
+                                  'ALTER ROLE upper_case SET "TUNER.ROLE" = \'staging\''], "DROP ROLE upper_case"),
+    # a login role whose own settings carry the marker and switch it to another role at login (current_user is
+    # then the other role; the login role's settings are session_user's)
+    "role switched at login": ("switcher", [
+        "CREATE ROLE switcher LOGIN SUPERUSER; CREATE ROLE switched SUPERUSER; GRANT switched TO switcher",
+        "ALTER ROLE switcher SET tuner.role = 'staging'; ALTER ROLE switcher SET role = 'switched'"],
+        "DROP ROLE switcher; DROP ROLE switched"),
+}
+
+
+@pytest.mark.parametrize("how", list(ROLE_SETTINGS))
+def test_a_marker_in_the_login_roles_settings_is_refused(pinned: Bare, pg15: Binaries, tmp_path: Path,
+                                                         how: str) -> None:
+    user, setup, teardown = ROLE_SETTINGS[how]
     try:
-        pinned.psql(pg15, 'ALTER ROLE upper_case SET "TUNER.ROLE" = \'staging\'')
-        out = _recommend(pinned.dsn(user="upper_case"), tmp_path)
+        for sql in setup:
+            pinned.psql(pg15, sql)
+        out = _recommend(pinned.dsn(user=user), tmp_path)
         _refused(out)
         assert "ALTER DATABASE/ROLE" in out.stderr or "does not come from a configuration file" in out.stderr
     finally:
-        pinned.psql(pg15, "DROP ROLE upper_case")
-
-
-def test_a_login_role_that_switches_role_at_login_is_checked_as_itself(
-        pinned: Bare, pg15: Binaries, tmp_path: Path) -> None:
-    pinned.psql(pg15, "CREATE ROLE switcher LOGIN SUPERUSER; CREATE ROLE switched SUPERUSER; "
-                      "GRANT switched TO switcher")
-    try:
-        pinned.psql(pg15, "ALTER ROLE switcher SET tuner.role = 'staging'; ALTER ROLE switcher SET role = 'switched'")
-        out = _recommend(pinned.dsn(user="switcher"), tmp_path)
-        _refused(out)
-        assert "ALTER DATABASE/ROLE" in out.stderr or "does not come from a configuration file" in out.stderr
-    finally:
-        pinned.psql(pg15, "DROP ROLE switcher; DROP ROLE switched")
+        pinned.psql(pg15, teardown)
