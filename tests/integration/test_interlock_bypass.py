@@ -92,6 +92,13 @@ def pinned(base_dir: Path, pg15: Binaries) -> Iterator[Bare]:
 
 
 @pytest.fixture(scope="module")
+def argv_marked(base_dir: Path, pg15: Binaries) -> Iterator[Bare]:
+    """A primary started with ``-c tuner.role=staging`` (and the same line in postgresql.conf): the value in force
+    is the command line's, which no configuration file controls."""
+    yield from _bare(base_dir, pg15, name="argv", conf_line="tuner.role = 'staging'", argv_marker="staging")
+
+
+@pytest.fixture(scope="module")
 def plain(base_dir: Path, pg15: Binaries) -> Iterator[Bare]:
     """A primary with no marker anywhere (lines are added to it, never reloaded)."""
     yield from _bare(base_dir, pg15, name="plain", conf_line=None, argv_marker=None)
@@ -119,6 +126,13 @@ def test_a_pinned_primary_is_refused_whatever_pgoptions_say(pinned: Bare, tmp_pa
                           "concurrency", "--budget", "3"], capture_output=True, text=True, cwd=tmp_path, timeout=300,
                          env=tuner_env(tmp_path / "state", PGOPTIONS="--tuner.r\\ole=staging"))
     _refused(out)
+
+
+def test_a_marker_on_the_servers_command_line_is_not_the_configuration_files(argv_marked: Bare,
+                                                                             tmp_path: Path) -> None:
+    out = _recommend(argv_marked.dsn(), tmp_path)
+    _refused(out)
+    assert "command line sets tuner.role" in out.stderr
 
 
 def test_a_staging_line_added_but_not_reloaded_is_not_the_marker(plain: Bare, tmp_path: Path) -> None:

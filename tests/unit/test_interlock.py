@@ -57,7 +57,8 @@ def test_a_role_that_cannot_see_where_the_marker_comes_from_is_told_what_to_gran
     with pytest.raises(RefusedError, match="may not read pg_file_settings") as err:
         check(facts(staging_marker="staging", marker_setting_source="hidden", user="app"))
     assert err.value.hint == ("GRANT SELECT ON pg_file_settings TO app; GRANT EXECUTE ON FUNCTION "
-                              "pg_show_all_file_settings() TO app; (or connect as a superuser)")
+                              "pg_show_all_file_settings() TO app; GRANT pg_read_server_files TO app; "
+                              "(or connect as a superuser)")
 
 
 STAGING = dict(staging_marker="staging", marker_setting_source="configuration file")
@@ -119,30 +120,29 @@ def test_options_are_split_at_unescaped_space_with_escapes_removed() -> None:
     assert client_sets_marker("host=x options='-c application_name=app'", {}) is False
 
 
-IN_FILE = {"setting": "staging", "source": "configuration file", "sourcefile": "/etc/pg/postgresql.conf",
-           "sourceline": 12}
-ON_DISK = {"setting": "staging", "sourcefile": "/etc/pg/postgresql.conf", "sourceline": 12, "applied": True}
+ON_DISK = {"setting": "staging", "sourcefile": "/etc/pg/postgresql.conf", "sourceline": 12, "applied": True,
+           "changed_since_load": False}
+ARGV = '/usr/lib/postgresql/15/bin/postgres "-D" "/srv/pg" "-p" "5432"'
 
 
-@pytest.mark.parametrize("in_force, on_disk, hidden, origin", [
-    (IN_FILE, ON_DISK, False, "configuration file"),
-    ({**IN_FILE, "source": "client"}, ON_DISK, False, "elsewhere"),  # options=-c tuner.role=staging
-    ({**IN_FILE, "source": "command line"}, ON_DISK, False, "elsewhere"),  # postgres -c tuner.role=…
-    ({**IN_FILE, "source": "user"}, ON_DISK, False, "elsewhere"),  # ALTER ROLE … SET
-    (IN_FILE, {**ON_DISK, "sourceline": 13}, False, "not reloaded"),  # a later line, not reloaded
-    (IN_FILE, {**ON_DISK, "setting": "production"}, False, "not reloaded"),  # the line changed, not reloaded
-    (IN_FILE, None, False, "not reloaded"),  # the line removed, not reloaded
-    ({**IN_FILE, "sourcefile": None, "sourceline": None}, None, False, "hidden"),
-    (IN_FILE, None, True, "hidden"),
-    ({**IN_FILE, "sourcefile": "/d/postgresql.auto.conf"}, {**ON_DISK, "sourcefile": "/d/postgresql.auto.conf"},
-     False, "postgresql.auto.conf"),
-    (None, None, False, None),
+@pytest.mark.parametrize("value, on_disk, argv, hidden, origin", [
+    ("staging", ON_DISK, ARGV, False, "configuration file"),
+    ("staging", {**ON_DISK, "setting": "production"}, ARGV, False, "elsewhere"),  # client options or role settings
+    ("staging", None, ARGV, False, "elsewhere"),  # no file sets it
+    ("staging", {**ON_DISK, "applied": False}, ARGV, False, "elsewhere"),
+    ("staging", ON_DISK, ARGV + ' "-c" "tuner.role=production"', False, "command line"),  # outranks the file
+    ("staging", ON_DISK, ARGV + ' "--TUNER.ROLE=staging"', False, "command line"),
+    ("staging", {**ON_DISK, "changed_since_load": True}, ARGV, False, "not reloaded"),  # edited, not reloaded
+    ("staging", None, None, True, "hidden"),
+    ("staging", ON_DISK, None, False, "hidden"),  # postmaster.opts unreadable
+    ("staging", {**ON_DISK, "sourcefile": "/d/postgresql.auto.conf"}, ARGV, False, "postgresql.auto.conf"),
+    (None, None, None, False, None),
 ])
-def test_the_marker_comes_from_a_file_only_when_pg_settings_names_the_line_on_disk(
-        in_force: dict | None, on_disk: dict | None, hidden: bool, origin: str | None) -> None:
+def test_the_marker_comes_from_a_file_only_when_its_line_sets_it_and_nothing_outranks_it(
+        value: str | None, on_disk: dict | None, argv: str | None, hidden: bool, origin: str | None) -> None:
     from tuner.target.facts import marker_origin
 
-    assert marker_origin(in_force, on_disk, hidden=hidden)[0] == origin
+    assert marker_origin(value, on_disk, argv, hidden=hidden)[0] == origin
 
 
 def test_a_marker_line_not_reloaded_is_refused_with_how_to_reload() -> None:
@@ -151,6 +151,6 @@ def test_a_marker_line_not_reloaded_is_refused_with_how_to_reload() -> None:
     assert "pg_reload_conf" in (err.value.hint or "")
 
 
-def test_a_marker_from_the_servers_command_line_is_refused_naming_its_source() -> None:
-    with pytest.raises(RefusedError, match="pg_settings.source is 'command line'"):
-        check(facts(staging_marker="staging", marker_setting_source="elsewhere", marker_pg_source="command line"))
+def test_a_marker_on_the_servers_command_line_is_refused() -> None:
+    with pytest.raises(RefusedError, match="command line sets tuner.role"):
+        check(facts(staging_marker="staging", marker_setting_source="command line"))

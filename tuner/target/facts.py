@@ -61,7 +61,6 @@ class TargetFacts(BaseModel):
     # which replicate to the primary, or from the connection's options); "hidden" (the role may not read
     # pg_file_settings); None (not checked)
     marker_setting_source: str | None = None
-    marker_pg_source: str | None = None  # pg_settings.source of the marker in force ("client", "command line", …)
     replicas: int = 0  # standbys streaming from this server (pg_stat_replication)
     marker_in_role_settings: bool = False  # ALTER DATABASE/ROLE … SET tuner.role (pg_db_role_setting)
     server_addr: str | None
@@ -85,30 +84,45 @@ class TargetFacts(BaseModel):
         return Path(self.data_directory) if str(sysid) == self.system_identifier else None
 
 
-def marker_origin(in_force: Mapping[str, Any] | None, on_disk: Mapping[str, Any] | None, *,
+def marker_origin(value: str | None, on_disk: Mapping[str, Any] | None, argv: str | None, *,
                   hidden: bool = False) -> tuple[str | None, str | None]:
     """Where the marker in force comes from, as ``(marker_setting_source, "file:line")``; pure.
 
-    ``in_force`` is its pg_settings row (setting, source, sourcefile, sourceline), ``on_disk`` the last
-    pg_file_settings line that sets it. It is "configuration file" only when pg_settings says the value in force
-    came from a configuration file *and* names the very line that sets it on disk now, with that value: a value the
-    client, ``-c`` on the server's command line or ALTER ROLE/DATABASE SET put in force is "elsewhere", and so is
-    one whose line was changed or overridden on disk but not reloaded is "not reloaded". "hidden": the role may not see the file and
-    line (sourcefile is NULL, or pg_file_settings is refused); "postgresql.auto.conf": ALTER SYSTEM.
+    ``tuner.role`` is a placeholder (no module defines it), and PostgreSQL hides placeholders from pg_settings, so
+    its source cannot be read there; it is decided from what the server does show. ``value`` is the value in force
+    (``current_setting``), ``on_disk`` the last pg_file_settings line that sets it (with ``changed_since_load``:
+    its file was modified after the configuration was last loaded), ``argv`` the server's command line
+    (postmaster.opts). "configuration file" only when that line sets the value in force, the command line sets no
+    ``tuner.*`` (it outranks every file: https://www.postgresql.org/docs/current/config-setting.html) and the file
+    has not changed since it was loaded; otherwise "elsewhere" (no file line sets this value: the client's options
+    or ALTER ROLE/DATABASE SET do), "command line" or "not reloaded". "hidden": the role may not read
+    pg_file_settings, the file's status or postmaster.opts; "postgresql.auto.conf": ALTER SYSTEM. A client's own
+    options and role settings are checked beside this (:mod:`tuner.target.pgoptions`, pg_db_role_setting).
     """
-    if in_force is None or in_force.get("setting") is None:
+    if value is None:
         return None, None
-    if in_force.get("source") != "configuration file":
-        return "elsewhere", None
-    if hidden or in_force.get("sourcefile") is None:
+    if hidden or argv is None:
         return "hidden", None
-    where = f"{in_force['sourcefile']}:{in_force['sourceline']}"
-    if (on_disk is None or not on_disk.get("applied") or on_disk.get("sourcefile") != in_force["sourcefile"]
-            or on_disk.get("sourceline") != in_force["sourceline"] or on_disk.get("setting") != in_force["setting"]):
+    if on_disk is None or not on_disk.get("applied") or on_disk.get("setting") != value:
+        return "elsewhere", None
+    if "tuner." in argv.lower():
+        return "command line", None
+    if on_disk.get("changed_since_load"):
         return "not reloaded", None
-    if str(in_force["sourcefile"]).endswith("postgresql.auto.conf"):
+    where = f"{on_disk['sourcefile']}:{on_disk['sourceline']}"
+    if str(on_disk["sourcefile"]).endswith("postgresql.auto.conf"):
         return "postgresql.auto.conf", where
     return "configuration file", where
+
+
+async def marker_facts(conn: asyncpg.Connection, value: str | None) -> tuple[str | None, str | None]:
+    """:func:`marker_origin` for the server behind ``conn`` (read-only queries)."""
+    try:
+        on_disk = await conn.fetchrow(sqlfiles.load(_SQL, "marker_in_file"))
+        argv = await conn.fetchval(sqlfiles.load(_SQL, "server_argv"))
+    except asyncpg.InsufficientPrivilegeError:
+        return marker_origin(value, None, None, hidden=True)
+    return marker_origin(value, dict(on_disk) if on_disk else None, argv or "")
 
 
 FACT_SETTINGS = (
@@ -134,14 +148,7 @@ async def gather(conn: asyncpg.Connection) -> TargetFacts:
         sysid = await conn.fetchval(sqlfiles.load(_SQL, "system_identifier"))
     except asyncpg.InsufficientPrivilegeError:
         sysid = None
-    in_force = await conn.fetchrow(sqlfiles.load(_SQL, "marker_setting"))
-    try:
-        on_disk = await conn.fetchrow(sqlfiles.load(_SQL, "marker_in_file"))
-        hidden = False
-    except asyncpg.InsufficientPrivilegeError:
-        on_disk, hidden = None, True
-    marker_setting_source, marker_source = marker_origin(
-        dict(in_force) if in_force else None, dict(on_disk) if on_disk else None, hidden=hidden)
+    marker_setting_source, marker_source = await marker_facts(conn, row["staging_marker"])
     settings = {
         r["name"]: Setting(**dict(r)) for r in await conn.fetch(sqlfiles.load(_SQL, "settings"), list(FACT_SETTINGS))
     }
@@ -154,7 +161,6 @@ async def gather(conn: asyncpg.Connection) -> TargetFacts:
         system_identifier=sysid,
         marker_source=marker_source,
         marker_setting_source=marker_setting_source,
-        marker_pg_source=in_force["source"] if in_force else None,
         settings=settings,
         tablespaces=tablespaces,
     )

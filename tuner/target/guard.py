@@ -6,11 +6,8 @@ is written to it.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import asyncpg
 
-from tuner import sqlfiles
 
 from tuner.errors import NoServerOfKind, RoleChangedError
 from tuner.log import get_logger
@@ -24,10 +21,9 @@ log = get_logger("tuner.guard")
 # One round trip: what the interlock decided on.
 _STATE = ("SELECT pg_is_in_recovery() AS in_recovery, current_setting('tuner.role', true) AS marker, "
           "(SELECT count(*) FROM pg_stat_replication) AS replicas")
-# A clone's marker must still come from the configuration file line it came from at the start (pg_settings and
-# pg_file_settings: superuser or a role granted them, which the interlock required), read as facts.gather reads it.
-_MARKER_SETTING = sqlfiles.load(str(Path(facts_module.__file__).parent), "marker_setting")
-_MARKER_FILE = sqlfiles.load(str(Path(facts_module.__file__).parent), "marker_in_file")
+# A clone's marker must still come from the configuration file line it came from at the start, read as
+# facts.gather reads it (pg_file_settings, postmaster.opts: superuser or roles granted them, which the interlock
+# required).
 _SYSID = "SELECT system_identifier::text FROM pg_control_system()"
 
 
@@ -71,10 +67,7 @@ class Guard:
         if self.mode == "hot_standby" and not row["in_recovery"]:
             self._stop(f"{where} is no longer a hot standby (it was promoted, or another server answered)")
         if self.mode == "staging_clone":
-            in_force = await conn.fetchrow(_MARKER_SETTING)
-            in_file = await conn.fetchrow(_MARKER_FILE)
-            origin, _ = facts_module.marker_origin(dict(in_force) if in_force else None,
-                                                   dict(in_file) if in_file else None)
+            origin, _ = await facts_module.marker_facts(conn, row["marker"])
             if row["marker"] != interlock.MARKER_VALUE or origin != "configuration file":
                 self._stop(f"{where} no longer carries {interlock.MARKER} = '{interlock.MARKER_VALUE}' in a "
                            "configuration file (the marker was removed, or another server answered)")

@@ -89,20 +89,25 @@ def check(facts: TargetFacts, *, client_sets_marker: bool = False, allow_replica
             f"refusing to probe: the server is writable and role {facts.user} may not read pg_file_settings, so "
             f"tuner cannot check that {MARKER} comes from a configuration file",
             hint=f"GRANT SELECT ON pg_file_settings TO {facts.user}; GRANT EXECUTE ON FUNCTION "
-                 f"pg_show_all_file_settings() TO {facts.user}; (or connect as a superuser)",
+                 f"pg_show_all_file_settings() TO {facts.user}; GRANT pg_read_server_files TO {facts.user}; "
+                 "(or connect as a superuser)",
         )
     if source == "not reloaded":
         raise RefusedError(
-            f"refusing to probe: the server is writable and the {MARKER} line in force is no longer what its "
-            "configuration files say (a line was changed or added but not reloaded)",
+            f"refusing to probe: the server is writable and its configuration file changed since it was last "
+            f"loaded (a {MARKER} line may have been added or changed but not reloaded)",
             hint="reload the server's configuration (SELECT pg_reload_conf()) and check pg_file_settings; "
                  + HOW_TO_MARK)
+    if source == "command line":
+        raise RefusedError(
+            f"refusing to probe: the server's command line sets {MARKER} (postmaster.opts), which outranks every "
+            "configuration file: whatever the files say, the marker in force is not theirs",
+            hint="start the server without -c tuner.role (e.g. remove it from the service's options); " + HOW_TO_MARK)
     if source != "configuration file":
-        origin = f" (pg_settings.source is '{facts.marker_pg_source}')" if facts.marker_pg_source else ""
         raise RefusedError(
             f"refusing to probe: the server is writable and {MARKER} = '{MARKER_VALUE}' does not come from a "
-            f"configuration file{origin}: the server's command line, ALTER DATABASE/ROLE … SET (which replicate to "
-            "the primary) and a connection's own options prove nothing about the server",
+            "configuration file (ALTER DATABASE/ROLE … SET replicate to the primary; a connection's own options "
+            "prove nothing about the server)",
             hint=HOW_TO_MARK,
         )
     where = f" ({facts.marker_source})" if facts.marker_source else ""

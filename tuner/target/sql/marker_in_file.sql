@@ -1,6 +1,8 @@
 -- The last line on disk that sets the staging marker (pg_file_settings re-reads the files, so a line added or
--- changed but not reloaded shows here and not in pg_settings). Superusers (and roles granted it) only.
-SELECT sourcefile, sourceline, setting, applied
+-- changed but not reloaded shows here), and whether its file changed after the configuration was last loaded
+-- (pg_conf_load_time()). Superusers (and roles granted pg_file_settings and pg_read_server_files) only.
+SELECT sourcefile, sourceline, setting, applied,
+       (pg_stat_file(sourcefile, true)).modification > pg_conf_load_time() AS changed_since_load
 FROM pg_file_settings
 WHERE lower(name) = 'tuner.role'
 ORDER BY seqno DESC
