@@ -16,7 +16,7 @@ import click
 
 from tuner import __version__
 from tuner import log as tlog
-from tuner import redact, tomlfile
+from tuner import redact, tomlwriter
 from tuner.config import SEED_MAX, Config, load_config
 from tuner.emit import FORMATS
 from tuner.families import REGISTRY
@@ -615,7 +615,7 @@ def validate(config_path: Path | None, show: bool) -> None:
     policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
     if show:
         data = _redacted(cfg.model_dump(mode="json", exclude={"source"}))
-        click.echo(tomlfile.dumps(data), nl=False)
+        click.echo(tomlwriter.dumps(data), nl=False)
     where = str(cfg.source) if cfg.source else "defaults (no tuner.toml read)"
     click.echo(f"tuner: configuration OK ({where}; policy {policy.policy.name})", err=True)
 
