@@ -76,4 +76,3 @@ def read_toml(path: Path, *, as_root_implicitly: bool = False) -> dict[str, Any]
     except RecursionError:
         raise ConfigError(f"{path}: invalid TOML: arrays or tables nested too deeply", hint=_MEANT) from None
 
-
