@@ -281,15 +281,9 @@ def _run(case: Case, cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_hostile_input(name: str, tmp_path: Path) -> None:
-    check_case(CASES[name], tmp_path)
-
-
-def check_case(case: Case, tmp_path: Path) -> None:
-    """Run ``case`` in ``tmp_path`` and assert what every hostile input must get: its exit status, one sentence
-    (and at most a hint), no traceback or password, nothing changed in the working directory, HOME or state.
-    Shared with the other hostile-input modules (test_hostile_service.py)."""
+def prepare(case: Case, tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str | None]]:
+    """The case's working directory (with its files), HOME and state directory under ``tmp_path``, and the
+    environment that steers every place tuner writes by default into them."""
     cwd, home, state = tmp_path / "cwd", tmp_path / "home", tmp_path / "state"
     for d in (cwd, home):
         d.mkdir()
@@ -300,10 +294,23 @@ def check_case(case: Case, tmp_path: Path) -> None:
             (cwd / fname).write_bytes(spec)
         else:
             (cwd / fname).write_text(spec)
-    environ = {k: None for k in os.environ if k.startswith(("PG", "TUNER_"))}
+    environ: dict[str, str | None] = {k: None for k in os.environ if k.startswith(("PG", "TUNER_"))}
     environ.update({"HOME": str(home), "XDG_STATE_HOME": str(home / "state"), "TUNER_TUNER__STATE_DIR": str(state),
                     "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO),
                     **case.env})
+    return cwd, home, state, environ
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_hostile_input(name: str, tmp_path: Path) -> None:
+    check_case(CASES[name], tmp_path)
+
+
+def check_case(case: Case, tmp_path: Path) -> None:
+    """Run ``case`` in ``tmp_path`` and assert what every hostile input must get: its exit status, one sentence
+    (and at most a hint), no traceback or password, nothing changed in the working directory, HOME or state.
+    Shared with the other hostile-input modules (test_hostile_service.py)."""
+    cwd, home, state, environ = prepare(case, tmp_path)
     before = _tree(cwd)
 
     code, stdout, stderr = _run(case, cwd, environ)  # type: ignore[arg-type]
