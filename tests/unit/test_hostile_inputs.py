@@ -303,7 +303,8 @@ def prepare(case: Case, tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_hostile_input(name: str, tmp_path: Path) -> None:
-    check_case(CASES[name], tmp_path)
+    case = CASES[name]
+    check_case(case, tmp_path)
 
 
 def check_case(case: Case, tmp_path: Path) -> None:
