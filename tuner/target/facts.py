@@ -56,10 +56,10 @@ class TargetFacts(BaseModel):
     system_identifier: str | None
     staging_marker: str | None
     marker_source: str | None  # "file:line" when the marker was found in a configuration file
-    # Whether the marker's value in force is the one a configuration file sets (pg_file_settings): "configuration
-    # file"; "elsewhere" (no file sets it, or a file sets another value: it comes from ALTER DATABASE/ROLE SET,
-    # which replicate to the primary, or from the connection's options); "hidden" (the role may not read
-    # pg_file_settings); None (not checked)
+    # Where the marker's value in force comes from (marker_origin): "configuration file"; "elsewhere" (no file line
+    # sets this value: ALTER DATABASE/ROLE SET, which replicate to the primary, or the connection's options);
+    # "command line" (postmaster.opts sets tuner.*); "not reloaded" (a configuration file changed after the last
+    # load); "postgresql.auto.conf" (ALTER SYSTEM); "hidden" (the role may not read what decides it); None (not set)
     marker_setting_source: str | None = None
     replicas: int = 0  # standbys streaming from this server (pg_stat_replication)
     marker_in_role_settings: bool = False  # ALTER DATABASE/ROLE … SET tuner.role (pg_db_role_setting)

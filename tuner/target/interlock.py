@@ -35,8 +35,8 @@ class Clearance:
 def client_sets_marker(dsn: str | None, environ: Mapping[str, str] | None = None) -> bool:
     """True if the client side — the DSN (its ``options``, a URI parameter, percent-encoded or not) or PGOPTIONS —
     would set any ``tuner.*`` setting itself, read after libpq's and the server's unescaping (``tuner.r\\ole``
-    is ``tuner.role`` to the server). The server-side check of ``pg_settings.source`` is the real defence; this one
-    names the cause."""
+    is ``tuner.role`` to the server). PostgreSQL hides a placeholder setting's source (it is not in pg_settings), so
+    no server-side query can tell a value the client sent from the file's same value: this check is what does."""
     env = os.environ if environ is None else environ
     text = unquote(f"{dsn or ''} {env.get('PGOPTIONS', '')}").lower()
     return "tuner.role" in text or pgoptions.client_sets("tuner.", dsn, env)
