@@ -45,7 +45,7 @@ def client_sets_marker(dsn: str | None, environ: Mapping[str, str] | None = None
 def check(facts: TargetFacts, *, client_sets_marker: bool = False, allow_replicas: bool = False) -> Clearance:
     """Return the clearance to probe, or raise :class:`RefusedError` with one sentence and how to fix it.
 
-    The marker counts only when its value in force comes from a configuration file (``pg_settings.source``):
+    The marker counts only when its value in force comes from a configuration file (:func:`facts.marker_origin`):
     ``ALTER DATABASE … SET`` and ``ALTER ROLE … SET`` replicate to the primary, and a connection's own options
     (``options=-c tuner.role=staging``, PGOPTIONS, a URI parameter) prove nothing about the server.
     """
