@@ -16,6 +16,7 @@ import click
 
 from tuner import __version__, report_file
 from tuner import log as tlog
+from tuner import redact, tomlwriter
 from tuner.config import SEED_MAX, Config, load_config
 from tuner.emit import FORMATS
 from tuner.families import REGISTRY
@@ -615,42 +616,20 @@ def validate(config_path: Path | None, show: bool) -> None:
     cfg = load_config(config_path)
     policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
     if show:
-        from tuner.target.connection import redact
-
-        data = cfg.model_dump(mode="json", exclude={"source"})
-        if data["target"]["dsn"]:
-            data["target"]["dsn"] = redact(data["target"]["dsn"])
-        if data["store"]["url"]:
-            data["store"]["url"] = redact(data["store"]["url"])
-        for section, key in (("target", "restart_command"), ("readahead", "helper_command")):
-            if data[section].get(key):  # commands may carry PGPASSWORD=… or a password= DSN
-                data[section][key] = _COMMAND_SECRET.sub(r"\1***", data[section][key])
-        click.echo(_to_toml(data), nl=False)
+        data = _redacted(cfg.model_dump(mode="json", exclude={"source"}))
+        click.echo(tomlwriter.dumps(data), nl=False)
     where = str(cfg.source) if cfg.source else "defaults (no tuner.toml read)"
     click.echo(f"tuner: configuration OK ({where}; policy {policy.policy.name})", err=True)
 
 
-_COMMAND_SECRET = re.compile(r"((?:PGPASSWORD|password)\s*=\s*)('[^']*'|\"[^\"]*\"|\S+)", re.IGNORECASE)
-
-
-def _to_toml(data: dict[str, Any]) -> str:
-    def value(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (int, float)):
-            return repr(v)
-        if isinstance(v, (list, tuple)):
-            return "[" + ", ".join(value(x) for x in v) + "]"
-        # A TOML basic string: JSON's escapes (\n, \", \\, \uXXXX) are TOML's, so no value can break out of it.
-        return json.dumps(str(v), ensure_ascii=True)
-
-    lines: list[str] = []
-    for section, body in data.items():
-        lines.append(f"[{section}]")
-        for k, v in body.items():
-            lines.append(f"# {k} is unset" if v is None else f"{k} = {value(v)}")
-        lines.append("")
-    return "\n".join(lines)
+def _redacted(data: Any) -> Any:
+    """Every string in the configuration with its secrets hidden: DSNs, store URLs and commands alike (a command
+    may carry PGPASSWORD=…, a password= DSN or a URI with a password), wherever they sit, [[daemon.targets]] too."""
+    if isinstance(data, dict):
+        return {k: _redacted(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_redacted(v) for v in data]
+    return redact.text(data) if isinstance(data, str) else data
 
 
 @main.command()

@@ -48,3 +48,17 @@ class SandboxError(TunerError):
 
 class ProbeError(TunerError):
     """A probe failed in a way that is recorded as a failed trial, not as a number."""
+
+
+class DaemonError(TunerError):
+    """A request the daemon cannot do (HTTP 400; ``status`` for another code)."""
+
+    def __init__(self, message: str, *, hint: str | None = None, status: int = 400) -> None:
+        super().__init__(message, hint=hint)
+        self.http_status = status
+
+
+class StoreError(TunerError):
+    """The store cannot be used: damaged, of a newer schema, unreachable, or a write failed (exit 2)."""
+
+    exit_code = 2

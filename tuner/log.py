@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 import structlog
+
+from tuner import redact
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
@@ -34,12 +36,19 @@ def configure(level: str = "info", *, stream: TextIO | None = None, json: bool |
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
+            _hide_secrets,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level, logging.INFO)),
         logger_factory=structlog.PrintLoggerFactory(file=out),
         cache_logger_on_first_use=False,
     )
+
+
+def _hide_secrets(_logger: object, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    """Every string field with its passwords hidden (:func:`tuner.redact.text`): a DSN or a command that reaches a
+    log line unredacted by its caller is still safe."""
+    return {k: redact.text(v) if isinstance(v, str) else v for k, v in event.items()}
 
 
 def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:

@@ -95,6 +95,29 @@ def test_the_postgres_store_prunes_as_sqlite_does(store_url: str) -> None:
     assert [sid for sid, _ in accepted] == ["c1cccccccccc"]
 
 
+def test_on_postgres_what_is_in_force_survives_205_later_sessions_and_prune(store_url: str) -> None:
+    """Issue 44, item 5: in force is decided from the whole history, never the newest 200 sessions."""
+    from datetime import timedelta
+
+    reports = [make_report("e0eeeeeeeeee", at=T0 - timedelta(days=400), sysid="7401", recommended=256),
+               *(make_report(f"e{i:011x}", at=T0 + timedelta(minutes=i), sysid="7401", decision="keep", current=256,
+                             recommended=512) for i in range(1, 206))]
+
+    async def go() -> Any:
+        async with open_store(_cfg(store_url)) as store:
+            assert store is not None
+            for r in reports:
+                await store.save(r, r.target.fingerprint or {})
+            tid = (await store.sessions(limit=1))[0].target_id
+            before = await store.accepted(tid)
+            done = await store.prune(T0 - timedelta(days=365))
+            return before, done, await store.accepted(tid)
+
+    before, done, after = asyncio.run(go())
+    assert [(sid, r.recommended) for sid, r in before] == [("e0eeeeeeeeee", 256)]
+    assert done["sessions"] == 0 and after == before
+
+
 def test_a_newer_schema_on_the_server_is_refused_and_left_alone(store_server: StoreServer, store_url: str) -> None:
     r = make_report("a1aaaaaaaaaa")
 

@@ -57,7 +57,8 @@ def test_a_role_that_cannot_see_where_the_marker_comes_from_is_told_what_to_gran
     with pytest.raises(RefusedError, match="may not read pg_file_settings") as err:
         check(facts(staging_marker="staging", marker_setting_source="hidden", user="app"))
     assert err.value.hint == ("GRANT SELECT ON pg_file_settings TO app; GRANT EXECUTE ON FUNCTION "
-                              "pg_show_all_file_settings() TO app; (or connect as a superuser)")
+                              "pg_show_all_file_settings() TO app; GRANT pg_read_server_files TO app; "
+                              "(or connect as a superuser)")
 
 
 STAGING = dict(staging_marker="staging", marker_setting_source="configuration file")
@@ -94,3 +95,62 @@ def test_a_writable_server_that_standbys_follow_is_a_primary() -> None:
 def test_a_marker_set_only_with_alter_system_is_refused() -> None:
     with pytest.raises(RefusedError, match="only with ALTER SYSTEM"):
         check(facts(staging_marker="staging", marker_setting_source="postgresql.auto.conf"))
+
+
+# Issue 44, item 2: options are read as the server reads them (backslash escapes, -c / --name=value, any case).
+@pytest.mark.parametrize("dsn, env", [
+    ("host=x options='-c tuner.r\\\\ole=staging'", {}),  # libpq keeps one backslash, the server drops it
+    ("host=x options='-ctuner.role=staging'", {}),
+    ("host=x options='--tuner.role=staging'", {}),
+    ("host=x options='-c Tuner.Role=staging'", {}),
+    ("host=x options='-c tuner.other=1'", {}),  # any tuner.* setting is the client's own
+    ("postgresql://u@h/db?options=-c%20tuner.r%5C%5Cole%3Dstaging", {}),
+    (None, {"PGOPTIONS": "-c\\ tuner.r\\ole=staging"}),
+    (None, {"PGOPTIONS": "--TUNER.ROLE=staging"}),
+])
+def test_an_escaped_or_cased_tuner_setting_in_options_is_the_clients(dsn: str | None, env: dict[str, str]) -> None:
+    assert client_sets_marker(dsn, env) is True
+
+
+def test_options_are_split_at_unescaped_space_with_escapes_removed() -> None:
+    from tuner.target.pgoptions import split_options
+
+    assert split_options("-c a=b\\ c  -c\\ d=e \\\\x ") == ["-c", "a=b c", "-c d=e", "\\x"]
+    assert split_options("-c application_name=tuner_app") == ["-c", "application_name=tuner_app"]
+    assert client_sets_marker("host=x options='-c application_name=app'", {}) is False
+
+
+ON_DISK = {"setting": "staging", "sourcefile": "/etc/pg/postgresql.conf", "sourceline": 12, "applied": True,
+           "changed_since_load": False}
+ARGV = '/usr/lib/postgresql/15/bin/postgres "-D" "/srv/pg" "-p" "5432"'
+
+
+@pytest.mark.parametrize("value, on_disk, argv, hidden, origin", [
+    ("staging", ON_DISK, ARGV, False, "configuration file"),
+    ("staging", {**ON_DISK, "setting": "production"}, ARGV, False, "elsewhere"),  # client options or role settings
+    ("staging", None, ARGV, False, "elsewhere"),  # no file sets it
+    ("staging", {**ON_DISK, "applied": False}, ARGV, False, "elsewhere"),
+    ("staging", ON_DISK, ARGV + ' "-c" "tuner.role=production"', False, "command line"),  # outranks the file
+    ("staging", ON_DISK, ARGV + ' "--TUNER.ROLE=staging"', False, "command line"),
+    ("staging", {**ON_DISK, "changed_since_load": True}, ARGV, False, "not reloaded"),  # edited, not reloaded
+    ("staging", None, None, True, "hidden"),
+    ("staging", ON_DISK, None, False, "hidden"),  # postmaster.opts unreadable
+    ("staging", {**ON_DISK, "sourcefile": "/d/postgresql.auto.conf"}, ARGV, False, "postgresql.auto.conf"),
+    (None, None, None, False, None),
+])
+def test_the_marker_comes_from_a_file_only_when_its_line_sets_it_and_nothing_outranks_it(
+        value: str | None, on_disk: dict | None, argv: str | None, hidden: bool, origin: str | None) -> None:
+    from tuner.target.facts import marker_origin
+
+    assert marker_origin(value, on_disk, argv, hidden=hidden)[0] == origin
+
+
+def test_a_marker_line_not_reloaded_is_refused_with_how_to_reload() -> None:
+    with pytest.raises(RefusedError, match="not reloaded") as err:
+        check(facts(staging_marker="staging", marker_setting_source="not reloaded"))
+    assert "pg_reload_conf" in (err.value.hint or "")
+
+
+def test_a_marker_on_the_servers_command_line_is_refused() -> None:
+    with pytest.raises(RefusedError, match="command line sets tuner.role"):
+        check(facts(staging_marker="staging", marker_setting_source="command line"))

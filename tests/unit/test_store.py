@@ -491,3 +491,39 @@ def test_a_bad_prune_age_is_one_sentence_and_changes_nothing(tmp_path: Path, val
     r = _cli("prune", "--older-than", value, state=tmp_path)
     assert r.exit_code == 2 and r.output.startswith("tuner: error: --older-than") and "Traceback" not in r.output
     assert digest(db) == digest_before
+
+
+# -- issue 44, item 5: what is in force comes from the whole history, and prune keeps it -------------------------
+def _long_history(db: Path, later: int = 205) -> None:
+    """One session that recommended 256, then ``later`` sessions that each kept it (the setting was applied)."""
+    save(db, make_report("f0ffffffffff", at=T0 - timedelta(days=400), recommended=256),
+         *(make_report(f"{i:012x}", at=T0 + timedelta(minutes=i), decision="keep", current=256, recommended=512)
+           for i in range(1, later + 1)))
+
+
+def test_what_is_in_force_survives_any_number_of_later_sessions(tmp_path: Path) -> None:
+    db = tmp_path / "tuner.db"
+    _long_history(db)
+
+    async def go() -> list[tuple[str, Any]]:
+        store = await _opened(db)
+        try:
+            tid = (await store.sessions(limit=1))[0].target_id
+            return await store.accepted(tid)
+        finally:
+            await store.close()
+
+    accepted = run(go())
+    assert [(sid, r.recommended) for sid, r in accepted] == [("f0ffffffffff", 256)]
+
+
+def test_prune_never_removes_the_session_whose_recommendation_is_in_force(tmp_path: Path) -> None:
+    db = tmp_path / "tuner.db"
+    _long_history(db)
+    done = _cli("prune", "--older-than", "365d", state=tmp_path)
+    assert done.exit_code == 0 and done.output.startswith("tuner: removed 0 session(s)"), done.output
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute("SELECT COUNT(*) FROM sessions WHERE id = 'f0ffffffffff'").fetchone()[0] == 1
+    finally:
+        con.close()

@@ -45,23 +45,25 @@ def parse(path: Path, raw: bytes) -> dict[str, Any]:
     try:
         doc = json.loads(text)
     except ValueError as exc:
-        raise bad(f"it is not complete JSON ({exc})") from None
+        raise bad(f"it is not complete JSON ({str(exc)[:120]})") from None
+    except RecursionError:  # Python's json recurses: a crafted file of nested brackets
+        raise bad("it nests deeper than any journal tuner writes") from None
     if not isinstance(doc, dict):
         raise bad("it is not a tuner journal (not a JSON object)")
     version = doc.get("version")
     if version != FORMAT_VERSION:
         newer = " (restore it with the tuner that wrote it)" if isinstance(version, int) and version > 1 else ""
-        raise bad(f"its format version is {version!r}, and this tuner reads version {FORMAT_VERSION}{newer}")
+        raise bad(f"its format version is {repr(version)[:40]}, and this tuner reads version {FORMAT_VERSION}{newer}")
     owner = doc.get("owner")
     if not isinstance(owner, dict):
         raise bad("it names no owner")
     for key, value in owner.items():
         if key not in _OWNER or (value is not None and not isinstance(value, _OWNER[key])):
-            raise bad(f"its owner's {key!r} is {value!r}")
+            raise bad(f"its owner's {key[:40]!r} is {repr(value)[:80]}")
     if not isinstance(doc.get("changes"), list):
         raise bad("it has no list of changes")
     if set(doc) - {"version", "owner", "changes"}:
-        raise bad(f"it has unknown fields {sorted(set(doc) - {'version', 'owner', 'changes'})}")
+        raise bad(f"it has unknown fields {[k[:40] for k in sorted(set(doc) - {'version', 'owner', 'changes'})][:5]}")
     return doc
 
 
@@ -71,10 +73,10 @@ def entry_problem(change: Any, sys_root: Path) -> str | None:
         return "is not an object"
     kind = change.get("kind")
     if kind not in _FIELDS:
-        return f"is of an unknown kind {kind!r}"
+        return f"is of an unknown kind {repr(kind)[:60]}"
     unknown = sorted(set(change) - _FIELDS[kind])
     if unknown:
-        return f"has unknown fields {unknown}"
+        return f"has unknown fields {[_short(u) for u in unknown[:5]]}"
     if not isinstance(change.get("recorded_at", ""), str):
         return "has a recorded_at that is not text"
     return sysfs.entry_problem(change, sys_root) if kind == "sysfs" else alter_system.entry_problem(change)

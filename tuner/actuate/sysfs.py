@@ -66,6 +66,8 @@ class SysfsWriter:
 
 def path_problem(path: str, sys_root: Path) -> str | None:
     """Why ``path`` is not a block device queue attribute this actuator may write, or None."""
+    if "\x00" in path:  # os.path.realpath raises on it
+        return "path contains a NUL character"
     if not os.path.isabs(path) or os.path.normpath(path) != path:
         return f"path {path!r} is not a plain absolute path"
     root, parts = str(sys_root).rstrip("/"), Path(path).parts

@@ -20,6 +20,7 @@ password: reports keep DSNs redacted, and errors are tuner's own sentences.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import re
@@ -36,6 +37,14 @@ log = get_logger("tuner.daemon.api")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 OPEN = frozenset({"/healthz"})
+# A client that connects and sends nothing, or half a request, is dropped after this long (aiohttp's keep-alive
+# timer runs from the connection's start; its default is an hour, which lets a few hundred idle sockets hold the
+# daemon's file descriptors).
+IDLE_TIMEOUT_S = 15.0
+BODY_TIMEOUT_S = 15.0  # a POST body that trickles in is refused (408) after this long
+MAX_BODY_BYTES = 64 * 1024
+MAX_DEPTH = 16  # a session request is a flat object; nesting deeper than this is not one
+MAX_NUMBER_DIGITS = 64  # Python's int() refuses 4,300+ digits with a ValueError; nothing here needs more than a few
 
 
 class Backend(Protocol):
@@ -71,11 +80,58 @@ def _limit(request: web.Request, default: int = 50) -> int:
     return int(raw)
 
 
+def body_problem(raw: bytes) -> str | None:
+    """Why ``raw`` is not a JSON body this API reads (one sentence), or None. Depth and number length are checked
+    before parsing: Python's json recurses (a deep body is a RecursionError) and int() refuses long numbers."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "the body is not UTF-8 JSON"
+    depth = deepest = 0
+    in_string = escaped = False
+    digits = 0
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+        digits = digits + 1 if ch.isdigit() else 0
+        if deepest > MAX_DEPTH:
+            return f"the body nests deeper than {MAX_DEPTH} levels"
+        if digits > MAX_NUMBER_DIGITS:
+            return f"the body has a number longer than {MAX_NUMBER_DIGITS} digits"
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return "the body is not JSON"
+    return None
+
+
 def build_app(backend: Backend) -> web.Application:
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not request.raw_path.startswith("/"):
+            # An absolute-form request line (GET http://host/path) is for proxies; its authority would stand in for
+            # the Host header the checks below rely on (RFC 9112, section 3.2.2).
+            return _problem(400, "this API takes origin-form request lines only (GET /path, not GET http://…)")
+        given_host = request.headers.getall("Host", [])
+        if len(given_host) != 1 or not given_host[0]:
+            # Without a Host header aiohttp would use the socket's own address, which is loopback's (RFC 9112,
+            # section 3.2: a request without exactly one Host is a 400).
+            return _problem(400, "a request needs exactly one Host header", "send Host: 127.0.0.1:PORT")
         hosts = backend.loopback_hosts()
-        if hosts is not None and request.host.lower() not in hosts:
+        if hosts is not None and given_host[0].lower() not in hosts:
             # On loopback, reads need no token: a Host header that is not loopback's is a browser tricked by DNS
             # rebinding into reading the API for a web page.
             return _problem(403, "this API answers only to a loopback Host header", "use http://127.0.0.1:PORT/")
@@ -153,9 +209,17 @@ def build_app(backend: Backend) -> web.Application:
         body: Any = {}
         if request.can_read_body:
             try:
-                body = await request.json()
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                return _problem(400, "the body is not JSON", 'send {} or {"target": "NAME", "families": [...]}')
+                async with asyncio.timeout(BODY_TIMEOUT_S):
+                    raw = await request.read()
+            except TimeoutError:
+                return _problem(408, f"the body did not arrive within {BODY_TIMEOUT_S:.0f} s")
+            except web.HTTPRequestEntityTooLarge:
+                return _problem(413, f"the body is larger than {MAX_BODY_BYTES // 1024} KiB",
+                                'a request is a small object: {"target": "NAME", "families": [...]}')
+            problem = body_problem(raw)
+            if problem:
+                return _problem(400, problem, 'send {} or {"target": "NAME", "families": [...]}')
+            body = json.loads(raw)
             if not isinstance(body, dict):
                 return _problem(400, "the body must be a JSON object", 'e.g. {"target": "default"}')
         queued = await backend.request_session(body)
@@ -163,7 +227,7 @@ def build_app(backend: Backend) -> web.Application:
         resp.headers["Location"] = f"/v1/sessions/{queued['id']}"
         return resp
 
-    app = web.Application(middlewares=[guard], client_max_size=64 * 1024)
+    app = web.Application(middlewares=[guard], client_max_size=MAX_BODY_BYTES)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
@@ -174,3 +238,9 @@ def build_app(backend: Backend) -> web.Application:
     app.router.add_get("/v1/sessions/{id}", session)
     app.router.add_get("/v1/drift", drift)
     return app
+
+
+def make_runner(backend: Backend, *, idle_timeout_s: float = IDLE_TIMEOUT_S) -> web.AppRunner:
+    """The API's runner: no access log, no signal handlers of its own (the daemon has them), and idle or
+    half-open connections dropped after ``idle_timeout_s``."""
+    return web.AppRunner(build_app(backend), access_log=None, handle_signals=False, keepalive_timeout=idle_timeout_s)

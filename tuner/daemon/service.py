@@ -30,7 +30,10 @@ from typing import Any
 
 from tuner.config import Config, is_loopback, listen_address, load_config, state_dir
 from tuner.daemon.timespec import local_timezone
-from tuner.errors import ConfigError, TunerError
+from tuner.daemon import session_request
+from tuner.daemon.residency import lock_working_set
+from tuner.daemon.token import read_token
+from tuner.errors import ConfigError, DaemonError, TunerError
 from tuner.log import get_logger
 from tuner.stop import STOP
 
@@ -40,14 +43,6 @@ STOP_WITHIN_S = 30.0
 IDLE_POLL_S = 60.0  # the worker looks at its queue at least this often (windows open, timers)
 KINDS = ("session", "reprobe", "revalidate")
 MAX_ATTEMPTS = 3  # a run stopped by its window, the daemon's stop or a crash is queued again at most this often
-
-
-class DaemonError(TunerError):
-    """A request the daemon cannot do (HTTP 400; ``status`` for another code)."""
-
-    def __init__(self, message: str, *, hint: str | None = None, status: int = 400) -> None:
-        super().__init__(message, hint=hint)
-        self.http_status = status
 
 
 # -- targets --------------------------------------------------------------------------------------------------
@@ -85,31 +80,6 @@ def targets_of(cfg: Config, *, sandbox: bool) -> list[Target]:
         raise ConfigError("the daemon has no target: set [target] dsn (or PGHOST), add [[daemon.targets]], "
                           "or use --sandbox", hint="tuner daemon --sandbox tries it on a throwaway PostgreSQL")
     return out
-
-
-def read_token(cfg: Config) -> str | None:
-    """The bearer token from ``[daemon] token_file``: a regular file only its owner can read, not empty."""
-    path = cfg.daemon.token_file
-    if path is None:
-        return None
-    from tuner.config import resolve_path
-
-    path = resolve_path(cfg, path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as exc:
-        raise ConfigError(f"[daemon] token_file {path} cannot be read: {exc.strerror}",
-                          hint="create it (e.g. openssl rand -hex 32 > FILE; chmod 600 FILE)") from None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if st.st_mode & 0o077:
-            raise ConfigError(f"[daemon] token_file {path} can be read by others (mode {st.st_mode & 0o777:o})",
-                              hint=f"chmod 600 {path}")
-        token = fh.read(4097).decode("utf-8", "replace").strip()
-    if not 16 <= len(token) <= 4096 or any(c.isspace() for c in token):
-        raise ConfigError(f"[daemon] token_file {path} must hold one token of 16 to 4096 characters and no spaces",
-                          hint="e.g. openssl rand -hex 32 > FILE")
-    return token
 
 
 def check(cfg: Config, *, sandbox: bool) -> list[str]:
@@ -317,30 +287,11 @@ class Daemon:
             return {"events": await db.all_drift_events(limit=limit)}
 
     async def request_session(self, body: dict[str, Any]) -> dict[str, Any]:
-        from tuner.families import REGISTRY
-
-        unknown = set(body) - {"target", "families", "kind", "in_window"}
-        if unknown:
-            raise DaemonError(f"unknown field {sorted(unknown)[0]!r} in the request",
-                              hint='fields: target, families, kind ("session" or "revalidate"), in_window (true: '
-                                   'wait for a maintenance window instead of running now)')
-        if not isinstance(body.get("in_window", False), bool):
-            raise DaemonError("in_window must be true or false")
-        name = body.get("target") or next(iter(self.targets))
-        if not isinstance(name, str) or name not in self.targets:
-            raise DaemonError(f"no target {name!r}", hint=f"targets: {', '.join(self.targets)}")
-        kind = body.get("kind", "session")
-        if not isinstance(kind, str) or kind not in ("session", "revalidate"):
-            raise DaemonError(f"kind must be 'session' or 'revalidate', not {kind!r}")
-        families = body.get("families") or []
-        if (not isinstance(families, list) or len(families) > len(REGISTRY.names())
-                or any(not isinstance(f, str) or f not in REGISTRY.names() for f in families)):
-            raise DaemonError("families must be a list of family names", hint=f"families: {', '.join(REGISTRY.names())}")
-        kind_out = "reprobe" if kind == "session" and families else kind
-        forced = not body.get("in_window", False)
-        run = await self.enqueue(name, kind_out, reason="requested over the API", families=families, forced=forced)
-        return {"id": run["id"], "status": "queued", "target": name, "kind": kind_out, "in_window": not forced,
-                "already_queued": bool(run.get("already_queued"))}
+        req = session_request.parse(body, {n: t.cfg.tuner.families for n, t in self.targets.items()})
+        run = await self.enqueue(req.target, req.kind, reason="requested over the API", families=req.families,
+                                 forced=req.forced)
+        return {"id": run["id"], "status": "queued", "target": req.target, "kind": req.kind,
+                "in_window": not req.forced, "already_queued": bool(run.get("already_queued"))}
 
     def _live(self, run: dict[str, Any]) -> None:
         cur = self._current
@@ -528,8 +479,12 @@ class Daemon:
 
     async def _session(self, target: Target, run: dict[str, Any], current: Current) -> Any:
         # The optimiser stack (numpy, scipy, scikit-learn, scikit-optimize) is imported by the first session, in a
-        # thread: imported on the event loop it would hold /metrics and the watchdog for a second or more.
+        # thread: imported on the event loop it would hold /metrics and the watchdog for a second or more. Then the
+        # code the daemon has touched is locked in RAM, or each drop_caches of a cold probe evicts it and /metrics
+        # stalls reading it back (tuner.daemon.residency).
         await asyncio.to_thread(_import_session_stack)
+        locked = await asyncio.to_thread(lock_working_set)
+        log.info("daemon.code_locked", mib=round(locked.bytes_locked / (1 << 20), 1), problem=locked.problem)
         from tuner.policy import load_policy
         from tuner.runner import recommend
         from tuner.store import open_store
@@ -537,7 +492,7 @@ class Daemon:
         cfg = target.cfg
         policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
         policy = policy.for_daemon()  # longer confirmations: time is cheap in a maintenance window
-        families = tuple(run["families"]) or cfg.tuner.families
+        families = session_request.allowed(run["families"], cfg.tuner.families, target.name)
         async with open_store(self.cfg) as db:
             assert db is not None
             pins = None
@@ -842,7 +797,7 @@ class Daemon:
         from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
         from tuner.actuate import Journal, SysfsWriter
-        from tuner.daemon.api import build_app
+        from tuner.daemon.api import make_runner
         from tuner.daemon.lockfile import DaemonLock
         from tuner.store import open_store
 
@@ -878,7 +833,7 @@ class Daemon:
                         t.servers = await stack.enter_async_context(self._sandbox(t))
                         t.label = _label(t)
                 host, port = listen_address(self.cfg.daemon.listen)
-                runner = web.AppRunner(build_app(_Backend(self)), access_log=None, handle_signals=False)
+                runner = make_runner(_Backend(self))
                 await runner.setup()
                 stack.push_async_callback(runner.cleanup)
                 try:

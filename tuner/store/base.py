@@ -20,16 +20,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from tuner import __version__
-from tuner.errors import ConfigError, TunerError
+from tuner.errors import ConfigError, StoreError, TunerError
 from tuner.model import Report
 from tuner.report_check import check
 from tuner.store import schema
-
-
-class StoreError(TunerError):
-    """The store cannot be used: damaged, of a newer schema, unreachable, or a write failed (exit 2)."""
-
-    exit_code = 2
+from tuner.store.in_force import Decided, in_force
+from tuner.store.rows import readable as _readable
 
 
 class TargetBusyError(TunerError):
@@ -205,6 +201,7 @@ class Store(abc.ABC):
         )])
         return eid
 
+    @_readable
     async def drift_events(self, target: str) -> list[dict[str, Any]]:
         rows = await self._fetch(
             "SELECT id, detected_at, changes, action FROM drift_events WHERE target_id = $1 ORDER BY detected_at",
@@ -220,6 +217,7 @@ class Store(abc.ABC):
             "VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO UPDATE SET last_seen = $5",
             (target, system_identifier, data_directory, label, now))])
 
+    @_readable
     async def all_drift_events(self, *, limit: int = 100) -> list[dict[str, Any]]:
         """Drift events of every target, newest first, with the target's label."""
         rows = await self._fetch(
@@ -250,6 +248,7 @@ class Store(abc.ABC):
             "ended_at = CASE WHEN $6 = 1 THEN $7 ELSE ended_at END WHERE id = $1",
             (run_id, status, detail, target_id, int(started), int(ended), now))])
 
+    @_readable
     async def runs(self, owner: str, *, status: Iterable[str] = (), target: str | None = None,
                    limit: int = 100) -> list[dict[str, Any]]:
         """One daemon's runs, newest first (``status``: only those)."""
@@ -275,27 +274,25 @@ class Store(abc.ABC):
             out.append(run)
         return out
 
+    @_readable
     async def accepted(self, target: str) -> list[tuple[str, Any]]:
         """The recommendations in force on a target (its store id), newest first, each as (session id,
-        Recommendation). Per knob and object, the latest stored session that decided it rules: "change" puts its
-        recommendation in force; "keep" withdraws an earlier one (a re-validation whose interval no longer clears
-        the minimum effect, a new session that found nothing better) — unless what it kept *is* that earlier
-        recommendation (it was applied, and a later session found nothing better than it)."""
-        decided: dict[tuple[str, str | None], list[tuple[str, Any]]] = {}
-        for s in await self.sessions(target=target, limit=200):
-            if s.target_id != target:
-                continue
-            for r in (await self.report(s.id)).recommendations:
-                decided.setdefault((r.knob, r.object), []).append((s.id, r))
+        Recommendation), decided from its whole history (:func:`tuner.store.in_force.in_force`)."""
+        rows = await self._fetch(
+            "SELECT r.session_id, r.seq, r.knob, r.object, r.decision, r.current_value, r.recommended "
+            "FROM recommendations r JOIN sessions s ON s.id = r.session_id WHERE s.target_id = $1 "
+            "ORDER BY s.started_at DESC, s.id DESC, r.seq", target)
+        reports: dict[str, Report] = {}
         out: list[tuple[str, Any]] = []
-        for history in decided.values():
-            sid, latest = history[0]
-            if latest.decision == "change":
-                out.append((sid, latest))
-                continue
-            earlier = next(((i, r) for i, r in history[1:] if r.decision == "change"), None)
-            if earlier is not None and str(earlier[1].recommended) == str(latest.current):
-                out.append(earlier)
+        for d in in_force(Decided(*r) for r in rows):
+            if d.session_id not in reports:
+                reports[d.session_id] = await self.report(d.session_id)
+            recs = reports[d.session_id].recommendations
+            if not (0 <= d.seq < len(recs) and recs[d.seq].knob == d.knob):
+                raise StoreError(f"{self.where}: session {d.session_id}'s stored report and its recommendation rows "
+                                 "disagree", hint="the store was changed by something other than tuner; "
+                                                  "'tuner show SESSION' shows what the report says")
+            out.append((d.session_id, recs[d.seq]))
         return out
 
     # -- retention ---------------------------------------------------------------------------------
@@ -319,10 +316,11 @@ class Store(abc.ABC):
         old = [r[0] for r in await self._fetch("SELECT id FROM sessions WHERE started_at < $1 ORDER BY id", cutoff)]
         gone = [sid for sid in old if sid not in keep]
         finished = ", ".join(f"'{s}'" for s in self.FINISHED_RUNS)
-        (drift,) = (await self._fetch("SELECT COUNT(*) FROM drift_events WHERE detected_at < $1", cutoff))[0]
-        (runs,) = (await self._fetch(
-            f"SELECT COUNT(*) FROM daemon_runs WHERE requested_at < $1 AND status IN ({finished})", cutoff))[0]
-        if not dry_run:
+        counted = [await self._fetch("SELECT COUNT(*) FROM drift_events WHERE detected_at < $1", cutoff),
+                   await self._fetch(f"SELECT COUNT(*) FROM daemon_runs WHERE requested_at < $1 AND status IN "
+                                     f"({finished})", cutoff)]
+        drift, runs = (rows[0][0] if rows else 0 for rows in counted)  # an empty store has no rows at all
+        if not dry_run and (gone or drift or runs):
             stmts: list[tuple[str, Sequence[Any]]] = []
             for sid in gone:  # children first: SQLite enforces no ON DELETE CASCADE without a pragma
                 stmts += [("DELETE FROM trials WHERE session_id = $1", (sid,)),
@@ -335,6 +333,7 @@ class Store(abc.ABC):
                 "kept": len(old) - len(gone)}
 
     # -- reading ----------------------------------------------------------------------------------
+    @_readable
     async def sessions(self, *, target: str | None = None, limit: int = 50) -> list[SessionSummary]:
         """The latest ``limit`` sessions (of one target, given its id or a prefix of it), newest first."""
         where, args = "", []
@@ -388,9 +387,10 @@ class Store(abc.ABC):
             return check(Report.model_validate_json(rows[0][0]), where=f"{self.where}: stored session {session_id}")
         except ValidationError as exc:
             raise StoreError(f"{self.where}: the stored report of session {session_id} cannot be read "
-                             f"({exc.error_count()} problems, first at {'.'.join(map(str, exc.errors()[0]['loc']))})",
+                             f"({exc.error_count()} problems, first at {'.'.join(map(str, exc.errors()[0]['loc'])) or 'its top'})",
                              hint="it may have been written by a newer tuner") from None
 
+    @_readable
     async def prior(self, fingerprint: dict[str, Any], family: str, *, exclude: str | None = None) -> Prior | None:
         """The latest stored session that measured ``family`` on a matching target: the same server (system
         identifier, on the same data device where both sessions know it), else the same device model, file

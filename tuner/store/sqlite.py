@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
 import sqlite3
+import stat
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,7 @@ class SqliteStore(Store):
         self.where = f"the store {path}"
         self._db: sqlite3.Connection | None = None
         self._absent = False
+        self._lock = threading.Lock()  # one statement or transaction at a time on the shared connection
 
     def open(self) -> SqliteStore:
         """Open the store if it exists. A store that does not exist yet is created by the first write, not here:
@@ -36,6 +40,17 @@ class SqliteStore(Store):
         if not self.path.exists() and not self.path.is_symlink():
             self._absent = True
             return self
+        with contextlib.suppress(OSError):
+            mode = self.path.stat().st_mode
+            if not stat.S_ISREG(mode):  # a FIFO would hang SQLite's open; a directory is no store either
+                what = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a pipe, socket or device)"
+                raise StoreError(f"{self.where} is {what}",
+                                 hint="give tuner a file of its own ([store] path), or run with --no-store")
+            if self.path.stat().st_size == 0:
+                # An empty file (a touch, a crash before SQLite wrote its header) is an empty store like an
+                # absent one: created by the first write, never initialised by a reader (history, show, diff).
+                self._absent = True
+                return self
         return self._open(fresh=False)
 
     async def prepare(self) -> None:
@@ -49,13 +64,14 @@ class SqliteStore(Store):
                 with contextlib.suppress(FileExistsError):  # another tuner created it a moment ago
                     os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600))
             # A file that is not a database must be refused, not overwritten: uri mode=rw never creates one.
-            self._db = sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, timeout=30, isolation_level=None)
+            # check_same_thread off: queries run in a worker thread (one at a time, under self._lock), so a write's
+            # fsync or a wait for another writer never holds the daemon's event loop (/metrics, the watchdog).
+            self._db = sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, timeout=30, isolation_level=None,
+                                       check_same_thread=False)
             self._db.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
-            raise StoreError(f"{self.where} is damaged or not a tuner store ({exc})",
-                             hint="move it aside (tuner starts a new one) or run with --no-store; "
-                                  "nothing in it was changed") from None
+            raise self._error(exc) from None
         except OSError as exc:
             self._close_quietly()
             raise StoreError(f"{self.where} cannot be opened: {exc.strerror or exc}",
@@ -74,9 +90,24 @@ class SqliteStore(Store):
         return self._db
 
     def _error(self, exc: sqlite3.Error) -> StoreError:
-        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+        """One sentence for an SQLite error, by its result code (https://www.sqlite.org/rescode.html): a file that
+        cannot be written or a full disk is said as such — the store itself is healthy, moving it aside would
+        lose its history for nothing."""
+        name = str(getattr(exc, "sqlite_errorname", "") or "")
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc):
             return StoreError(f"{self.where} stayed locked by another writer for 30 s",
                               hint="another tuner is writing to it; try again")
+        if name.startswith(("SQLITE_READONLY", "SQLITE_PERM", "SQLITE_CANTOPEN", "SQLITE_AUTH")):
+            return StoreError(f"{self.where} cannot be written: it or its directory is read-only or not permitted "
+                              f"({exc})", hint="check the state directory's mount and permissions, or run with "
+                                               "--no-store; nothing in the store was changed")
+        if name.startswith("SQLITE_FULL"):
+            return StoreError(f"{self.where} cannot be written: the disk is full",
+                              hint="free space on the state directory's file system, or run with --no-store; "
+                                   "nothing in the store was changed")
+        if name.startswith("SQLITE_IOERR"):
+            return StoreError(f"{self.where} cannot be read or written: an I/O error ({exc})",
+                              hint="check the disk (dmesg), or run with --no-store")
         return StoreError(f"{self.where} is damaged or not a tuner store ({exc})",
                           hint="move it aside (tuner starts a new one) or run with --no-store; nothing in it was "
                                "changed")
@@ -99,10 +130,14 @@ class SqliteStore(Store):
         if self._absent:
             return []  # an empty store
         q, a = _sqlite(sql, args)
-        try:
-            return [tuple(r) for r in self._conn().execute(q, a).fetchall()]
-        except sqlite3.Error as exc:
-            raise self._error(exc) from None
+        return await asyncio.to_thread(self._fetch_now, q, a)
+
+    def _fetch_now(self, q: str, a: list[Any]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return [tuple(r) for r in self._conn().execute(q, a).fetchall()]
+            except sqlite3.Error as exc:
+                raise self._error(exc) from None
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -114,7 +149,9 @@ class SqliteStore(Store):
             try:
                 yield db
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # SQLite rolls back by itself after some errors (SQLITE_FULL, SQLITE_IOERR)
+                    with contextlib.suppress(sqlite3.Error):  # the first error is the one to tell
+                        db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -123,9 +160,12 @@ class SqliteStore(Store):
     async def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         if self._absent:
             await self._create()
-        with self._transaction() as db:
+        await asyncio.to_thread(self._write_now, [_sqlite(sql, args) for sql, args in statements])
+
+    def _write_now(self, statements: list[tuple[str, list[Any]]]) -> None:
+        with self._lock, self._transaction() as db:
             for sql, args in statements:
-                db.execute(*_sqlite(sql, args))
+                db.execute(sql, args)
 
     async def _version(self) -> int | None:
         tables = {r[0] for r in await self._fetch("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -142,7 +182,7 @@ class SqliteStore(Store):
         return int(rows[0][0])
 
     async def _migrate(self, current: int) -> None:
-        with self._transaction() as db:  # a second migrator waits, then finds the work done
+        with self._lock, self._transaction() as db:  # a second migrator waits, then finds the work done
             current = self._locked_version(db)
             for version in range(current + 1, schema.VERSION + 1):
                 for stmt in schema.MIGRATIONS[version - 1]:
@@ -158,7 +198,8 @@ class SqliteStore(Store):
         return int(row[0]) if row else 0
 
     async def close(self) -> None:
-        self._close_quietly()
+        with self._lock:
+            self._close_quietly()
 
     def lock_target(self, target: str, label: str) -> contextlib.AbstractAsyncContextManager[None]:
         # One host, one state directory: the journal's lock already keeps a second session away.

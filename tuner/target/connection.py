@@ -20,12 +20,11 @@ from collections.abc import Iterable, Mapping
 import asyncpg
 
 from tuner.errors import ConfigError, NoServerOfKind, TargetError
+from tuner.redact import text as redact_text
 from tuner.log import get_logger
 
 log = get_logger("tuner.connection")
 
-_PASSWORD_KV = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
-_PASSWORD_URI = re.compile(r"(postgres(?:ql)?://[^:/@]*:)([^@]*)(@)", re.IGNORECASE)
 _URI_SCHEMES = ("postgres://", "postgresql://")
 
 # libpq keywords asyncpg supports; SUPPORTED lists them for hints.
@@ -52,8 +51,7 @@ def redact(dsn: str | None) -> str:
     """The DSN with any password replaced by ``***``."""
     if not dsn:
         return "(PG* environment)"
-    dsn = _PASSWORD_URI.sub(r"\1***\3", dsn)
-    return _PASSWORD_KV.sub(r"\1***", dsn)
+    return redact_text(dsn)
 
 
 def _bad(message: str, hint: str = _DSN_HINT) -> ConfigError:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 from pydantic import BaseModel, ConfigDict
@@ -54,10 +56,10 @@ class TargetFacts(BaseModel):
     system_identifier: str | None
     staging_marker: str | None
     marker_source: str | None  # "file:line" when the marker was found in a configuration file
-    # Whether the marker's value in force is the one a configuration file sets (pg_file_settings): "configuration
-    # file"; "elsewhere" (no file sets it, or a file sets another value: it comes from ALTER DATABASE/ROLE SET,
-    # which replicate to the primary, or from the connection's options); "hidden" (the role may not read
-    # pg_file_settings); None (not checked)
+    # Where the marker's value in force comes from (marker_origin): "configuration file"; "elsewhere" (no file line
+    # sets this value: ALTER DATABASE/ROLE SET, which replicate to the primary, or the connection's options);
+    # "command line" (postmaster.opts sets tuner.*); "not reloaded" (a configuration file changed after the last
+    # load); "postgresql.auto.conf" (ALTER SYSTEM); "hidden" (the role may not read what decides it); None (not set)
     marker_setting_source: str | None = None
     replicas: int = 0  # standbys streaming from this server (pg_stat_replication)
     marker_in_role_settings: bool = False  # ALTER DATABASE/ROLE … SET tuner.role (pg_db_role_setting)
@@ -80,6 +82,47 @@ class TargetFacts(BaseModel):
         except OSError:
             return None
         return Path(self.data_directory) if str(sysid) == self.system_identifier else None
+
+
+def marker_origin(value: str | None, on_disk: Mapping[str, Any] | None, argv: str | None, *,
+                  hidden: bool = False) -> tuple[str | None, str | None]:
+    """Where the marker in force comes from, as ``(marker_setting_source, "file:line")``; pure.
+
+    ``tuner.role`` is a placeholder (no module defines it), and PostgreSQL hides placeholders from pg_settings, so
+    its source cannot be read there; it is decided from what the server does show. ``value`` is the value in force
+    (``current_setting``), ``on_disk`` the last pg_file_settings line that sets it (with ``changed_since_load``:
+    its file was modified after the configuration was last loaded), ``argv`` the server's command line
+    (postmaster.opts). "configuration file" only when that line sets the value in force, the command line sets no
+    ``tuner.*`` (it outranks every file: https://www.postgresql.org/docs/current/config-setting.html) and the file
+    has not changed since it was loaded; otherwise "elsewhere" (no file line sets this value: the client's options
+    or ALTER ROLE/DATABASE SET do), "command line" or "not reloaded". "hidden": the role may not read
+    pg_file_settings, the file's status or postmaster.opts; "postgresql.auto.conf": ALTER SYSTEM. A client's own
+    options and role settings are checked beside this (:mod:`tuner.target.pgoptions`, pg_db_role_setting).
+    """
+    if value is None:
+        return None, None
+    if hidden or argv is None:
+        return "hidden", None
+    if on_disk is None or not on_disk.get("applied") or on_disk.get("setting") != value:
+        return "elsewhere", None
+    if "tuner." in argv.lower():
+        return "command line", None
+    if on_disk.get("changed_since_load"):
+        return "not reloaded", None
+    where = f"{on_disk['sourcefile']}:{on_disk['sourceline']}"
+    if str(on_disk["sourcefile"]).endswith("postgresql.auto.conf"):
+        return "postgresql.auto.conf", where
+    return "configuration file", where
+
+
+async def marker_facts(conn: asyncpg.Connection, value: str | None) -> tuple[str | None, str | None]:
+    """:func:`marker_origin` for the server behind ``conn`` (read-only queries)."""
+    try:
+        on_disk = await conn.fetchrow(sqlfiles.load(_SQL, "marker_in_file"))
+        argv = await conn.fetchval(sqlfiles.load(_SQL, "server_argv"))
+    except asyncpg.InsufficientPrivilegeError:
+        return marker_origin(value, None, None, hidden=True)
+    return marker_origin(value, dict(on_disk) if on_disk else None, argv or "")
 
 
 FACT_SETTINGS = (
@@ -105,17 +148,7 @@ async def gather(conn: asyncpg.Connection) -> TargetFacts:
         sysid = await conn.fetchval(sqlfiles.load(_SQL, "system_identifier"))
     except asyncpg.InsufficientPrivilegeError:
         sysid = None
-    marker_source, marker_setting_source = None, None
-    try:
-        mrow = await conn.fetchrow(sqlfiles.load(_SQL, "marker_in_file"))
-        if mrow is not None and mrow["applied"]:
-            marker_source = f"{mrow['sourcefile']}:{mrow['sourceline']}"
-        in_file = mrow is not None and mrow["applied"] and mrow["setting"] == row["staging_marker"]
-        marker_setting_source = "configuration file" if in_file else "elsewhere"
-        if in_file and str(mrow["sourcefile"]).endswith("postgresql.auto.conf"):
-            marker_setting_source = "postgresql.auto.conf"
-    except asyncpg.InsufficientPrivilegeError:
-        marker_setting_source = "hidden"
+    marker_setting_source, marker_source = await marker_facts(conn, row["staging_marker"])
     settings = {
         r["name"]: Setting(**dict(r)) for r in await conn.fetch(sqlfiles.load(_SQL, "settings"), list(FACT_SETTINGS))
     }

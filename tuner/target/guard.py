@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncpg
 
+
 from tuner.errors import NoServerOfKind, RoleChangedError
 from tuner.log import get_logger
 from tuner.target import interlock
 from tuner.target.connection import connect, redact
+from tuner.target import facts as facts_module
 from tuner.target.facts import TargetFacts
 
 log = get_logger("tuner.guard")
@@ -19,10 +21,9 @@ log = get_logger("tuner.guard")
 # One round trip: what the interlock decided on.
 _STATE = ("SELECT pg_is_in_recovery() AS in_recovery, current_setting('tuner.role', true) AS marker, "
           "(SELECT count(*) FROM pg_stat_replication) AS replicas")
-# A clone's marker must still come from a configuration file (pg_file_settings: superuser or a role granted it,
-# which the interlock required at the start).
-_MARKER_FILE = ("SELECT setting, applied FROM pg_file_settings WHERE name = 'tuner.role' "
-                "ORDER BY seqno DESC LIMIT 1")
+# A clone's marker must still come from the configuration file line it came from at the start, read as
+# facts.gather reads it (pg_file_settings, postmaster.opts: superuser or roles granted them, which the interlock
+# required).
 _SYSID = "SELECT system_identifier::text FROM pg_control_system()"
 
 
@@ -66,9 +67,8 @@ class Guard:
         if self.mode == "hot_standby" and not row["in_recovery"]:
             self._stop(f"{where} is no longer a hot standby (it was promoted, or another server answered)")
         if self.mode == "staging_clone":
-            in_file = await conn.fetchrow(_MARKER_FILE)
-            if (row["marker"] != interlock.MARKER_VALUE or in_file is None or not in_file["applied"]
-                    or in_file["setting"] != interlock.MARKER_VALUE):
+            origin, _ = await facts_module.marker_facts(conn, row["marker"])
+            if row["marker"] != interlock.MARKER_VALUE or origin != "configuration file":
                 self._stop(f"{where} no longer carries {interlock.MARKER} = '{interlock.MARKER_VALUE}' in a "
                            "configuration file (the marker was removed, or another server answered)")
             if row["replicas"] and not self.allow_replicas:

@@ -14,6 +14,7 @@ from urllib.parse import unquote
 from typing import Literal
 
 from tuner.errors import RefusedError
+from tuner.target import pgoptions
 from tuner.target.facts import TargetFacts
 
 MARKER = "tuner.role"
@@ -33,16 +34,18 @@ class Clearance:
 
 def client_sets_marker(dsn: str | None, environ: Mapping[str, str] | None = None) -> bool:
     """True if the client side — the DSN (its ``options``, a URI parameter, percent-encoded or not) or PGOPTIONS —
-    would set ``tuner.role`` itself."""
+    would set any ``tuner.*`` setting itself, read after libpq's and the server's unescaping (``tuner.r\\ole``
+    is ``tuner.role`` to the server). PostgreSQL hides a placeholder setting's source (it is not in pg_settings), so
+    no server-side query can tell a value the client sent from the file's same value: this check is what does."""
     env = os.environ if environ is None else environ
     text = unquote(f"{dsn or ''} {env.get('PGOPTIONS', '')}").lower()
-    return "tuner.role" in text
+    return "tuner.role" in text or pgoptions.client_sets("tuner.", dsn, env)
 
 
 def check(facts: TargetFacts, *, client_sets_marker: bool = False, allow_replicas: bool = False) -> Clearance:
     """Return the clearance to probe, or raise :class:`RefusedError` with one sentence and how to fix it.
 
-    The marker counts only when its value in force comes from a configuration file (``pg_settings.source``):
+    The marker counts only when its value in force comes from a configuration file (:func:`facts.marker_origin`):
     ``ALTER DATABASE … SET`` and ``ALTER ROLE … SET`` replicate to the primary, and a connection's own options
     (``options=-c tuner.role=staging``, PGOPTIONS, a URI parameter) prove nothing about the server.
     """
@@ -86,8 +89,20 @@ def check(facts: TargetFacts, *, client_sets_marker: bool = False, allow_replica
             f"refusing to probe: the server is writable and role {facts.user} may not read pg_file_settings, so "
             f"tuner cannot check that {MARKER} comes from a configuration file",
             hint=f"GRANT SELECT ON pg_file_settings TO {facts.user}; GRANT EXECUTE ON FUNCTION "
-                 f"pg_show_all_file_settings() TO {facts.user}; (or connect as a superuser)",
+                 f"pg_show_all_file_settings() TO {facts.user}; GRANT pg_read_server_files TO {facts.user}; "
+                 "(or connect as a superuser)",
         )
+    if source == "not reloaded":
+        raise RefusedError(
+            f"refusing to probe: the server is writable and its configuration file changed since it was last "
+            f"loaded (a {MARKER} line may have been added or changed but not reloaded)",
+            hint="reload the server's configuration (SELECT pg_reload_conf()) and check pg_file_settings; "
+                 + HOW_TO_MARK)
+    if source == "command line":
+        raise RefusedError(
+            f"refusing to probe: the server's command line sets {MARKER} (postmaster.opts), which outranks every "
+            "configuration file: whatever the files say, the marker in force is not theirs",
+            hint="start the server without -c tuner.role (e.g. remove it from the service's options); " + HOW_TO_MARK)
     if source != "configuration file":
         raise RefusedError(
             f"refusing to probe: the server is writable and {MARKER} = '{MARKER_VALUE}' does not come from a "

@@ -1,7 +1,9 @@
--- Where the staging marker comes from: a configuration file the operator wrote, not a client's options.
--- pg_file_settings is readable by superusers (and roles granted it).
-SELECT sourcefile, sourceline, setting, applied
+-- The last line on disk that sets the staging marker (pg_file_settings re-reads the files, so a line added or
+-- changed but not reloaded shows here), and whether its file changed after the configuration was last loaded
+-- (pg_conf_load_time()). Superusers (and roles granted pg_file_settings and pg_read_server_files) only.
+SELECT sourcefile, sourceline, setting, applied,
+       (pg_stat_file(sourcefile, true)).modification > pg_conf_load_time() AS changed_since_load
 FROM pg_file_settings
-WHERE name = 'tuner.role'
+WHERE lower(name) = 'tuner.role'
 ORDER BY seqno DESC
 LIMIT 1

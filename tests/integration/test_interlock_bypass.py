@@ -1,0 +1,173 @@
+"""Issue 44, item 2: the interlock cannot be argued with. Each bypass an attacker's review found, against a real
+writable PostgreSQL 15 server of this test's own (no standby follows it: to tuner it is a primary unless its own
+configuration file marks it):
+
+- the server runs with ``-c tuner.role=production`` while a ``tuner.role = 'staging'`` line sits in postgresql.conf,
+  and the DSN sets the marker with an option libpq and the server unescape (``tuner.r\\ole``);
+- a staging line added to postgresql.conf but not reloaded;
+- ``ALTER ROLE … SET "TUNER.ROLE"`` and a login role whose settings switch it to another role.
+
+Every one is refused with exit 3 and no probe runs.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tuner.target.sandbox import Binaries
+
+from .conftest import tuner_env
+
+
+@dataclass
+class Bare:
+    data: Path
+    port: int
+    pg_ctl: list[str]
+
+    def dsn(self, user: str = "postgres", options: str | None = None) -> str:
+        dsn = f"host={self.data} port={self.port} user={user} dbname=postgres"
+        return dsn + (f" options='{options}'" if options else "")
+
+    def psql(self, binaries: Binaries, sql: str) -> None:
+        subprocess.run([*self._as, str(binaries.bin_dir / "psql"), "-X", "-v", "ON_ERROR_STOP=1", "-h", str(self.data),
+                        "-p", str(self.port), "-U", "postgres", "-d", "postgres", "-c", sql],
+                       check=True, capture_output=True, timeout=120)
+
+    @property
+    def _as(self) -> list[str]:
+        return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _bare(base_dir: Path, pg15: Binaries, *, name: str, conf_line: str | None, argv_marker: str | None) -> Iterator[Bare]:
+    """A writable server of this test's own, started with ``-c tuner.role=<argv_marker>`` if given and with
+    ``conf_line`` in its postgresql.conf; stopped and removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix=f"bypass-{name}-", dir=base_dir))
+    os.chmod(root, 0o755)
+    data = root / "data"
+    as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if os.geteuid() == 0:
+        pw = pwd.getpwnam("postgres")
+        os.chown(root, pw.pw_uid, pw.pw_gid)
+    subprocess.run([*as_postgres, str(pg15.bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
+                    "--no-sync", "-E", "UTF8"], check=True, capture_output=True, timeout=300)
+    if conf_line:
+        with (data / "postgresql.conf").open("a") as fh:
+            fh.write(conf_line + "\n")
+    port = _port()
+    opts = f"-p {port} -k {data} -c listen_addresses=''"
+    if argv_marker:
+        opts += f" -c tuner.role={argv_marker}"
+    pg_ctl = [*as_postgres, str(pg15.bin_dir / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"), "-w",
+              "-t", "120"]
+    subprocess.run([*pg_ctl, "-o", opts, "start"], check=True, capture_output=True, timeout=180)
+    try:
+        yield Bare(data, port, pg_ctl)
+    finally:
+        subprocess.run([*pg_ctl, "-m", "immediate", "stop"], capture_output=True, timeout=120)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def pinned(base_dir: Path, pg15: Binaries) -> Iterator[Bare]:
+    """A primary whose operator pinned ``-c tuner.role=production``; postgresql.conf still has a staging line."""
+    yield from _bare(base_dir, pg15, name="pinned", conf_line="tuner.role = 'staging'", argv_marker="production")
+
+
+@pytest.fixture(scope="module")
+def argv_marked(base_dir: Path, pg15: Binaries) -> Iterator[Bare]:
+    """A primary started with ``-c tuner.role=staging`` (and the same line in postgresql.conf): the value in force
+    is the command line's, which no configuration file controls."""
+    yield from _bare(base_dir, pg15, name="argv", conf_line="tuner.role = 'staging'", argv_marker="staging")
+
+
+@pytest.fixture(scope="module")
+def plain(base_dir: Path, pg15: Binaries) -> Iterator[Bare]:
+    """A primary with no marker anywhere (lines are added to it, never reloaded)."""
+    yield from _bare(base_dir, pg15, name="plain", conf_line=None, argv_marker=None)
+
+
+def _recommend(dsn: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tuner", "recommend", "--dsn", dsn, "--family", "concurrency",
+                           "--budget", "3"], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env=tuner_env(tmp_path / "state"))
+
+
+def _refused(out: subprocess.CompletedProcess[str]) -> None:
+    assert out.returncode == 3, (out.returncode, out.stderr[-3000:])
+    assert "refusing to probe" in out.stderr and "Traceback" not in out.stderr, out.stderr[-3000:]
+    assert "probe.done" not in out.stderr and out.stdout == ""
+
+
+def test_a_pinned_primary_is_refused_whatever_an_escaped_option_says(pinned: Bare, tmp_path: Path) -> None:
+    # libpq reads \\ as \ in a quoted value; the server then reads \o as o: tuner.role=staging for this session.
+    _refused(_recommend(pinned.dsn(options="-c tuner.r\\\\ole=staging"), tmp_path))
+
+
+def test_a_pinned_primary_is_refused_whatever_pgoptions_say(pinned: Bare, tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "tuner", "recommend", "--dsn", pinned.dsn(), "--family",
+                          "concurrency", "--budget", "3"], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env=tuner_env(tmp_path / "state", PGOPTIONS="--tuner.r\\ole=staging"))
+    _refused(out)
+
+
+def test_a_marker_on_the_servers_command_line_is_not_the_configuration_files(argv_marked: Bare,
+                                                                             tmp_path: Path) -> None:
+    out = _recommend(argv_marked.dsn(), tmp_path)
+    _refused(out)
+    assert "command line sets tuner.role" in out.stderr
+
+
+def test_a_staging_line_added_but_not_reloaded_is_not_the_marker(plain: Bare, tmp_path: Path) -> None:
+    conf = plain.data / "postgresql.conf"
+    before = conf.read_text()
+    try:
+        with conf.open("a") as fh:
+            fh.write("tuner.role = 'staging'\n")  # on disk (pg_file_settings shows it), never reloaded
+        _refused(_recommend(plain.dsn(options="-c tuner.r\\\\ole=staging"), tmp_path))
+    finally:
+        conf.write_text(before)
+
+
+ROLE_SETTINGS = {
+    # ALTER ROLE … SET with the marker's name in upper case (GUC names are case-insensitive)
+    "upper case": ("upper_case", ["CREATE ROLE upper_case LOGIN SUPERUSER",
+                                  'ALTER ROLE upper_case SET "TUNER.ROLE" = \'staging\''], "DROP ROLE upper_case"),
+    # a login role whose own settings carry the marker and switch it to another role at login (current_user is
+    # then the other role; the login role's settings are session_user's)
+    "role switched at login": ("switcher", [
+        "CREATE ROLE switcher LOGIN SUPERUSER; CREATE ROLE switched SUPERUSER; GRANT switched TO switcher",
+        "ALTER ROLE switcher SET tuner.role = 'staging'; ALTER ROLE switcher SET role = 'switched'"],
+        "DROP ROLE switcher; DROP ROLE switched"),
+}
+
+
+@pytest.mark.parametrize("how", list(ROLE_SETTINGS))
+def test_a_marker_in_the_login_roles_settings_is_refused(pinned: Bare, pg15: Binaries, tmp_path: Path,
+                                                         how: str) -> None:
+    user, setup, teardown = ROLE_SETTINGS[how]
+    try:
+        for sql in setup:
+            pinned.psql(pg15, sql)
+        out = _recommend(pinned.dsn(user=user), tmp_path)
+        _refused(out)
+        assert "ALTER DATABASE/ROLE" in out.stderr or "does not come from a configuration file" in out.stderr
+    finally:
+        pinned.psql(pg15, teardown)

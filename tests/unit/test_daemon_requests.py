@@ -1,0 +1,81 @@
+"""Issue 44, item 4: ``POST /v1/sessions`` runs only families the target allows, and equal requests are one run.
+Pure checks of the request, then the daemon's own queue on a real SQLite store."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tuner.config import load_config
+from tuner.daemon.service import Daemon
+from tuner.daemon.session_request import allowed, parse
+from tuner.errors import DaemonError
+
+TARGETS = {"db": ("concurrency",), "all": ("concurrency", "readahead", "wal")}
+
+
+def test_a_family_the_target_excludes_is_a_400_with_one_sentence() -> None:
+    with pytest.raises(DaemonError) as err:
+        parse({"target": "db", "families": ["readahead"]}, TARGETS)
+    assert err.value.http_status == 400
+    assert str(err.value) == "target db does not allow the family readahead"
+    assert "concurrency" in (err.value.hint or "")
+
+
+@pytest.mark.parametrize("families", [["concurrency", "concurrency"], ["concurrency"], []])
+def test_requests_for_the_same_work_are_the_same_request(families: list[str]) -> None:
+    assert parse({"target": "db", "families": families}, TARGETS) == parse({"target": "db"}, TARGETS)
+
+
+def test_families_come_in_the_targets_order_without_repeats() -> None:
+    req = parse({"target": "all", "families": ["wal", "concurrency", "wal"]}, TARGETS)
+    assert req.families == ("concurrency", "wal") and req.kind == "reprobe"
+
+
+def test_a_revalidation_names_no_families() -> None:
+    assert parse({"target": "all", "kind": "revalidate", "families": ["wal"]}, TARGETS).families == ()
+
+
+def test_a_queued_run_probes_only_what_the_target_still_allows() -> None:
+    assert allowed(["readahead", "concurrency"], ("concurrency",), "db") == ("concurrency",)
+    assert allowed([], ("concurrency", "wal"), "db") == ("concurrency", "wal")
+    with pytest.raises(DaemonError, match="no longer allows"):
+        allowed(["readahead"], ("concurrency",), "db")
+
+
+def _daemon(tmp_path: Path) -> Daemon:
+    cfg_file = tmp_path / "tuner.toml"
+    cfg_file.write_text(f'[tuner]\nstate_dir = "{tmp_path / "state"}"\nfamilies = ["concurrency"]\n'
+                        '[target]\ndsn = "host=/nonexistent dbname=x"\n')
+    return Daemon(load_config(cfg_file, environ={}))
+
+
+def test_the_daemon_refuses_an_excluded_family_and_queues_nothing(tmp_path: Path) -> None:
+    d = _daemon(tmp_path)
+
+    async def go() -> list[dict]:
+        from tuner.store import open_store
+
+        with pytest.raises(DaemonError, match="does not allow the family readahead"):
+            await d.request_session({"families": ["readahead"]})
+        with pytest.raises(DaemonError, match="does not allow the family readahead"):
+            await d.request_session({"families": ["concurrency", "readahead"]})
+        async with open_store(d.cfg) as db:
+            return await db.runs(d.owner, status=("queued",))
+
+    assert asyncio.run(go()) == []
+
+
+def test_the_daemon_queues_equal_requests_once(tmp_path: Path) -> None:
+    d = _daemon(tmp_path)
+
+    async def go() -> list[dict]:
+        a = await d.request_session({})
+        b = await d.request_session({"families": ["concurrency", "concurrency"]})
+        assert b["already_queued"] and a["id"] == b["id"]
+        return [a, b]
+
+    first, second = asyncio.run(go())
+    assert first["kind"] == second["kind"] == "session"

@@ -1,0 +1,79 @@
+"""What a ``POST /v1/sessions`` asks for, checked once at the edge: the target, the kind and the families — only
+families the target's configuration allows (``[tuner] families`` or its ``[[daemon.targets]] families``): a
+family left out there writes where its operator did not agree to (readahead: sysfs as root on the host's disk).
+Equal requests become equal runs, so the queue holds each piece of work once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.errors import DaemonError
+from tuner.families import REGISTRY
+
+FIELDS = ("target", "families", "kind", "in_window")
+
+
+@dataclass(frozen=True)
+class SessionRequest:
+    target: str
+    kind: str  # "session" (all the target's families), "reprobe" (some of them) or "revalidate"
+    families: tuple[str, ...]  # the target's own order, no repeats; empty for all of them
+    forced: bool  # run now, in or out of the window
+
+
+def parse(body: Mapping[str, Any], targets: Mapping[str, Sequence[str]]) -> SessionRequest:
+    """The request ``body`` (a JSON object) for one of ``targets`` (name → the families it allows); raises
+    :class:`DaemonError` (HTTP 400) with one sentence."""
+    unknown = set(body) - set(FIELDS)
+    if unknown:
+        raise DaemonError(f"unknown field {_shown(sorted(unknown)[0])} in the request",
+                          hint='fields: target, families, kind ("session" or "revalidate"), in_window (true: '
+                               'wait for a maintenance window instead of running now)')
+    if not isinstance(body.get("in_window", False), bool):
+        raise DaemonError("in_window must be true or false")
+    name = body.get("target") or next(iter(targets))
+    if not isinstance(name, str) or name not in targets:
+        raise DaemonError(f"no target {_shown(name)}", hint=f"targets: {', '.join(targets)}")
+    kind = body.get("kind", "session")
+    if not isinstance(kind, str) or kind not in ("session", "revalidate"):
+        raise DaemonError(f"kind must be 'session' or 'revalidate', not {_shown(kind)}")
+    asked = body.get("families") or []
+    known = REGISTRY.names()
+    if (not isinstance(asked, list) or len(asked) > 4 * len(known)
+            or any(not isinstance(f, str) or f not in known for f in asked)):
+        raise DaemonError("families must be a list of family names", hint=f"families: {', '.join(known)}")
+    allowed = tuple(targets[name])
+    excluded = [f for f in dict.fromkeys(asked) if f not in allowed]
+    if excluded:
+        raise DaemonError(f"target {name} does not allow the family {excluded[0]}",
+                          hint=f"its families: {', '.join(allowed)} (set in its configuration)")
+    families = tuple(f for f in allowed if f in asked)
+    if set(families) == set(allowed) or kind == "revalidate":
+        # All of the target's families is the same work as a plain session; a re-validation probes what its
+        # pins name. Either way the queue holds it once.
+        families = ()  # all of the target's families: the same work as a plain session, queued once
+    return SessionRequest(name, "reprobe" if kind == "session" and families else kind, families,
+                          not body.get("in_window", False))
+
+
+def allowed(families: Sequence[str], configured: Sequence[str], target: str) -> tuple[str, ...]:
+    """The families a queued run may probe: those it names that the target still allows (its configuration may have
+    changed since it was queued), or all the target's own when it names none. Raises :class:`DaemonError` if it
+    names only families the target no longer allows."""
+    if not families:
+        return tuple(configured)
+    kept = tuple(f for f in configured if f in families)
+    if not kept:
+        raise DaemonError(f"target {target} no longer allows the families this run asked for "
+                          f"({', '.join(families)})", hint=f"its families: {', '.join(configured)}")
+    return kept
+
+
+def _shown(value: Any) -> str:
+    """A client's value in a sentence: short strings as given, anything else by its type (a 20,000-digit number or
+    a nested object would make the answer as large as the request)."""
+    if isinstance(value, str) and len(value) <= 64 and value.isprintable():
+        return repr(value)
+    return f"(a {type(value).__name__})" if not isinstance(value, str) else "(a long or unprintable string)"

@@ -1,0 +1,44 @@
+"""What is in force on a target, decided from its whole stored history — never from a window of recent sessions: a
+recommendation applied long ago stays in force through any number of later sessions that kept it, and a config
+management pull must not read "keep what you have" as "remove it" (issue 44: after 200 sessions it vanished).
+
+Pure: it works on the ``recommendations`` rows (a few columns each, no report JSON), newest session first."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Decided:
+    """One stored recommendation row, as ``in_force`` needs it."""
+
+    session_id: str
+    seq: int  # its index in the session's report.recommendations
+    knob: str
+    object: str | None
+    decision: str
+    current: str  # as stored: str() of the value
+    recommended: str
+
+
+def in_force(rows: Iterable[Decided]) -> list[Decided]:
+    """The rows in force, in the order of ``rows`` (newest session first, then ``seq``). Per knob and object the
+    latest decision rules: "change" puts its recommendation in force; "keep" withdraws an earlier one (a
+    re-validation whose interval no longer clears the minimum effect, a new session that found nothing better) —
+    unless what it kept *is* that earlier recommendation (it was applied, and a later session found nothing
+    better than it)."""
+    history: dict[tuple[str, str | None], list[Decided]] = {}
+    for r in rows:
+        history.setdefault((r.knob, r.object), []).append(r)
+    out: list[Decided] = []
+    for decided in history.values():
+        latest = decided[0]
+        if latest.decision == "change":
+            out.append(latest)
+            continue
+        earlier = next((r for r in decided[1:] if r.decision == "change"), None)
+        if earlier is not None and earlier.recommended == latest.current:
+            out.append(earlier)
+    return out
