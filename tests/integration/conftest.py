@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tuner.target.connection import connect
-from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, embedded_binaries, find_binaries, loopdisk, server_pids
+from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, device, embedded_binaries, find_binaries, loopdisk, server_pids
 from tuner.target.sandbox.loopdisk import LoopDisk
 from tuner.target.server import Servers
 
@@ -71,6 +71,7 @@ def _own_dir(prefix: str) -> Iterator[Path]:
     loops = loop_devices_under(path)
     for d in [*leftovers, *path.glob("*/tuner-sandbox-*")]:  # sandboxes live in base_dir/tuner-<uid>/
         loopdisk.release(d)  # unmount and detach what a failed test left, before deleting its image
+        device.release(d)  # then a device profile's cgroup, latency helper and tmpfs
     shutil.rmtree(path, ignore_errors=True)
     assert not leftovers, f"sandboxes left behind: {leftovers}"
     assert not survivors, f"server processes left running: {survivors}"
