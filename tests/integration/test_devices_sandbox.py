@@ -4,6 +4,7 @@ cap holds for PostgreSQL's own reads; and a profile is torn down on SIGTERM and 
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 import sys
@@ -117,3 +118,22 @@ def test_sigterm_tears_a_profile_down(base_dir: Path, tmp_path: Path) -> None:
     assert wait_for(lambda: _nothing_left(base_dir), 30), _leftovers(base_dir)
 
 
+
+
+def test_on_a_latency_bound_disk_tuner_changes_pg15s_eic_1_to_a_much_higher_value(base_dir: Path, tmp_path: Path) -> None:
+    # Each read waits 1 ms and many may wait at once: prefetching more pages at once is the only way to go faster,
+    # so PostgreSQL 15's default (1: one page ahead) must lose clearly to a high value (benchmarks/devices.py: at
+    # scale 1, eic 1 took ~350 ms and 1000 ~17 ms).
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "2", "--device", "latency=1ms",
+         "--family", "concurrency", "--seed", "46", "--format", "json", "--no-store"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=1800,
+        env=tuner_env(tmp_path / "state", TUNER_SANDBOX__BASE_DIR=str(base_dir)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    assert doc["target"]["server_version_num"] // 10000 == 15
+    rec = next(r for r in doc["recommendations"] if r["knob"] == "effective_io_concurrency")
+    assert rec["current"] == 1 and rec["decision"] == "change", rec
+    assert rec["recommended"] >= 32, rec
+    assert rec["effect"]["ci95"][0] >= 2.0, rec["effect"]  # at least twice as fast, at the interval's low end
+    assert wait_for(lambda: _nothing_left(base_dir), 30), _leftovers(base_dir)
