@@ -161,6 +161,17 @@ def wait_for(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-de
     return False
 
 
+def stopped_by(proc: subprocess.Popen, sig: int, timeout_s: float = 120) -> int:  # type: ignore[type-arg]
+    """Send ``sig`` to ``proc`` and wait for it (killed if it outlives ``timeout_s``); its exit status."""
+    try:
+        proc.send_signal(sig)
+        return proc.wait(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
 def loop_devices_under(path: Path) -> list[str]:
     """Loop devices whose backing file lies under ``path``."""
     out = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],

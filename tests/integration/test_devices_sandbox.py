@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.integration.conftest import processes_under, tuner_env, wait_for
+from tests.integration.conftest import processes_under, stopped_by, tuner_env, wait_for
 from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, loopdisk, server_pids
 from tuner.target.sandbox.device import parse_profile
@@ -108,16 +108,11 @@ def test_sigterm_tears_a_profile_down(base_dir: Path, tmp_path: Path) -> None:
         assert '"sandbox.device_capped"' in log.read_text()
         left = _leftovers(base_dir)
         assert left["cgroups"] and left["mounts"], left
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 143, log.read_text()[-2000:]
+        code = stopped_by(proc, signal.SIGTERM)
+    assert code == 143, log.read_text()[-2000:]
     assert "Traceback" not in log.read_text()
     assert wait_for(lambda: _nothing_left(base_dir), 30), _leftovers(base_dir)
-
-
 
 
 def test_on_a_latency_bound_disk_tuner_changes_pg15s_eic_1_to_a_much_higher_value(base_dir: Path, tmp_path: Path) -> None:
