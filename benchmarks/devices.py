@@ -169,10 +169,16 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         cell = (f"{statistics.median(s['regret'] for s in ss):.1%} ({sum(s['hit'] for s in ss)}/{len(ss)})"
                 if ss else "—")
         rows.setdefault("tuner (median regret, hits)", []).append(cell)
+        n_sweep = sum(c["n"] for c in results[p]["truth"]["cells"].values())
+        rows.setdefault("tuner probes, median (sweep's)", []).append(
+            f"{statistics.median(s['probes'] for s in ss):.0f} ({n_sweep})" if ss else "—")
+        rows.setdefault("tuner keep/change agrees with the truth", []).append(
+            f"{sum(s['decision_agrees'] for s in ss)}/{len(ss)}" if ss else "—")
         for name, r in results[p]["peers"].items():
             hit = f"{r['hit']:.0%}" if isinstance(r["hit"], float) else ("hit" if r["hit"] else "miss")
             rows.setdefault(name, []).append(f"{r['regret']:.1%} ({hit})")
-    head = "| method | " + " | ".join(profiles) + " |\n|---|" + "---|" * len(profiles) + "\n"
+    head = ("| method | " + " | ".join(f"{p} (scale {results[p]['scale']})" for p in profiles) + " |\n|---|"
+            + "---|" * len(profiles) + "\n")
     best = "| truth: best eic (set) | " + " | ".join(
         f"{results[p]['truth']['best']} ({','.join(map(str, results[p]['truth']['truth_set']))})" for p in profiles) + " |\n"
     return head + best + "".join(f"| {k} | " + " | ".join(v) + " |\n" for k, v in rows.items())
@@ -184,8 +190,8 @@ def slug(profile: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--profiles", help="comma-separated list of profiles, ';' between profiles "
-                    f"(default: {';'.join(DEFAULT_PROFILES)})")
+    ap.add_argument("--profiles", help="profiles separated by ';', each optionally with its own scale after '@' "
+                    f"(hdd@2): a slow disk needs less data for a probe of a few seconds (default: {';'.join(DEFAULT_PROFILES)})")
     ap.add_argument("--scale", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--sessions", type=int, default=3)
@@ -200,23 +206,26 @@ def main() -> None:
     params = {"scale": args.scale, "repeats": args.repeats, "sessions": args.sessions}
     args.out.mkdir(parents=True, exist_ok=True)
     results = {}
-    for profile in profiles:
+    for spec in profiles:
+        profile, _, own_scale = spec.partition("@")
+        params = {**params, "scale": int(own_scale) if own_scale else args.scale}
         path = args.out / f"{slug(profile)}.json"
         measured = json.loads(path.read_text()) if path.exists() and not args.force else None
         if measured is None or measured.get("params") != params:
             print(f"{profile}: truth sweep ({len(sc.GRID)} values × {args.repeats})", file=sys.stderr, flush=True)
-            truth_sweep = sweep(profile, args.scale, args.repeats)
+            truth_sweep = sweep(profile, params["scale"], args.repeats)
             sessions = []
             for i in range(args.sessions):
                 print(f"{profile}: session {i + 1}/{args.sessions}", file=sys.stderr, flush=True)
-                sessions.append(session(profile, args.scale, 4600 + i))
+                sessions.append(session(profile, params["scale"], 4600 + i))
             measured = {"profile": profile, "params": params, "truth_sweep": truth_sweep, "sessions": sessions}
             path.write_text(json.dumps(measured, indent=1) + "\n")
-        results[profile] = score_profile(profile, measured)
+        results[profile] = {"scale": params["scale"], **score_profile(profile, measured)}
         t = results[profile]["truth"]
         print(f"{profile}: best eic {t['best']} ({t['best_ms']:.0f} ms), truth set {t['truth_set']}", file=sys.stderr)
     md = table(results)
-    (args.out / "summary.json").write_text(json.dumps({"params": params, "results": results, "table": md}, indent=1) + "\n")
+    summary = {"repeats": args.repeats, "sessions": args.sessions, "results": results, "table": md}
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(md)
 
 
