@@ -169,6 +169,8 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         cell = (f"{statistics.median(s['regret'] for s in ss):.1%} ({sum(s['hit'] for s in ss)}/{len(ss)})"
                 if ss else "—")
         rows.setdefault("tuner (median regret, hits)", []).append(cell)
+        rows.setdefault("tuner inside the sweep's plausible span", []).append(
+            f"{sum(s['plausible'] for s in ss)}/{len(ss)}" if ss else "—")
         n_sweep = sum(c["n"] for c in results[p]["truth"]["cells"].values())
         rows.setdefault("tuner probes, median (sweep's)", []).append(
             f"{statistics.median(s['probes'] for s in ss):.0f} ({n_sweep})" if ss else "—")
@@ -179,8 +181,9 @@ def table(results: dict[str, dict[str, Any]]) -> str:
             rows.setdefault(name, []).append(f"{r['regret']:.1%} ({hit})")
     head = ("| method | " + " | ".join(f"{p} (scale {results[p]['scale']})" for p in profiles) + " |\n|---|"
             + "---|" * len(profiles) + "\n")
-    best = "| truth: best eic (set) | " + " | ".join(
-        f"{results[p]['truth']['best']} ({','.join(map(str, results[p]['truth']['truth_set']))})" for p in profiles) + " |\n"
+    best = "| truth: best eic (within 5 %; plausible span) | " + " | ".join(
+        f"{results[p]['truth']['best']} ({','.join(map(str, results[p]['truth']['truth_set']))}; "
+        f"{min(results[p]['truth']['plausible_set'])}–{max(results[p]['truth']['plausible_set'])})" for p in profiles) + " |\n"
     return head + best + "".join(f"| {k} | " + " | ".join(v) + " |\n" for k, v in rows.items())
 
 

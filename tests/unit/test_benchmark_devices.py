@@ -23,6 +23,9 @@ def test_the_truth_set_is_every_value_within_min_effect_of_the_best() -> None:
     assert t["truth_set"] == [128, 256]  # 16.7 is within 5 % of 16.1 (16.905); 64's 17.2 is not
     lo, hi = t["cells"][128]["ci95_ms"]
     assert lo < 16.1 < hi
+    # Two repeats make wide intervals: every value whose interval reaches 16.905 is one the sweep cannot rule out.
+    assert t["plausible_set"] == [v for v, c in t["cells"].items() if c["ci95_ms"][0] <= 16.905]
+    assert {64, 128, 256} <= set(t["plausible_set"]) and 1 not in t["plausible_set"]
 
 
 def test_an_answer_off_the_grid_is_interpolated_on_log2_1_plus_eic() -> None:
