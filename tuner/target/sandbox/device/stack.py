@@ -93,12 +93,15 @@ class DeviceStack:
     def close(self) -> None:
         """Take apart what :meth:`prepare` made (the loop device above it must be detached already); each piece in
         its own try, so one failure does not leave the others."""
+        left = False  # something could not be removed: keep the record, for the next stale clean-up
         if self._throttle is not None:
             try:
                 if not self._throttle.remove():
+                    left = True
                     log.warning("sandbox.cgroup_busy", cgroup=str(self._throttle.path),
                                 members=self._throttle.members())
             except OSError as exc:
+                left = True
                 log.warning("sandbox.cgroup_remove_failed", cgroup=str(self._throttle.path), error=str(exc))
             self._throttle = None
         if self._layer is not None:
@@ -110,8 +113,9 @@ class DeviceStack:
         if self._ram:
             ram.unmount(self.root)
             self._ram = False
-        with contextlib.suppress(OSError):
-            (self.root / STATE).unlink()
+        if not left:
+            with contextlib.suppress(OSError):
+                (self.root / STATE).unlink()
 
 
 def release(root: Path) -> None:
@@ -119,8 +123,10 @@ def release(root: Path) -> None:
     device detached already): the cgroup, the helper and its mount, the tmpfs."""
     try:
         state = json.loads((root / STATE).read_text())
+    except FileNotFoundError:
+        return  # no profile there (or its teardown finished)
     except (OSError, ValueError):
-        state = {}
+        state = {}  # a torn record: still look for a tmpfs
     if isinstance(state.get("cgroup"), str):
         remove_path(Path(state["cgroup"]))
     if isinstance(state.get("fuse"), str):

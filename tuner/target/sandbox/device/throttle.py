@@ -9,7 +9,7 @@ from a loop device that is the process reading the file system on it: PostgreSQL
 for, and for readahead (posix_fadvise WILLNEED prefetch included, which the kernel issues in the caller's
 context). The loop driver's own worker then reads the backing file — with ``--direct-io=on`` as asynchronous
 direct I/O, without as buffered reads — but that is I/O on the *backing* device, not on ``7:N``, so either way the
-cap binds the reader (tests/integration/test_devices_caps.py proves it for O_DIRECT and buffered reads, inside the
+cap binds the reader (tests/integration/test_devices_physics.py proves it for O_DIRECT and buffered reads, inside the
 cgroup and outside it). So every sandbox server process must be in the cgroup: :meth:`Throttle.wrap` makes each
 command the sandbox runs (``initdb``, ``pg_ctl``, ``pg_basebackup``) join it before it starts, so postmasters —
 also restarted ones — and all their children are in it. tuner's own process reads nothing from the device (cache
