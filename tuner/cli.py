@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import inspect
 import json
+import os
 import re
 import signal
 import sys
@@ -123,6 +124,7 @@ def main() -> None:
 @click.option("--sandbox", is_flag=True, help="Create a throwaway primary + hot standby, tune the standby, then remove everything.")
 @click.option("--scale", type=click.IntRange(1, 10000), help="Sandbox dataset size, pgbench-style (100,000 accounts per unit; default 50 ≈ 640 MB).")
 @click.option("--pg-version", type=int, help="Sandbox PostgreSQL major version, 15-19 (overrides [sandbox] pg_version; built on first use, then cached).")
+@click.option("--device", help="With --sandbox, the kind of disk its loop device emulates (root): local (default), ram, hdd, iops=N, mbps=N, latency=Xms, comma-separated, e.g. latency=1ms,iops=3000.")
 @click.option("--family", "families", multiple=True, type=click.Choice(REGISTRY.names()), help="Knob family to tune (repeatable; default: all the target allows).")
 @click.option("--policy", help="Policy name (default, ssd, network, hdd) or path to a policy TOML file.")
 @click.option("--budget", type=click.IntRange(3, 500), help="Most optimisation probes per family (overrides the policy).")
@@ -185,29 +187,23 @@ def recommend(**opts: Any) -> None:
       tuner recommend --dsn postgresql://tuner@standby1/app --policy ssd --output /var/lib/tuner/out
     """
     overrides: dict[str, dict[str, Any]] = {}
-    if opts["dsn"]:
-        overrides.setdefault("target", {})["dsn"] = opts["dsn"]
-    for key in ("scale", "pg_version"):
-        if opts[key] is not None:
-            overrides.setdefault("sandbox", {})[key] = opts[key]
-    if opts["policy"]:
-        overrides.setdefault("tuner", {})["policy"] = opts["policy"]
+    for section, key, opt in (("target", "dsn", "dsn"), ("sandbox", "scale", "scale"), ("sandbox", "device", "device"),
+                              ("sandbox", "pg_version", "pg_version"),
+                              ("tuner", "policy", "policy"), ("tuner", "log_level", "log_level"), ("output", "format", "fmt")):
+        if opts[opt] not in (None, ""):
+            overrides.setdefault(section, {})[key] = opts[opt]
+    if opts["device"] and not opts["sandbox"]:
+        raise ConfigError("--device emulates a disk under tuner's own sandbox, not under a target", hint="add --sandbox")
     if opts["families"]:
         overrides.setdefault("tuner", {})["families"] = list(opts["families"])
     if opts["seed"] is not None:
         overrides.setdefault("tuner", {})["seed"] = opts["seed"]
-    if opts["log_level"]:
-        overrides.setdefault("tuner", {})["log_level"] = opts["log_level"]
-    if opts["fmt"]:
-        overrides.setdefault("output", {})["format"] = opts["fmt"]
     if opts["output"]:
         overrides.setdefault("output", {})["directory"] = str(opts["output"])
     cfg = load_config(opts["config_path"], overrides=overrides)
     tlog.configure(cfg.tuner.log_level)
     policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
     if not opts["sandbox"] and not cfg.target.dsn:
-        import os
-
         if not any(k in os.environ for k in ("PGHOST", "PGSERVICE", "PGDATABASE", "PGPORT")):
             raise ConfigError(
                 "no target: give --dsn, set [target] dsn in tuner.toml, set PGHOST, or use --sandbox",

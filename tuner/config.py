@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from tuner.device_profile import LOCAL, DeviceField
 from tuner.errors import ConfigError
 from tuner.placeholders import HelperCommand
 from tuner.tomlfile import Untrusted, read_toml
@@ -166,10 +167,8 @@ class SandboxConfig(Section):
     pg_version: int | None = Field(default=None, description="the sandbox's PostgreSQL major (15-19), built on first use; unset: the host's")
     base_dir: DirPath = Field(default=Path("/var/tmp"), description="where sandbox clusters are created (not tmpfs)")
     keep: bool = Field(default=False, description="leave the sandbox on disk after the run (for debugging)")
-    disk: Literal["auto", "loop", "host"] = Field(
-        default="auto",
-        description="auto: a loop device of the sandbox's own when root (its readahead can be tuned), else base_dir's disk",
-    )
+    disk: Literal["auto", "loop", "host"] = Field(default="auto", description="auto: a loop device of the sandbox's own when root (its readahead can be tuned), else base_dir's disk")
+    device: DeviceField = Field(default=LOCAL, description="the disk its loop device emulates: local, ram, hdd, iops=N, mbps=N, latency=Xms, comma-separated")
 
 
 class OutputConfig(Section):

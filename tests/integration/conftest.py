@@ -26,7 +26,7 @@ import pytest
 
 from tuner.errors import SandboxError
 from tuner.target.connection import connect
-from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, embedded_binaries, find_binaries, loopdisk, server_pids
+from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, device, embedded_binaries, find_binaries, loopdisk, server_pids
 from tuner.target.sandbox.loopdisk import LoopDisk
 from tuner.target.sandbox.provider import binaries_for, provide
 from tuner.target.server import Servers
@@ -74,6 +74,7 @@ def _own_dir(prefix: str) -> Iterator[Path]:
     loops = loop_devices_under(path)
     for d in [*leftovers, *path.glob("*/tuner-sandbox-*")]:  # sandboxes live in base_dir/tuner-<uid>/
         loopdisk.release(d)  # unmount and detach what a failed test left, before deleting its image
+        device.release(d)  # then a device profile's cgroup, latency helper and tmpfs
     shutil.rmtree(path, ignore_errors=True)
     assert not leftovers, f"sandboxes left behind: {leftovers}"
     assert not survivors, f"server processes left running: {survivors}"
@@ -183,6 +184,17 @@ def wait_for(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-de
             return True
         time.sleep(0.1)
     return False
+
+
+def stopped_by(proc: subprocess.Popen, sig: int, timeout_s: float = 120) -> int:  # type: ignore[type-arg]
+    """Send ``sig`` to ``proc`` and wait for it (killed if it outlives ``timeout_s``); its exit status."""
+    try:
+        proc.send_signal(sig)
+        return proc.wait(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
 
 
 def loop_devices_under(path: Path) -> list[str]:

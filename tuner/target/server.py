@@ -94,6 +94,7 @@ async def servers(
         on_step=progress.advance,
         disk=cfg.sandbox.disk,
         staging_primary=writable,
+        device=cfg.sandbox.device,
     )
     async with sandbox:
         yield Servers(

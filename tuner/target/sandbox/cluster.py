@@ -33,11 +33,12 @@ from typing import Any
 import asyncpg
 
 from tuner import sqlfiles
-from tuner.errors import SandboxError
+from tuner.errors import ConfigError, SandboxError
 from tuner.log import get_logger
 from tuner.target.connection import connect
 from tuner.target.sandbox import loopdisk
 from tuner.target.sandbox.binaries import Binaries, find_binaries
+from tuner.target.sandbox.device import LOCAL, DeviceProfile, DeviceStack
 from tuner.target.sandbox.host import check_host
 from tuner.target.sandbox.loopdisk import LoopDisk
 from tuner.target.sandbox.stale import cleanup_stale, kill_postmaster, new_root, remove_if_empty, server_pids
@@ -60,9 +61,17 @@ class Sandbox:
         on_step: Callable[[str], None] | None = None,
         disk: str = "auto",
         staging_primary: bool = False,
+        device: DeviceProfile = LOCAL,
     ) -> None:
         if disk not in ("auto", "loop", "host"):
             raise ValueError(f"disk must be auto, loop or host, not {disk!r}")
+        if not device.local and (disk == "host" or not loopdisk.available()):
+            why = 'with [sandbox] disk = "host"' if disk == "host" else "without root (and losetup, mkfs.ext4, mount)"
+            raise ConfigError(
+                f"the device profile {device} needs the sandbox's own loop disk, which there is none of {why}",
+                hint='run tuner as root with [sandbox] disk = "auto" (the default), or leave --device out')
+        self.device_profile = device
+        self._device: DeviceStack | None = None
         self.base_dir = base_dir
         self.scale = scale
         self.keep = keep
@@ -114,7 +123,10 @@ class Sandbox:
     def _run(self, args: list[str], *, timeout: float = 600) -> str:
         user = self._run_user
         kwargs: dict[str, Any] = {}
-        if user is not None:
+        joined = self._device.wrap(args, user) if self._device is not None else None
+        if joined is not None:  # joins the device profile's cgroup as root, then becomes the user itself
+            args = joined
+        elif user is not None:
             kwargs.update(user=user.pw_uid, group=user.pw_gid, extra_groups=[])
         env = self.binaries.env()
         if user is not None:
@@ -166,7 +178,13 @@ class Sandbox:
             self._on_step("loop device for the sandbox")
             # Sparse: only what the clusters write takes space (data twice, plus WAL up to max_wal_size).
             # Synchronous (about a second): a cancellation cannot fall between attaching and remembering it.
-            loop = LoopDisk(4096 + self.scale * 80, directory=self.root)
+            size_mb = 4096 + self.scale * 80
+            image = None
+            if not self.device_profile.local:
+                self._on_step(f"device {self.device_profile}")
+                self._device = DeviceStack(self.device_profile, self.root, size_mb)
+                image = self._device.prepare()
+            loop = LoopDisk(size_mb, directory=self.root, image=image)
             loop.__enter__()
             self._loop = loop
         # The root stays this user's (stale clean-up trusts nothing else); the server's user owns what it writes.
@@ -205,6 +223,8 @@ class Sandbox:
         )
         await self._pg_ctl_start(self.standby_dir, self.standby_port)
         await self._wait_for_standby()
+        if self._device is not None and self._loop is not None:
+            self._device.activate(self._loop.node)  # loaded at full speed; probes run on the emulated disk
 
     async def _pg_ctl_start(self, data_dir: Path, port: int) -> None:
         await asyncio.to_thread(
@@ -325,6 +345,9 @@ class Sandbox:
         if self._loop is not None and not self.keep:
             self._loop.__exit__()
             self._loop = None
+        if self._device is not None and not self.keep:
+            self._device.close()
+            self._device = None
         if self.keep:
             log.info("sandbox.kept", dir=str(self.root))
         else:

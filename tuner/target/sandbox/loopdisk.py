@@ -29,21 +29,33 @@ def available() -> bool:
 
 
 def release(directory: Path) -> None:
-    """Unmount ``directory/mnt``, detach every loop device backed by ``directory/disk.img`` and give it back the
-    readahead it had before it was attached (after a crash of the process that attached it)."""
-    mnt, image = directory / MOUNT, directory / IMAGE
+    """Unmount ``directory/mnt``, detach every loop device backed by a file under ``directory`` (its own image, or
+    a device profile's file on a tmpfs or the latency layer in it) and give it back the readahead it had before it
+    was attached (after a crash of the process that attached it)."""
+    mnt = directory / MOUNT
     try:
         state = json.loads((directory / STATE).read_text())
     except (OSError, ValueError):
         state = {}
     if os.path.ismount(mnt):
         subprocess.run(["umount", "-l", str(mnt)], check=False, capture_output=True)
-    if image.exists():
-        out = subprocess.run(["losetup", "-j", str(image)], check=False, capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            dev = line.split(":", 1)[0]
-            if dev.startswith("/dev/loop"):
-                detach(dev, state.get("read_ahead_kb") if state.get("dev") == dev else None)
+    for dev in backed_by(directory):
+        detach(dev, state.get("read_ahead_kb") if state.get("dev") == dev else None)
+
+
+def backed_by(directory: Path) -> list[str]:
+    """Loop devices whose backing file lies under ``directory``, read from sysfs (``losetup -j`` would stat the
+    file, which hangs or fails when it is on the file system of a latency-layer helper that died)."""
+    prefix = str(directory.resolve()) + "/"
+    found = []
+    for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
+        try:
+            path = backing.read_text().strip().removesuffix(" (deleted)")
+        except OSError:
+            continue
+        if path.startswith(prefix):
+            found.append("/dev/" + backing.parent.parent.name)
+    return found
 
 
 def detach(dev: str, read_ahead_kb: str | None, *, timeout_s: float = 15.0) -> None:
@@ -69,12 +81,13 @@ class LoopDisk:
 
     def __init__(
         self, size_mb: int, *, base_dir: Path = Path("/var/tmp"), read_ahead_kb: int | None = None,
-        directory: Path | None = None,
+        directory: Path | None = None, image: Path | None = None,
     ) -> None:
         self.size_mb = size_mb  # the image is sparse: only what is written takes disk space
         self.base_dir = base_dir
         self.initial_read_ahead_kb = read_ahead_kb
         self._given_dir = directory  # None: a new temporary directory under base_dir, removed on exit
+        self._given_image = image  # a file someone else made and removes (a device profile's): attach it as it is
         self.dir = Path()
         self.dev: str | None = None
         self.mounted = False
@@ -104,9 +117,10 @@ class LoopDisk:
     def __enter__(self) -> LoopDisk:
         self.dir = self._given_dir or Path(tempfile.mkdtemp(prefix="tuner-loop-", dir=self.base_dir))
         try:
-            image = self.dir / IMAGE
-            image.touch()
-            os.truncate(image, self.size_mb * 1024 * 1024)
+            image = self._given_image or self.dir / IMAGE
+            if self._given_image is None:
+                image.touch()
+                os.truncate(image, self.size_mb * 1024 * 1024)
             # Attaching makes the kernel recompute the device's readahead (here 128 -> 2560 KiB): remember what the
             # free device had before, and put that back after detaching.
             # A device another process takes meanwhile, or one whose deferred detach has not finished yet,
@@ -153,5 +167,5 @@ class LoopDisk:
             detach(dev, self.ra_original)  # the value the device had before it was attached
         if self._given_dir is None:
             shutil.rmtree(self.dir, ignore_errors=True)
-        else:
+        elif self._given_image is None:
             (self.dir / IMAGE).unlink(missing_ok=True)

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from tuner.log import get_logger
-from tuner.target.sandbox import loopdisk
+from tuner.target.sandbox import device, loopdisk
 from tuner.target.sandbox.host import not_ours, private_dir, private_dir_path
 
 log = get_logger("tuner.sandbox")
@@ -157,6 +157,7 @@ def cleanup_stale(base_dir: Path) -> list[Path]:
             if _serves(pid, data_dirs):
                 _kill(pid)
         loopdisk.release(root)
+        device.release(root)  # a device profile's cgroup, latency helper and tmpfs, after the loop device
         shutil.rmtree(root, ignore_errors=True)
         log.info("sandbox.stale_removed", dir=str(root), owner_pid=owner)
         removed.append(root)

@@ -1,0 +1,236 @@
+"""Ground truth per emulated device, and tuner and its peers scored against it (issue #46, parts 2 and 3).
+
+    sudo python benchmarks/devices.py [--profiles local,latency=1ms,...] [--scale N] [--repeats 5] [--sessions 3]
+                                      [--out benchmarks/measured/devices] [--force]
+    sudo python benchmarks/devices.py --quick       # smoke run: scale 1, 2 repeats, 1 session, 2 profiles
+
+Per profile (each on its own sandbox, ``--device PROFILE``, PostgreSQL 15):
+
+1. the truth: an exhaustive cold sweep of effective_io_concurrency over the grid tuner searches (0, 1, 2, 4, …,
+   512, 1000), ``--repeats`` randomised blocks (every block visits every value once, in a fresh random order, so
+   drift between blocks cancels), each probe exactly the concurrency family's probe (its workload, its cache
+   emptying, its EXPLAIN measurement) — the sweep runs as a family of its own inside a tuner session;
+2. ``--sessions`` cold ``tuner recommend --sandbox --device P --family concurrency --format json`` sessions, each
+   with its own seed and sandbox, scored against the truth: hit, regret, probes, wall time, and whether the
+   keep/change decision agrees with the truth at today's value (change ⇔ today's value is outside the truth set);
+3. the peers scored on the same truth (benchmarks/devices_score.py).
+
+Results: one JSON per profile in ``--out`` (resumable: a profile whose file exists with the same parameters is
+not measured again; ``--force`` re-measures), and ``summary.json`` with the table (rows = methods, columns =
+profiles, cells = regret (hit)), printed as Markdown. The machine's load average is recorded around each step.
+
+Not yet: PostgreSQL 18 (its family probes a weighted mix with io_combine_limit; the sweep here is the 15 path),
+the 2-D eic × read_ahead_kb truth, and the warm session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import devices_score as sc  # noqa: E402
+from tuner.config import load_config  # noqa: E402
+from tuner.families import REGISTRY  # noqa: E402
+from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped  # noqa: E402
+from tuner.families.concurrency import KNOB, _probe  # noqa: E402  (the family's own probe, not a copy)
+from tuner.model import FamilyOutcome, Trial  # noqa: E402
+from tuner.policy import load_policy  # noqa: E402
+from tuner.probes import workload  # noqa: E402
+from tuner.probes.cache import CacheControl, choose_os_method  # noqa: E402
+
+DEFAULT_PROFILES = ("local", "ram", "latency=1ms", "iops=3000", "iops=300", "mbps=125", "hdd")
+QUICK_PROFILES = ("local", "latency=1ms")
+PG15_DEFAULT_EIC = 1
+
+
+class Sweep:
+    """The truth sweep as a family: the concurrency family's cold probe at every grid value, in randomised
+    blocks. Registered only inside this benchmark."""
+
+    name: ClassVar[str] = "devsweep"
+    needs: ClassVar[Needs] = Needs(local_host=True)
+    after: ClassVar[tuple[str, ...]] = ()
+    summary: ClassVar[str] = "effective_io_concurrency at every grid value, cold, repeated (benchmarks/devices.py)"
+    repeats: ClassVar[int] = 5
+    seed: ClassVar[int] = 46
+
+    def applicable(self, ctx: FamilyContext) -> str | None:
+        return None
+
+    async def run(self, ctx: FamilyContext) -> FamilyResult:
+        facts = ctx.facts
+        if facts.server_version_num >= 170000:
+            return skipped(self.name, "the sweep follows the concurrency family's path for PostgreSQL < 17 only")
+        local = facts.local_data_directory()
+        async with ctx.connection() as conn:
+            queries = await workload.plan(conn, custom=ctx.cfg.workload.queries, relations=ctx.cfg.workload.relations,
+                                          pages_fraction=ctx.cfg.workload.pages_fraction)
+            files = [f for q in queries if q.relation and local
+                     for f in await workload.relation_files(conn, local, q.relation)]
+        cache = await CacheControl.plan(facts, [q.relation for q in queries], connector=ctx.target.connect,
+                                        restart=ctx.target.restart, os_method=choose_os_method(local, files), files=files)
+        probe = _probe(ctx, queries, cache)
+        rng = random.Random(self.seed)
+        trials: list[Trial] = []
+        for block in range(self.repeats):
+            order = list(sc.GRID)
+            rng.shuffle(order)
+            for v in order:
+                trials.append(await probe({KNOB: v}))
+            print(f"  block {block + 1}/{self.repeats} done ({len(trials)} probes)", file=sys.stderr, flush=True)
+        return FamilyResult(FamilyOutcome(family=self.name, status="done", reason="sweep finished",
+                                          workload=[q.sql for q in queries], cache=cache.describe()), trials=trials)
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def sweep(profile: str, scale: int, repeats: int) -> dict[str, Any]:
+    """The truth for one profile: the sweep's probes, grouped by value."""
+    from tuner.runner import recommend  # heavy: the whole session machinery
+
+    Sweep.repeats = repeats
+    REGISTRY.register(Sweep)
+    env = {"TUNER_SANDBOX__DEVICE": profile, "TUNER_SANDBOX__SCALE": str(scale)}
+    cfg = load_config(None, environ=env)
+    policy = load_policy("default")
+    t0, load0 = time.monotonic(), _load()
+    try:
+        report = asyncio.run(recommend(cfg, policy, use_sandbox=True, families=(Sweep.name,), store=None,
+                                       warm_start=False))
+    finally:
+        REGISTRY.unregister(Sweep.name)
+    samples: dict[int, list[float]] = {}
+    failed = 0
+    for t in report.trials:
+        if t.status == "ok" and t.value is not None:
+            samples.setdefault(int(t.config[KNOB]), []).append(t.value)
+        else:
+            failed += 1
+    section = next((f for f in report.families if f.family == Sweep.name), None)
+    if not samples:
+        raise SystemExit(f"{profile}: the sweep measured nothing ({section.reason if section else 'no section'})")
+    return {"samples": samples, "failed": failed, "wall_s": round(time.monotonic() - t0, 1), "load": [load0, _load()],
+            "server_version_num": report.target.server_version_num,
+            "workload": section.workload if section else None, "cache": section.cache if section else None,
+            "min_effect": policy.decision.min_effect}
+
+
+def session(profile: str, scale: int, seed: int) -> dict[str, Any]:
+    """One cold tuner session on a fresh sandbox with the profile: its answer, decision, probes and wall time."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
+    t0, load0 = time.monotonic(), _load()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--device", profile, "--scale", str(scale),
+         "--family", "concurrency", "--seed", str(seed), "--format", "json", "--no-store"],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=7200)
+    if proc.returncode != 0:
+        return {"seed": seed, "error": f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"}
+    doc = json.loads(proc.stdout)
+    rec = next(r for r in doc["recommendations"] if r["knob"] == KNOB)
+    return {"seed": seed, "current": rec["current"], "recommended": rec["recommended"], "decision": rec["decision"],
+            "near_optimal": rec.get("near_optimal"), "probes": len(doc["trials"]),
+            "search_probes": sum(1 for t in doc["trials"] if t["phase"] == "search"),
+            "wall_s": round(time.monotonic() - t0, 1), "load": [load0, _load()]}
+
+
+def score_profile(profile: str, measured: dict[str, Any]) -> dict[str, Any]:
+    samples = {int(k): v for k, v in measured["truth_sweep"]["samples"].items()}
+    t = sc.truth(samples, measured["truth_sweep"]["min_effect"])
+    sessions = [s for s in measured["sessions"] if "error" not in s]
+    scored = []
+    for s in sessions:
+        r = sc.score(t, s["recommended"])
+        today_in_truth = sc.score(t, s["current"])["hit"]
+        scored.append({**s, **r, "decision_agrees": (s["decision"] == "change") == (not today_in_truth)})
+    budget = round(statistics.median(s["search_probes"] for s in sessions)) if sessions else 8
+    return {"truth": t, "sessions": scored, "peers": sc.peers(t, samples, profile=profile, default=PG15_DEFAULT_EIC,
+                                                              budget=budget)}
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    profiles = list(results)
+    rows: dict[str, list[str]] = {}
+    for p in profiles:
+        ss = results[p]["sessions"]
+        cell = (f"{statistics.median(s['regret'] for s in ss):.1%} ({sum(s['hit'] for s in ss)}/{len(ss)})"
+                if ss else "—")
+        rows.setdefault("tuner (median regret, hits)", []).append(cell)
+        rows.setdefault("tuner inside the sweep's plausible span", []).append(
+            f"{sum(s['plausible'] for s in ss)}/{len(ss)}" if ss else "—")
+        n_sweep = sum(c["n"] for c in results[p]["truth"]["cells"].values())
+        rows.setdefault("tuner probes, median (sweep's)", []).append(
+            f"{statistics.median(s['probes'] for s in ss):.0f} ({n_sweep})" if ss else "—")
+        rows.setdefault("tuner keep/change agrees with the truth", []).append(
+            f"{sum(s['decision_agrees'] for s in ss)}/{len(ss)}" if ss else "—")
+        for name, r in results[p]["peers"].items():
+            hit = f"{r['hit']:.0%}" if isinstance(r["hit"], float) else ("hit" if r["hit"] else "miss")
+            rows.setdefault(name, []).append(f"{r['regret']:.1%} ({hit})")
+    head = ("| method | " + " | ".join(f"{p} (scale {results[p]['scale']})" for p in profiles) + " |\n|---|"
+            + "---|" * len(profiles) + "\n")
+    best = "| truth: best eic (within 5 %; plausible span) | " + " | ".join(
+        f"{results[p]['truth']['best']} ({','.join(map(str, results[p]['truth']['truth_set']))}; "
+        f"{min(results[p]['truth']['plausible_set'])}–{max(results[p]['truth']['plausible_set'])})" for p in profiles) + " |\n"
+    return head + best + "".join(f"| {k} | " + " | ".join(v) + " |\n" for k, v in rows.items())
+
+
+def slug(profile: str) -> str:
+    return profile.replace("=", "-").replace(",", "+")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profiles", help="profiles separated by ';', each optionally with its own scale after '@' "
+                    f"(hdd@2): a slow disk needs less data for a probe of a few seconds (default: {';'.join(DEFAULT_PROFILES)})")
+    ap.add_argument("--scale", type=int, default=4)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--sessions", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="smoke run: scale 1, 2 repeats, 1 session, local and latency=1ms")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "measured" / "devices")
+    ap.add_argument("--force", action="store_true", help="measure again what --out already holds")
+    args = ap.parse_args()
+    if args.quick:
+        args.scale, args.repeats, args.sessions = 1, 2, 1
+        args.out = args.out / "quick" if args.out == ROOT / "benchmarks" / "measured" / "devices" else args.out
+    profiles = args.profiles.split(";") if args.profiles else list(QUICK_PROFILES if args.quick else DEFAULT_PROFILES)
+    params = {"scale": args.scale, "repeats": args.repeats, "sessions": args.sessions}
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for spec in profiles:
+        profile, _, own_scale = spec.partition("@")
+        params = {**params, "scale": int(own_scale) if own_scale else args.scale}
+        path = args.out / f"{slug(profile)}.json"
+        measured = json.loads(path.read_text()) if path.exists() and not args.force else None
+        if measured is None or measured.get("params") != params:
+            print(f"{profile}: truth sweep ({len(sc.GRID)} values × {args.repeats})", file=sys.stderr, flush=True)
+            truth_sweep = sweep(profile, params["scale"], args.repeats)
+            sessions = []
+            for i in range(args.sessions):
+                print(f"{profile}: session {i + 1}/{args.sessions}", file=sys.stderr, flush=True)
+                sessions.append(session(profile, params["scale"], 4600 + i))
+            measured = {"profile": profile, "params": params, "truth_sweep": truth_sweep, "sessions": sessions}
+            path.write_text(json.dumps(measured, indent=1) + "\n")
+        results[profile] = {"scale": params["scale"], **score_profile(profile, measured)}
+        t = results[profile]["truth"]
+        print(f"{profile}: best eic {t['best']} ({t['best_ms']:.0f} ms), truth set {t['truth_set']}", file=sys.stderr)
+    md = table(results)
+    summary = {"repeats": args.repeats, "sessions": args.sessions, "results": results, "table": md}
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Scoring for benchmarks/devices.py (pure: no PostgreSQL, no devices): the truth from a sweep, and every
+method's answer scored against it — regret and hit.
+
+* truth: per grid value the mean execution time (ms) of its cold probes and a 95 % t-interval; the best is the
+  lowest mean; the truth set is every value whose mean is within the policy's ``min_effect`` (1.05) of the best.
+* an answer off the grid (tuner may answer 37) gets a true time interpolated between its grid neighbours on
+  log2(1 + eic) — the axis tuner searches on — and is a hit when that time is within min_effect of the best.
+* regret = true time at the answer / best true time − 1.
+* peers: fixed rules (PostgreSQL's default, PGTune, timescaledb-tune, folklore 256) scored directly; the seeds'
+  method (each grid value once, the fastest) and Optuna TPE / random search with tuner's probe budget are run
+  on the sweep's own measurements — each probe of value v draws one of v's measured repeats — many times with
+  seeded draws, and scored by their mean regret and hit share.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+GRID = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000)
+# t quantiles (two-sided 95 %) for small samples; beyond 30, 1.96.
+_T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23, 15: 2.13, 20: 2.09, 30: 2.04}
+
+# PGTune (le0pard/pgtune, src/features/configuration/configurationSlice.js, selectEffectiveIoConcurrency) asks
+# for the storage type: hdd 2, ssd 200, san 300, nvme 1000. The storage type an operator would pick per profile:
+PGTUNE_BY_STORAGE = {"hdd": 2, "ssd": 200, "san": 300, "nvme": 1000}
+# timescaledb-tune (timescale/timescaledb-tune, pkg/pgtune/misc.go, effectiveIODefault) sets 200 on Linux,
+# whatever the disk.
+TIMESCALEDB_TUNE = 200
+FOLKLORE = 256
+
+
+def storage_type(profile: str) -> str:
+    """The PGTune storage type an operator would choose for a profile."""
+    parts = {p.split("=")[0] for p in profile.split(",")}
+    if "hdd" in parts:
+        return "hdd"
+    if "ram" in parts:
+        return "nvme"
+    if parts & {"latency", "iops", "mbps"}:
+        return "san"  # network-attached ("SAN" in PGTune's form)
+    return "ssd"
+
+
+def _t95(n: int) -> float:
+    keys = [k for k in sorted(_T95) if k <= n - 1]
+    return _T95[keys[-1]] if keys and n - 1 <= 30 else 1.96
+
+
+def truth(samples: Mapping[int, Sequence[float]], min_effect: float) -> dict[str, Any]:
+    """The truth from a sweep: ``samples`` maps each grid value to its probes' times (ms)."""
+    cells = {}
+    for v, xs in sorted(samples.items()):
+        mean = statistics.fmean(xs)
+        half = _t95(len(xs)) * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else float("nan")
+        cells[v] = {"n": len(xs), "mean_ms": round(mean, 3), "ci95_ms": [round(mean - half, 3), round(mean + half, 3)]}
+    best_v = min(cells, key=lambda v: cells[v]["mean_ms"])
+    best = cells[best_v]["mean_ms"]
+    return {"cells": cells, "best": best_v, "best_ms": best, "min_effect": min_effect,
+            "truth_set": [v for v, c in cells.items() if c["mean_ms"] <= best * min_effect],
+            # The sweep cannot tell these from the best: their interval reaches within min_effect of the best mean.
+            "plausible_set": [v for v, c in cells.items() if not c["ci95_ms"][0] > best * min_effect]}
+
+
+def true_ms(t: Mapping[str, Any], value: float) -> float:
+    """The true time at ``value``: the grid cell's mean, else interpolated on log2(1 + eic) between neighbours."""
+    cells = {int(k): c["mean_ms"] for k, c in t["cells"].items()}
+    grid = sorted(cells)
+    value = min(max(value, grid[0]), grid[-1])
+    if value in cells:
+        return cells[int(value)]
+    hi = next(g for g in grid if g > value)
+    lo = max(g for g in grid if g < value)
+    x, x0, x1 = math.log2(1 + value), math.log2(1 + lo), math.log2(1 + hi)
+    return cells[lo] + (cells[hi] - cells[lo]) * (x - x0) / (x1 - x0)
+
+
+def score(t: Mapping[str, Any], value: float) -> dict[str, Any]:
+    """Regret and hit at ``value``; ``plausible``: inside the span of the plausible set (as wide as the sweep's
+    own resolution)."""
+    ms = true_ms(t, value)
+    plausible = t.get("plausible_set") or [t["best"]]
+    return {"answer": value, "regret": round(ms / t["best_ms"] - 1, 4), "hit": ms <= t["best_ms"] * t["min_effect"],
+            "plausible": min(plausible) <= value <= max(plausible)}
+
+
+def _draw(samples: Mapping[int, Sequence[float]], rng: random.Random) -> Callable[[int], float]:
+    return lambda v: rng.choice(list(samples[v]))
+
+
+def seeds_method(samples: Mapping[int, Sequence[float]], rng: random.Random) -> int:
+    """Each grid value once, take the fastest (the hand-made sweeps of the seeds)."""
+    probe = _draw(samples, rng)
+    return min(samples, key=probe)
+
+
+def random_search(samples: Mapping[int, Sequence[float]], budget: int, rng: random.Random) -> int:
+    probe = _draw(samples, rng)
+    tried = {v: probe(v) for v in (rng.choice(list(samples)) for _ in range(budget))}
+    return min(tried, key=lambda v: tried[v])
+
+
+def optuna_tpe(samples: Mapping[int, Sequence[float]], budget: int, seed: int) -> int:
+    """Optuna's TPE over the grid (categorical), ``budget`` probes, the best observed value."""
+    import optuna  # benchmark-only dependency (the [bench] extra)
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    rng = random.Random(seed)
+    probe = _draw(samples, rng)
+    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(5, budget)))
+    study.optimize(lambda trial: probe(trial.suggest_categorical("eic", sorted(samples))), n_trials=budget)
+    return int(study.best_params["eic"])
+
+
+def peers(t: Mapping[str, Any], samples: Mapping[int, Sequence[float]], *, profile: str, default: int,
+          budget: int, draws: int = 50, seed: int = 46) -> dict[str, dict[str, Any]]:
+    """Every peer's score on this truth: fixed rules once; the searching methods over ``draws`` seeded runs."""
+    out = {
+        "postgresql_default": score(t, default),
+        "pgtune": score(t, PGTUNE_BY_STORAGE[storage_type(profile)]),
+        "timescaledb_tune": score(t, TIMESCALEDB_TUNE),
+        "folklore_256": score(t, FOLKLORE),
+    }
+    runs: dict[str, list[dict[str, Any]]] = {"seeds_method": [], "random_search": [], "optuna_tpe": []}
+    for i in range(draws):
+        rng = random.Random(seed + i)
+        runs["seeds_method"].append(score(t, seeds_method(samples, rng)))
+        runs["random_search"].append(score(t, random_search(samples, budget, rng)))
+        runs["optuna_tpe"].append(score(t, optuna_tpe(samples, budget, seed + i)))
+    for name, rs in runs.items():
+        out[name] = {"regret": round(statistics.fmean(r["regret"] for r in rs), 4),
+                     "hit": round(sum(r["hit"] for r in rs) / len(rs), 3), "runs": len(rs),
+                     "probes": len(samples) if name == "seeds_method" else budget}
+    return out

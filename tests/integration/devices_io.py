@@ -1,0 +1,118 @@
+"""Direct reads on a block device, for the device-profile tests: run as a program (so it can be started inside a
+profile's cgroup) and print one JSON line.
+
+    python devices_io.py single DEV N          median latency of N random 4 KiB O_DIRECT reads, one at a time
+    python devices_io.py parallel DEV K TRIES  K random 4 KiB O_DIRECT reads submitted at once (Linux AIO, one
+                                               io_submit), the time until all K completed: min and all TRIES
+    python devices_io.py rate DEV BYTES SECONDS direct|buffered   reads of BYTES for SECONDS: IOPS and MiB/s
+
+Linux AIO through ctypes (io_setup/io_submit/io_getevents), not threads: Python threads wake one by one and add
+milliseconds on a loaded 2-core machine, which would hide whether the device itself overlaps reads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import mmap
+import os
+import random
+import statistics
+import sys
+import time
+
+_SYS_IO_SETUP, _SYS_IO_DESTROY, _SYS_IO_GETEVENTS, _SYS_IO_SUBMIT = 206, 207, 208, 209  # x86_64
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+class _Iocb(ctypes.Structure):  # struct iocb, include/uapi/linux/aio_abi.h (little-endian layout)
+    _fields_ = [("aio_data", ctypes.c_uint64), ("aio_key", ctypes.c_uint32), ("aio_rw_flags", ctypes.c_int32),
+                ("aio_lio_opcode", ctypes.c_uint16), ("aio_reqprio", ctypes.c_int16), ("aio_fildes", ctypes.c_uint32),
+                ("aio_buf", ctypes.c_uint64), ("aio_nbytes", ctypes.c_uint64), ("aio_offset", ctypes.c_int64),
+                ("aio_reserved2", ctypes.c_uint64), ("aio_flags", ctypes.c_uint32), ("aio_resfd", ctypes.c_uint32)]
+
+
+class _Event(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_uint64), ("obj", ctypes.c_uint64), ("res", ctypes.c_int64), ("res2", ctypes.c_int64)]
+
+
+def _offsets(size: int, n: int, block: int, seed: int) -> list[int]:
+    rng = random.Random(seed)
+    return [b * block for b in rng.sample(range(size // block), n)]
+
+
+def single(dev: str, n: int) -> dict[str, float]:
+    fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)
+    buf = mmap.mmap(-1, 4096)
+    times = []
+    for off in _offsets(os.lseek(fd, 0, os.SEEK_END), n, 4096, 1):
+        t = time.perf_counter()
+        os.preadv(fd, [buf], off)
+        times.append(time.perf_counter() - t)
+    os.close(fd)
+    return {"median_ms": statistics.median(times) * 1e3, "min_ms": min(times) * 1e3}
+
+
+def parallel(dev: str, k: int, tries: int) -> dict[str, object]:
+    fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)
+    size = os.lseek(fd, 0, os.SEEK_END)
+    ctx = ctypes.c_ulong(0)
+    if _libc.syscall(_SYS_IO_SETUP, k, ctypes.byref(ctx)) != 0:
+        raise OSError(ctypes.get_errno(), "io_setup")
+    bufs = [mmap.mmap(-1, 4096) for _ in range(k)]
+    addrs = [ctypes.addressof(ctypes.c_char.from_buffer(b)) for b in bufs]
+    results = []
+    for attempt in range(tries):
+        iocbs = (_Iocb * k)()
+        for i, off in enumerate(_offsets(size, k, 4096, 100 + attempt)):
+            iocbs[i].aio_data, iocbs[i].aio_fildes, iocbs[i].aio_buf = i, fd, addrs[i]
+            iocbs[i].aio_nbytes, iocbs[i].aio_offset, iocbs[i].aio_lio_opcode = 4096, off, 0  # IOCB_CMD_PREAD
+        ptrs = (ctypes.POINTER(_Iocb) * k)(*[ctypes.pointer(iocbs[i]) for i in range(k)])
+        events = (_Event * k)()
+        t = time.perf_counter()
+        if _libc.syscall(_SYS_IO_SUBMIT, ctx, k, ptrs) != k:
+            raise OSError(ctypes.get_errno(), "io_submit")
+        got = 0
+        while got < k:
+            n = _libc.syscall(_SYS_IO_GETEVENTS, ctx, 1, k - got, events, None)
+            if n < 0:
+                raise OSError(ctypes.get_errno(), "io_getevents")
+            if any(events[i].res != 4096 for i in range(n)):
+                raise OSError("a read failed")
+            got += n
+        results.append((time.perf_counter() - t) * 1e3)
+    _libc.syscall(_SYS_IO_DESTROY, ctx)
+    os.close(fd)
+    return {"min_ms": min(results), "all_ms": results}
+
+
+def rate(dev: str, block: int, seconds: float, mode: str) -> dict[str, float]:
+    direct = mode == "direct"
+    fd = os.open(dev, os.O_RDONLY | (os.O_DIRECT if direct else 0))
+    size = os.lseek(fd, 0, os.SEEK_END)
+    if not direct:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # one read, one request: no readahead
+    buf = mmap.mmap(-1, block)
+    rng = random.Random(7)
+    n = 0
+    t0 = time.perf_counter()
+    while (elapsed := time.perf_counter() - t0) < seconds:
+        off = rng.randrange(size // block) * block
+        if not direct:
+            os.posix_fadvise(fd, off, block, os.POSIX_FADV_DONTNEED)  # a read the page cache cannot answer
+        os.preadv(fd, [buf], off)
+        n += 1
+    os.close(fd)
+    return {"iops": n / elapsed, "mib_s": n * block / elapsed / 2**20, "reads": n}
+
+
+if __name__ == "__main__":
+    what, dev, *rest = sys.argv[1:]
+    if what == "single":
+        out: dict[str, object] = dict(single(dev, int(rest[0])))
+    elif what == "parallel":
+        out = parallel(dev, int(rest[0]), int(rest[1]))
+    else:
+        out = dict(rate(dev, int(rest[0]), float(rest[1]), rest[2]))
+    print(json.dumps(out))

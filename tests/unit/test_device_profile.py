@@ -1,0 +1,97 @@
+"""Device profile strings: parsed once, shown canonically; bad ones and unusable ones get one sentence and exit 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tuner.config import load_config
+from tuner.errors import ConfigError
+from tuner.target.sandbox import Sandbox
+from tuner.target.sandbox.device import LOCAL, DeviceProfile, ProfileError, parse_profile
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("text", "profile", "shown"),
+    [
+        ("local", LOCAL, "local"),
+        ("ram", DeviceProfile(ram=True), "ram"),
+        ("hdd", DeviceProfile(hdd=True), "hdd"),
+        ("iops=3000", DeviceProfile(read_iops=3000), "iops=3000"),
+        ("mbps=125", DeviceProfile(read_mbps=125), "mbps=125"),
+        ("latency=1ms,iops=3000", DeviceProfile(latency_us=1000, read_iops=3000), "latency=1ms,iops=3000"),
+        (" Latency=500us , ram ", DeviceProfile(ram=True, latency_us=500), "ram,latency=500us"),
+        ("latency=0.25ms", DeviceProfile(latency_us=250), "latency=250us"),
+        ("local,mbps=125", DeviceProfile(read_mbps=125), "mbps=125"),
+    ],
+)
+def test_a_profile_parses_and_shows_canonically(text: str, profile: DeviceProfile, shown: str) -> None:
+    assert parse_profile(text) == profile
+    assert str(profile) == shown
+    assert parse_profile(shown) == profile  # what is shown reads back as the same profile
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "empty"),
+        ("ssd", "unknown device profile part 'ssd'"),
+        ("iops", "unknown device profile part 'iops'"),
+        ("iops=0", "whole number from 1"),
+        ("iops=3k", "whole number from 1"),
+        ("mbps=-5", "whole number from 1"),
+        ("latency=1", "needs a unit"),
+        ("latency=0.5us", "whole number of microseconds"),
+        ("latency=5000ms", "whole number of microseconds"),
+        ("iops=3,iops=4", "appears twice"),
+        ("ram,local", "either local or ram"),
+        ("hdd,latency=1ms", "hdd or latency"),
+    ],
+)
+def test_a_bad_profile_is_one_sentence(text: str, says: str) -> None:
+    with pytest.raises(ProfileError) as err:
+        parse_profile(text)
+    assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_config_parses_the_profile_once_and_prints_it_back() -> None:
+    cfg = load_config(None, environ={"TUNER_SANDBOX__DEVICE": "latency=1ms,iops=3000"})
+    assert cfg.sandbox.device == DeviceProfile(latency_us=1000, read_iops=3000)
+    assert cfg.model_dump(mode="json")["sandbox"]["device"] == "latency=1ms,iops=3000"
+    assert load_config(None, environ={}).sandbox.device == LOCAL
+    with pytest.raises(ConfigError, match=r"\[sandbox\] device: unknown device profile part 'fast'"):
+        load_config(None, environ={"TUNER_SANDBOX__DEVICE": "fast"})
+
+
+def test_a_profile_on_the_host_disk_is_refused_before_anything_is_made(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match='needs the sandbox\'s own loop disk.*disk = "host"') as err:
+        Sandbox(base_dir=tmp_path, disk="host", device=DeviceProfile(read_iops=300))
+    assert err.value.hint and "--device" in err.value.hint
+    assert not list(tmp_path.iterdir())
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    own = {"TUNER_TUNER__STATE_DIR": os.environ["TUNER_TUNER__STATE_DIR"]} if "TUNER_TUNER__STATE_DIR" in os.environ else {}
+    return subprocess.run([sys.executable, "-m", "tuner", *args], capture_output=True, text=True, cwd=cwd, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), **own})
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--sandbox", "--device", "iops=fast"], "iops='fast' is not a whole number"),
+        (["--device", "iops=300"], "--device emulates a disk under tuner's own sandbox"),
+    ],
+)
+def test_recommend_refuses_a_bad_device_in_one_sentence(tmp_path: Path, args: list[str], says: str) -> None:
+    proc = _run("recommend", *args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2 and says in lines[0] and lines[1].startswith("hint:"), proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,130 @@
+"""Device profiles: what kind of disk the sandbox's loop device pretends to be (``--device``, ``[sandbox] device``).
+
+A profile is a comma list of parts, each at most once:
+
+* where the data lives — ``local`` (default: an image file on ``base_dir``'s disk, as without a profile) or
+  ``ram`` (an image file on a tmpfs of the sandbox's own: NVMe-class, RAM-speed reads);
+* a read layer under the loop device — ``latency=Xms`` (each read waits X, many wait at once: network-attached
+  block storage) or ``hdd`` (one spindle: reads wait one after another, for a seek that grows with distance);
+* caps on the loop device, for every sandbox process — ``iops=N`` (reads per second) and ``mbps=N`` (MiB of
+  reads per second, as AWS quotes gp3's 125 MiB/s baseline).
+
+``latency=1ms,iops=3000`` is a network volume with a provisioned IOPS cap. The parser is pure; nothing here
+touches the host.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import BeforeValidator, PlainSerializer
+
+SYNTAX = "local, ram, hdd, iops=N, mbps=N, latency=Xms (or Xus), comma-separated, e.g. latency=1ms,iops=3000"
+
+_LATENCY = re.compile(r"^(\d+(?:\.\d+)?)(ms|us)$")
+_MAX_LATENCY_US = 1_000_000  # one second per read: beyond any disk, and a probe would never end
+_MAX_IOPS = 10_000_000
+_MAX_MBPS = 1_000_000
+
+
+class ProfileError(ValueError):
+    """A profile string that does not parse: one sentence naming the bad part (a ValueError, so the config
+    loader reports it like any other bad value)."""
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """One emulated disk. ``latency_us`` is the delay the read layer adds to each read (with ``hdd``: on top of
+    the seek model, normally 0)."""
+
+    ram: bool = False
+    hdd: bool = False
+    latency_us: int | None = None
+    read_iops: int | None = None
+    read_mbps: int | None = None
+
+    @property
+    def local(self) -> bool:
+        """Today's sandbox disk, nothing emulated."""
+        return self == LOCAL
+
+    @property
+    def layered(self) -> bool:
+        """Reads pass through the latency layer (a FUSE file under the loop device)."""
+        return self.hdd or self.latency_us is not None
+
+    @property
+    def capped(self) -> bool:
+        """The loop device has a read cap (a cgroup of the sandbox's own)."""
+        return self.read_iops is not None or self.read_mbps is not None
+
+    def __str__(self) -> str:
+        parts = ["ram" if self.ram else "local"] if self.ram or self.local else []
+        if self.hdd:
+            parts.append("hdd")
+        if self.latency_us is not None:
+            parts.append(f"latency={_fmt_latency(self.latency_us)}")
+        if self.read_iops is not None:
+            parts.append(f"iops={self.read_iops}")
+        if self.read_mbps is not None:
+            parts.append(f"mbps={self.read_mbps}")
+        return ",".join(parts)
+
+
+LOCAL = DeviceProfile()
+
+
+def _fmt_latency(us: int) -> str:
+    return f"{us // 1000}ms" if us % 1000 == 0 else f"{us}us"
+
+
+def _count(key: str, value: str, limit: int) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= limit:
+        raise ProfileError(f"{key}={value!r} is not a whole number from 1 to {limit:,}")
+    return int(value)
+
+
+def parse_profile(text: str) -> DeviceProfile:
+    """The profile a string names; :class:`ProfileError` (one sentence, with the syntax) if it names none."""
+    fields: dict[str, object] = {}
+    seen: set[str] = set()
+    parts = [p.strip().lower() for p in str(text).split(",")]
+    if not any(parts):
+        raise ProfileError(f"the device profile is empty; profiles are {SYNTAX}")
+    for part in parts:
+        key, _, value = part.partition("=")
+        if key in seen:
+            raise ProfileError(f"{key!r} appears twice in the device profile {text!r}")
+        seen.add(key)
+        if key in ("local", "ram", "hdd") and not value:
+            if key != "local":
+                fields[key] = True
+        elif key == "iops" and value:
+            fields["read_iops"] = _count(key, value, _MAX_IOPS)
+        elif key == "mbps" and value:
+            fields["read_mbps"] = _count(key, value, _MAX_MBPS)
+        elif key == "latency" and value:
+            m = _LATENCY.match(value)
+            if not m:
+                raise ProfileError(f"latency={value!r} needs a unit: latency=1ms or latency=500us")
+            us = float(m.group(1)) * (1000 if m.group(2) == "ms" else 1)
+            if us != int(us) or not 1 <= us <= _MAX_LATENCY_US:
+                raise ProfileError(f"latency={value!r} must be a whole number of microseconds from 1us to 1000ms")
+            fields["latency_us"] = int(us)
+        else:
+            raise ProfileError(f"unknown device profile part {part!r}; profiles are {SYNTAX}")
+    if {"local", "ram"} <= seen:
+        raise ProfileError("a device profile is either local or ram, not both")
+    if {"hdd", "latency"} <= seen:
+        raise ProfileError("hdd already models its own latency (seek + rotation); use hdd or latency=…, not both")
+    return DeviceProfile(**fields)  # type: ignore[arg-type]
+
+
+def _coerce(value: object) -> object:
+    return parse_profile(value) if isinstance(value, str) else value
+
+
+# The type of ``[sandbox] device``: parsed once where the configuration is read, shown as its string.
+DeviceField = Annotated[DeviceProfile, BeforeValidator(_coerce), PlainSerializer(str, return_type=str)]
