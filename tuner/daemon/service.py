@@ -30,6 +30,7 @@ from typing import Any
 
 from tuner.config import Config, is_loopback, listen_address, load_config, state_dir
 from tuner.daemon.timespec import local_timezone
+from tuner.daemon import pins as pinning
 from tuner.daemon import session_request
 from tuner.daemon.residency import lock_working_set
 from tuner.daemon.token import read_token
@@ -41,7 +42,6 @@ log = get_logger("tuner.daemon")
 
 STOP_WITHIN_S = 30.0
 IDLE_POLL_S = 60.0  # the worker looks at its queue at least this often (windows open, timers)
-KINDS = ("session", "reprobe", "revalidate")
 MAX_ATTEMPTS = 3  # a run stopped by its window, the daemon's stop or a crash is queued again at most this often
 
 
@@ -511,21 +511,13 @@ class Daemon:
         return report
 
     async def _pins(self, db: Any, target: Target, knobs: list[str]) -> dict[str, Any]:
-        from tuner.families.base import Pin
-
         if not target.store_id:
             return {}
-        family_of = _family_of()
-        grouped: dict[str, dict[str, Any]] = {}
-        for sid, r in await db.accepted(target.store_id):
-            if not _pinnable(r, family_of) or (knobs and r.knob not in knobs):
-                continue
-            fam = family_of[r.knob]
-            g = grouped.setdefault(fam, {"sid": sid, "cand": {}, "base": {}, "near": {}})
-            g["cand"][r.knob], g["base"][r.knob] = r.recommended, r.current
-            if r.near_optimal:
-                g["near"][r.knob] = tuple(r.near_optimal)
-        return {fam: Pin(g["sid"], g["cand"], g["base"], g["near"]) for fam, g in grouped.items()}
+        accepted = await db.accepted(target.store_id)
+        if not accepted:
+            return {}
+        owners = await asyncio.to_thread(pinning.owners)  # imports the families: not on the event loop
+        return pinning.pins(accepted, owners, knobs)
 
     async def _refresh(self, target: Target) -> None:
         """The target's recommendation gauges from the store."""
@@ -615,8 +607,10 @@ class Daemon:
         async with open_store(self.cfg) as db:
             assert db is not None
             accepted = await db.accepted(target.store_id) if target.store_id else []
-            act = action(changes, _recommended(accepted))
-            todo = self._answer(target, act, accepted)
+            act = action(changes, pinning.recommended(accepted))
+            # The families' declarations import them: only when there is an accepted recommendation to ask about.
+            owners = await asyncio.to_thread(pinning.owners) if accepted and act.kind != "session" else None
+            todo = self._answer(target, act, accepted, owners)
             said = f"{act.kind}: {act.reason}" + (f" ({todo[1]})" if todo[1] else "")
             if target.store_id:
                 await db.record_drift(target.store_id, changes_json(changes), said)
@@ -626,25 +620,25 @@ class Daemon:
         for kind, families, knobs in todo[0]:
             await self.enqueue(name, kind, reason=f"drift: {act.reason}", families=families, knobs=knobs)
 
-    def _answer(self, target: Target, act: Any, accepted: list[tuple[str, Any]],
+    def _answer(self, target: Target, act: Any, accepted: list[tuple[str, Any]], owners: pinning.Owners | None,
                 ) -> tuple[list[tuple[str, list[str], list[str]]], str]:
         """The runs a drift action calls for on this target, and a note on what was changed from the action:
         only the target's own families are probed, and a recommendation tuner cannot re-validate by pinning it
         (a device's readahead, a tablespace's setting, a setting that is not a number) is re-probed instead."""
         from tuner.daemon.drift import recommendation_key
 
-        mine = set(target.cfg.tuner.families)
-        family_of = _family_of()
-        pinnable = {recommendation_key(r.knob, r.object) for _, r in accepted if _pinnable(r, family_of)}
-        runs: list[tuple[str, list[str], list[str]]] = []
-        notes: list[str] = []
         if act.kind == "session":
             return [("session", [], [])], ""
+        mine = set(target.cfg.tuner.families)
+        pinnable = ({recommendation_key(r.knob, r.object) for _, r in accepted if owners.pinnable(r)}
+                    if owners is not None else set())
+        runs: list[tuple[str, list[str], list[str]]] = []
+        notes: list[str] = []
         families = [f for f in act.families if f in mine] if act.families else []
         knobs = [k for k in act.knobs if k in pinnable]
         for k in act.knobs:
             if k not in pinnable:
-                fam = "readahead" if ":" in k or k == "read_ahead_kb" else family_of.get(k, "")
+                fam = owners.of_key(k, accepted) if owners is not None else ""
                 if fam in mine and fam not in families:
                     families.append(fam)
                     notes.append(f"{k} is re-probed: tuner re-validates only server-wide numeric settings")
@@ -965,34 +959,12 @@ def _store_id(sysid: str | None, fp: Mapping[str, Any], target: Target) -> str:
     return target_id(sysid, fp.get("data_directory"), fp.get("label") or _label(target))
 
 
-def _family_of() -> dict[str, str]:
-    from tuner.knobs import catalog
-
-    cat = catalog.load()
-    from tuner.families import REGISTRY
-
-    return {k: fam for fam in REGISTRY.names() for k in cat.names(fam)}
-
-
-def _pinnable(r: Any, family_of: Mapping[str, str]) -> bool:
-    """Whether a recommendation can be re-validated by a pin: a server-wide number of a family that honours pins."""
-    return (r.scope == "system" and family_of.get(r.knob) in ("concurrency", "wal")
-            and isinstance(r.recommended, int) and isinstance(r.current, int))
-
-
 def daemon_owner(cfg: Config) -> str:
     """Which daemon a queued run belongs to: its host and state directory (daemons may share a store)."""
     import hashlib
     import socket
 
     return hashlib.sha256(f"{socket.gethostname()}|{state_dir(cfg)}".encode()).hexdigest()[:16]
-
-
-def _recommended(accepted: list[tuple[str, Any]]) -> dict[str, Any]:
-    """Accepted recommendations keyed as :func:`tuner.daemon.drift.action` wants them."""
-    from tuner.daemon.drift import recommendation_key
-
-    return {recommendation_key(r.knob, r.object): r.recommended for _, r in accepted}
 
 
 def _outcome(report: Any) -> str:
