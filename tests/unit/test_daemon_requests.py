@@ -59,9 +59,9 @@ def test_the_daemon_refuses_an_excluded_family_and_queues_nothing(tmp_path: Path
         from tuner.store import open_store
 
         with pytest.raises(DaemonError, match="does not allow the family readahead"):
-            await d.request_session({"families": ["readahead"]})
+            await d.queries.request_session({"families": ["readahead"]})
         with pytest.raises(DaemonError, match="does not allow the family readahead"):
-            await d.request_session({"families": ["concurrency", "readahead"]})
+            await d.queries.request_session({"families": ["concurrency", "readahead"]})
         async with open_store(d.cfg) as db:
             return await db.runs(d.owner, status=("queued",))
 
@@ -72,8 +72,8 @@ def test_the_daemon_queues_equal_requests_once(tmp_path: Path) -> None:
     d = _daemon(tmp_path)
 
     async def go() -> list[dict]:
-        a = await d.request_session({})
-        b = await d.request_session({"families": ["concurrency", "concurrency"]})
+        a = await d.queries.request_session({})
+        b = await d.queries.request_session({"families": ["concurrency", "concurrency"]})
         assert b["already_queued"] and a["id"] == b["id"]
         return [a, b]
 

@@ -24,7 +24,7 @@ from aiohttp import web
 
 from tuner.config import load_config
 from tuner.daemon.api import make_runner
-from tuner.daemon.service import Daemon, _Backend
+from tuner.daemon.service import Daemon
 
 from .test_hostile_inputs import PASSWORD, Case, check_case, directory, fifo, with_mode
 from .test_store import make_report, save
@@ -430,7 +430,7 @@ def test_hostile_command_line_input(name: str, tmp_path: Path) -> None:
 
 
 async def _answer(d: Daemon, case: Api, port: int) -> tuple[int, bytes, int]:
-    runner = make_runner(_Backend(d), idle_timeout_s=30)
+    runner = make_runner(d.queries, idle_timeout_s=30)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()

@@ -7,5 +7,7 @@ never applies a recommendation itself.
 
 Modules: ``timespec`` (durations, windows, crontab), ``systemd`` (sd_notify), ``lockfile`` (one daemon per state
 directory), ``drift`` (the drift fingerprint and what a change calls for; ``hostfacts`` its device and cgroup reads), ``api`` (HTTP), ``metrics``
-(Prometheus), ``service`` (the scheduler and the work queue).
+(Prometheus), ``service`` (lifecycle, signals, schedule, reload), ``worker`` (the queue, its store handle and the
+runs), ``queries`` (what the API asks), ``watch`` (drift orchestration), ``pins`` (which family owns a
+recommendation and honours pins), ``state`` (what those parts share).
 """

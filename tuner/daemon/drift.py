@@ -23,6 +23,7 @@ import asyncpg
 
 from tuner import sqlfiles
 from tuner.daemon import hostfacts
+from tuner.families import REGISTRY
 from tuner.knobs import catalog
 from tuner.knobs.devices import discover, postgres_paths
 from tuner.target import facts as target_facts
@@ -51,6 +52,12 @@ ChangeKind = Literal["server", "setting", "device", "kernel", "cgroup", "size"]
 def recommendation_key(knob: str, object: str | None = None) -> str:
     """The key of a recommendation in :func:`action`'s ``recommended``: ``knob`` or ``knob:object``."""
     return f"{knob}:{object}" if object else knob
+
+
+def knob_families() -> dict[str, str]:
+    """Each catalogued knob's family (the catalogue is the one place that says it), for the registered families."""
+    cat = catalog.load()
+    return {k: family for family in REGISTRY.names() for k in cat.names(family)}
 
 
 def size_band(database_bytes: int, shared_buffers_bytes: int, memory_bytes: int) -> int:
@@ -261,7 +268,7 @@ def action(changes: list[Change], recommended: Mapping[str, Any]) -> Action:
         elif c.recommendation and c.value_changed:
             key = c.recommendation
             value = (c.after or {}).get("value") if c.kind == "setting" else c.after
-            family = "readahead" if c.kind == "device" else (c.after or c.before)["family"]
+            family = knob_families().get(attr or "", "") if c.kind == "device" else (c.after or c.before)["family"]
             if key not in recommended:
                 families.add(family)
             elif str(value) != str(recommended[key]):  # moved to the recommendation: applied, nothing to check

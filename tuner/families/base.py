@@ -162,10 +162,14 @@ class FamilyResult:
 class Family(Protocol):
     """A knob family. ``applicable`` is cheap and changes nothing; ``run`` probes.
 
-    Two optional members tell the reports what shared code must not guess (see :func:`objective_unit` and
-    :func:`html_sections`): ``objective_unit: ClassVar[str]``, what a trial's value measures (default
-    :data:`OBJECTIVE_UNIT`), and ``html_sections(report, figures)``, the HTML report's sections for what the
-    family put in the report besides trials and recommendations, as (id, heading, body HTML).
+    Optional members tell shared code what it must not guess (see :func:`objective_unit`, :func:`html_sections`,
+    :func:`honours_pins` and :func:`object_scopes`): ``objective_unit: ClassVar[str]``, what a trial's value
+    measures (default :data:`OBJECTIVE_UNIT`); ``html_sections(report, figures)``, the HTML report's sections for
+    what the family put in the report besides trials and recommendations, as (id, heading, body HTML);
+    ``honours_pins: ClassVar[bool]``, whether its ``run`` re-validates a stored recommendation given as a
+    :class:`Pin` (default False); ``object_scopes: ClassVar[tuple[str, ...]]``, the scopes of the objects its
+    recommendations name (``"device"``, ``"tablespace"``), so a recommendation on an object is known to be its
+    (default none: its recommendations are server-wide settings, owned as the knob catalogue says).
     """
 
     name: ClassVar[str]
@@ -193,6 +197,16 @@ def html_sections(family: Family, report: Report, figures: Figures) -> list[tupl
     ``html_sections``."""
     hook = getattr(family, "html_sections", None)
     return list(hook(report, figures)) if hook is not None else []
+
+
+def honours_pins(family: Family) -> bool:
+    """Whether ``family`` re-validates a stored recommendation pinned to it (its ``honours_pins``; default False)."""
+    return bool(getattr(family, "honours_pins", False))
+
+
+def object_scopes(family: Family) -> tuple[str, ...]:
+    """The scopes of the objects ``family``'s recommendations name (its ``object_scopes``; default none)."""
+    return tuple(getattr(family, "object_scopes", ()))
 
 
 def unmet_needs(needs: Needs, ctx: FamilyContext) -> str | None:

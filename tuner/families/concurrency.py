@@ -59,6 +59,7 @@ class Concurrency:
     after: ClassVar[tuple[str, ...]] = ("readahead",)
     summary: ClassVar[str] = ("effective_io_concurrency by SET in the probe session, over sparse bitmap heap scans "
                               "(17+: and a sequential scan, jointly with io_combine_limit; 18+: io_workers, io_method)")
+    honours_pins: ClassVar[bool] = True  # a stored effective_io_concurrency is re-validated by pinning it
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         dim = space.dimension(KNOB, ctx.policy, ctx.facts)

@@ -142,6 +142,7 @@ class Readahead:
     after: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = "read_ahead_kb of each block device under the data directory, pg_wal and tablespaces"
     objective_unit: ClassVar[str] = OBJECTIVE_UNIT  # a cold sequential scan's execution time
+    object_scopes: ClassVar[tuple[str, ...]] = ("device", "tablespace")  # read_ahead_kb; eic per tablespace
     html_sections = staticmethod(readahead_figures.html_sections)
 
     def applicable(self, ctx: FamilyContext) -> str | None:

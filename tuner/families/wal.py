@@ -132,6 +132,7 @@ class Wal:
     after: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = "commit_delay, wal_writer_* (searched), wal_compression, wal_buffers (screened)"
     objective_unit: ClassVar[str] = "ms per transaction"
+    honours_pins: ClassVar[bool] = True  # a stored WAL setting is re-validated by pinning it
     html_sections = staticmethod(wal_figures.html_sections)
 
     def applicable(self, ctx: FamilyContext) -> str | None:

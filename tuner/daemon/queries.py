@@ -1,0 +1,136 @@
+"""The daemon as the HTTP API sees it (:class:`tuner.daemon.api.Backend`): what the API asks is answered here
+from the store and the daemon's state, and a session it requests is handed to the worker's queue."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from tuner import emit
+from tuner.config import is_loopback, listen_address
+from tuner.daemon import session_request
+from tuner.daemon.state import DaemonState
+from tuner.daemon.worker import Worker
+from tuner.emit.json import to_dict
+from tuner.errors import ConfigError, DaemonError
+from tuner.store import StoreError
+
+
+class Queries:
+    def __init__(self, state: DaemonState, worker: Worker) -> None:
+        self.state, self.worker = state, worker
+
+    def token(self) -> str | None:
+        return self.state.token
+
+    def token_everywhere(self) -> bool:
+        # From the address actually bound, not from a reloaded file (a reload cannot move the socket).
+        host = (self.state.bound or listen_address(self.state.cfg.daemon.listen))[0]
+        return not is_loopback(host)
+
+    def loopback_hosts(self) -> frozenset[str] | None:
+        """Host headers accepted on a loopback socket (against DNS rebinding); None: any (off loopback, where every
+        endpoint but /healthz needs the token anyway)."""
+        host, port = self.state.bound or listen_address(self.state.cfg.daemon.listen)
+        if not is_loopback(host):
+            return None
+        names = {"localhost", "127.0.0.1", "[::1]", host if ":" not in host else f"[{host}]"}
+        return frozenset({*names, *(f"{n}:{port}" for n in names)})
+
+    def ready(self) -> tuple[bool, str]:
+        st = self.state
+        if st.scheduler is None or not st.scheduler.running:
+            return False, "the scheduler is not running"
+        if st.store_problem:
+            return False, st.store_problem
+        if st.journal_left:
+            return False, f"{st.journal_left}; run 'tuner restore'"
+        return True, st.status()
+
+    def metrics(self) -> tuple[bytes, str]:
+        return self.state.metrics.render(), self.state.metrics.content_type
+
+    def _no_target(self, target: str) -> DaemonError:
+        return DaemonError(f"no target {target!r}", hint=f"targets: {', '.join(self.state.targets)}", status=404)
+
+    async def recommendations(self, target: str | None) -> dict[str, Any]:
+        if target is not None and target not in self.state.targets:
+            raise self._no_target(target)
+        out = []
+        async with self.worker.store() as db:
+            for t in self.state.targets.values():
+                if target and t.name != target:
+                    continue
+                accepted = await db.accepted(t.store_id) if t.store_id else []
+                recs: list[dict[str, Any]] = []
+                if accepted:  # as the JSON report has them: with apply_sql, rollback_sql and host commands
+                    report = (await db.report(accepted[0][0])).model_copy(
+                        update={"recommendations": [r for _, r in accepted]})
+                    recs = [rec | {"session_id": sid}
+                            for rec, (sid, _) in zip(to_dict(report)["recommendations"], accepted, strict=True)]
+                out.append({"target": t.name, "target_id": t.store_id, "recommendations": recs})
+        return {"generated_at": datetime.now(UTC).isoformat(timespec="seconds"), "targets": out}
+
+    async def rendered(self, target: str, fmt: str) -> dict[str, str]:
+        """The accepted recommendations rendered by an emitter, with the newest session's header. With none in
+        force (never any, or all withdrawn) the files say so and set nothing — a config-management pull then
+        removes what an earlier pull put in place."""
+        if fmt not in emit.FORMATS:
+            raise DaemonError(f"unknown format {fmt!r}", hint=f"formats: {', '.join(emit.FORMATS)}")
+        t = self.state.targets.get(target)
+        if t is None:
+            raise self._no_target(target)
+        async with self.worker.store() as db:
+            accepted = await db.accepted(t.store_id) if t.store_id else []
+            latest = await db.sessions(target=t.store_id, limit=1) if t.store_id else []
+            if not latest:
+                raise DaemonError(f"target {target} has no stored session yet", status=409,
+                                  hint="GET /v1/sessions shows what ran; POST /v1/sessions runs a session now")
+            report = await db.report(latest[0].id)
+        report = report.model_copy(update={"recommendations": [r for _, r in accepted]})
+        return emit.render(report, fmt)
+
+    async def sessions(self, limit: int) -> dict[str, Any]:
+        async with self.worker.store() as db:
+            runs = await db.runs(self.state.owner, limit=limit)
+            stored = await db.sessions(limit=limit)
+        for run in runs:
+            self._live(run)
+        return {"runs": runs, "sessions": [_summary(s) for s in stored]}
+
+    async def session(self, session_id: str) -> dict[str, Any] | None:
+        if not session_id or not all(c in "0123456789abcdef" for c in session_id) or len(session_id) > 32:
+            return None
+        async with self.worker.store() as db:
+            run = next(iter(r for r in await db.runs(self.state.owner, limit=1000) if r["id"] == session_id), None)
+            try:
+                report = (await db.report(session_id)).model_dump(mode="json")
+            except (ConfigError, StoreError):
+                report = None
+        if run is None and report is None:
+            return None
+        if run is not None:
+            self._live(run)
+        return {"run": run, "report": report}
+
+    async def drift(self, limit: int) -> dict[str, Any]:
+        async with self.worker.store() as db:
+            return {"events": await db.all_drift_events(limit=limit)}
+
+    async def request_session(self, body: dict[str, Any]) -> dict[str, Any]:
+        req = session_request.parse(body, {n: t.cfg.tuner.families for n, t in self.state.targets.items()})
+        run = await self.worker.enqueue(req.target, req.kind, reason="requested over the API",
+                                        families=req.families, forced=req.forced)
+        return {"id": run["id"], "status": "queued", "target": req.target, "kind": req.kind,
+                "in_window": not req.forced, "already_queued": bool(run.get("already_queued"))}
+
+    def _live(self, run: dict[str, Any]) -> None:
+        cur = self.state.current
+        if cur is not None and cur.run["id"] == run["id"]:
+            run["progress"] = {"phase": cur.phase, "step": cur.step, "probes": cur.probes}
+
+
+def _summary(s: Any) -> dict[str, Any]:
+    return {"id": s.id, "target_id": s.target_id, "target": s.target, "started_at": s.started_at,
+            "duration_s": s.duration_s, "kind": s.kind, "server_version": s.server_version, "policy": s.policy,
+            "probes": s.probes, "decisions": s.decisions}
