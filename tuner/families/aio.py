@@ -1,0 +1,87 @@
+"""Which of PostgreSQL 18's server-wide asynchronous-I/O settings the concurrency family may search on this target,
+and why not where it may not: ``io_workers`` (reload) and ``io_method`` (restart) are changed with ALTER SYSTEM,
+which tuner writes back only where its journal may; ``io_method = io_uring`` is screened only where nothing stops
+the server from running it (:mod:`tuner.families.iouring`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tuner.core import space
+from tuner.families import iouring
+from tuner.families.base import FamilyContext
+from tuner.optimiser import Dimension
+
+WORKERS = "io_workers"
+METHOD = "io_method"
+
+
+def alter_system_refusal(ctx: FamilyContext) -> str | None:
+    """Why the server-wide knobs cannot be changed on this target (None: they can)."""
+    facts = ctx.facts
+    if not facts.is_superuser:
+        return "they are changed with ALTER SYSTEM, which needs a superuser"
+    if facts.in_recovery and not _own_sandbox(facts.data_directory, ctx.sandbox_dir):
+        return ("they are changed with ALTER SYSTEM, and tuner writes ALTER SYSTEM lines back only on its own sandbox "
+                "or a writable clone marked staging, not on this hot standby")
+    return None
+
+
+def _own_sandbox(data_directory: str | None, sandbox_dir: str | None) -> bool:
+    if not data_directory or not sandbox_dir:
+        return False
+    try:
+        return Path(data_directory).resolve().is_relative_to(Path(sandbox_dir).resolve())
+    except OSError:
+        return False
+
+
+def workers_dimension(ctx: FamilyContext, io: dict[str, dict[str, Any]], refusal: str | None,
+                      notes: list[str]) -> Dimension | None:
+    """io_workers' search range, or None (with a note saying why) where it is not searched."""
+    if WORKERS not in io or space.spec(WORKERS, ctx.facts) is None:
+        return None
+    dim = space.dimension(WORKERS, ctx.policy, ctx.facts)
+    why = (dim if isinstance(dim, str) else refusal if refusal
+           else f"it acts only under {METHOD} = worker, and today it is {io[METHOD]['setting']}"
+           if io.get(METHOD, {}).get("setting") != "worker" else None)
+    if why is not None:
+        notes.append(f"{WORKERS} not searched: {why}")
+        return None
+    assert not isinstance(dim, str)
+    return dim
+
+
+def method_alternatives(ctx: FamilyContext, io: dict[str, dict[str, Any]], refusal: str | None,
+                        notes: list[str]) -> list[str]:
+    """The io_method values to screen against today's: the policy's, where the build offers them and (io_uring)
+    nothing on this host stops the server from running it; none without restarts."""
+    if METHOD not in io or space.spec(METHOD, ctx.facts) is None or not ctx.policy.concurrency.io_method:
+        return []
+    today = io[METHOD]["setting"]
+    offered = tuple(io[METHOD]["enumvals"] or ())
+    why = (refusal if refusal else
+           "it needs a restart, and the policy does not allow restarts (guardrails.allow_restart)"
+           if not ctx.policy.guardrails.allow_restart else
+           "it needs a restart, and tuner cannot restart this server ([target] restart_command)"
+           if ctx.target.restart is None else None)
+    if why is not None:
+        notes.append(f"{METHOD} not screened: {why}")
+        return []
+    out = []
+    for m in ctx.policy.concurrency.io_method:
+        if m == today:
+            continue
+        if m == "io_uring":
+            local = ctx.facts.local_data_directory()
+            facts = iouring.read_facts(offered, local or Path("/nonexistent"),
+                                       {k: str(io[k]["setting"]) for k in iouring.SLOT_SETTINGS if k in io})
+            if (stopped := iouring.blocker(facts)) is not None:
+                notes.append(f"{METHOD} = io_uring not screened: {stopped}")
+                continue
+        elif m not in offered:
+            notes.append(f"{METHOD} = {m} not screened: this build does not offer it (it offers {', '.join(offered)})")
+            continue
+        out.append(m)
+    return out
