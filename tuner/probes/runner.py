@@ -59,7 +59,7 @@ class SystemKnobs:
     def __init__(
         self, *, journal: Journal, contexts: Mapping[str, str], connector: Callable[[], Awaitable[asyncpg.Connection]],
         restart: Callable[[], Awaitable[None]] | None, dsn: str | None, identity: Mapping[str, Any],
-        data_directory: Path, settle_s: float = 10.0,
+        data_directory: Path, settle_s: float = 10.0, came_back_s: float = 30.0,
     ) -> None:
         self.journal = journal
         self.contexts = dict(contexts)
@@ -69,8 +69,11 @@ class SystemKnobs:
         self.identity = dict(identity)
         self.auto_conf = data_directory / AUTO_CONF
         self.settle_s = settle_s
+        self.came_back_s = came_back_s
         self.applied: dict[str, str] = {}  # what tuner last wrote, per setting (none: postgresql.auto.conf as it was)
         self._auto_conf_before: bytes | None = None
+        # (setting, value) the server did not start with: the sentence that said so
+        self.refused: dict[tuple[str, str], str] = {}
 
     @property
     def names(self) -> frozenset[str]:
@@ -85,6 +88,9 @@ class SystemKnobs:
         changed = {k: str(v) for k, v in wanted.items() if self.applied.get(k) != str(v)}
         if not changed:
             return []
+        for k, v in changed.items():
+            if (k, v) in self.refused:
+                raise TunerError(self.refused[k, v])
         if self._auto_conf_before is None and self.needs_restart(changed):
             try:  # kept for a server that does not start with what tuner writes (see restart)
                 self._auto_conf_before = self.auto_conf.read_bytes()
@@ -121,29 +127,56 @@ class SystemKnobs:
 
     async def restart(self) -> None:
         """Restart the server for a restart-level setting. If it does not come back, put ``postgresql.auto.conf``
-        back as it was (the server is down: nothing else writes it) and raise :class:`TunerError` with what the
-        server's log says."""
+        back as it was (the server is down: nothing else writes it), start it again with that, and raise
+        :class:`TunerError` with what the server's log said; the values it did not start with are refused from then
+        on (a later probe asking for them fails at once, with the same sentence, instead of another restart)."""
         if self._restart is None:
             raise TunerError("a restart-level setting needs a restart, and this session may not restart the server")
         try:
             await self._restart()
+            await self._came_back()
         except RefusedError:
             raise
         except Exception as exc:  # noqa: BLE001 - the start failed: the file goes back, the error says why
-            why = self.start_failure(exc)
-            raise TunerError(why, hint="start the server by hand; tuner put postgresql.auto.conf back as it was, "
-                             "and `tuner restore` finds its journal entries in place") from None
+            written = dict(self.applied)
+            why, put_back = self.start_failure(exc)
+            if not put_back:
+                raise TunerError(why, hint="start the server by hand; `tuner restore` finds its journal entries in "
+                                 "place") from None
+            try:
+                await self._restart()
+                await self._came_back()
+            except RefusedError:
+                raise
+            except Exception as again:  # noqa: BLE001 - not even as it was: only a person can look
+                raise TunerError(f"{why}, and it did not start again with that either ({again})",
+                                 hint="start the server by hand; `tuner restore` finds its journal entries in "
+                                 "place") from None
+            sentence = f"{why}, and tuner started the server again with it"
+            self.refused.update({(k, v): sentence for k, v in written.items() if self.needs_restart([k])})
+            raise TunerError(sentence) from None
 
-    def start_failure(self, exc: BaseException) -> str:
-        """What went wrong with a restart after tuner wrote its settings; if the server is down, the file goes back
-        as it was before tuner's first restart-level change."""
+    async def _came_back(self) -> None:
+        """Raise unless a postmaster runs in the data directory within ``came_back_s``: a restart command can
+        succeed for a server that then stops at once (pg_ctl -w restart of Debian's 18 on a hot standby returned 0
+        when the new postmaster exited on "could not setup io_uring queue"); an external command's server may take
+        a moment to write its postmaster.pid."""
+        deadline = time.monotonic() + self.came_back_s
+        while not _postmaster_running(self.auto_conf.parent):
+            if time.monotonic() > deadline:
+                raise TunerError(f"no server runs in {self.auto_conf.parent} after the restart")
+            await asyncio.sleep(0.2)
+
+    def start_failure(self, exc: BaseException) -> tuple[str, bool]:
+        """What went wrong with a restart after tuner wrote its settings, and whether the file went back: if the
+        server is down, it goes back as it was before tuner's first restart-level change."""
         written = ", ".join(f"{k} = {v}" for k, v in self.applied.items())
         why = _last_fatal(self.auto_conf.parent / "server.log") or str(exc)
         if self._auto_conf_before is None or _postmaster_running(self.auto_conf.parent):
-            return f"the restart with {written} failed ({why})"
+            return f"the restart with {written} failed ({why})", False
         self.auto_conf.write_bytes(self._auto_conf_before)  # in place: owner and mode stay the server's
         self.applied.clear()
-        return f"the server did not start with {written} ({why}); postgresql.auto.conf is back as it was"
+        return f"the server did not start with {written} ({why}); postgresql.auto.conf is back as it was", True
 
     async def put_back(self) -> list[Restored]:
         """Every ALTER SYSTEM line of this session back as it was (reloaded; restarted when a restart-level one
