@@ -15,6 +15,7 @@ from tuner.optimiser import Dimension
 
 WORKERS = "io_workers"
 METHOD = "io_method"
+POOL_MIN, POOL_MAX = "io_min_workers", "io_max_workers"  # 19+: the self-sizing pool that replaces io_workers
 
 
 def alter_system_refusal(ctx: FamilyContext) -> str | None:
@@ -40,6 +41,12 @@ def _own_sandbox(data_directory: str | None, sandbox_dir: str | None) -> bool:
 def workers_dimension(ctx: FamilyContext, io: dict[str, dict[str, Any]], refusal: str | None,
                       notes: list[str]) -> Dimension | None:
     """io_workers' search range, or None (with a note saying why) where it is not searched."""
+    if WORKERS not in io and POOL_MAX in io and WORKERS in ctx.policy.search:
+        notes.append(f"{WORKERS} not searched: PostgreSQL {ctx.facts.major} has no {WORKERS} (removed in 19 by commit "
+                     f"d1c01b7, \"aio: Adjust I/O worker pool automatically\"): the pool of I/O workers sizes itself "
+                     f"between {POOL_MIN} = {io.get(POOL_MIN, {}).get('setting', '?')} and {POOL_MAX} = "
+                     f"{io[POOL_MAX]['setting']}, and the policy's [search.{WORKERS}] does not apply")
+        return None
     if WORKERS not in io or space.spec(WORKERS, ctx.facts) is None:
         return None
     dim = space.dimension(WORKERS, ctx.policy, ctx.facts)

@@ -75,7 +75,7 @@ class Concurrency:
             except ProbeError as exc:
                 return skipped(self.name, f"{exc} ({exc.hint})" if exc.hint else str(exc))
             if streams:
-                names = [ICL_CAP, METHOD, WORKERS, ICL, *iouring.SLOT_SETTINGS]
+                names = [ICL_CAP, METHOD, WORKERS, ICL, aio.POOL_MIN, aio.POOL_MAX, *iouring.SLOT_SETTINGS]
                 io = {r["name"]: dict(r) for r in await conn.fetch(sqlfiles.load(_PROBES_SQL, "io_settings"), names)}
                 queries = await _with_seq_scan(conn, ctx, queries)
             files = [f for q in queries if q.relation for f in await workload.relation_files(conn, local, q.relation)]
