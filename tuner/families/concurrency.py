@@ -28,7 +28,7 @@ from tuner.core import space
 from tuner.core.decide import Decision, decide, recommendation
 from tuner.core.session import Probe, build_optimiser, search
 from tuner.errors import ProbeError
-from tuner.families import aio, iouring
+from tuner.families import aio, concurrency_figures, iouring
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Trial
@@ -56,6 +56,7 @@ class Concurrency:
     after: ClassVar[tuple[str, ...]] = ("readahead",)
     summary: ClassVar[str] = ("effective_io_concurrency by SET in the probe session, over sparse bitmap heap scans "
                               "(17+: and a sequential scan, jointly with io_combine_limit; 18+: io_workers, io_method)")
+    html_sections = staticmethod(concurrency_figures.html_sections)
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         dim = space.dimension(KNOB, ctx.policy, ctx.facts)
@@ -147,6 +148,7 @@ def _probe(ctx: FamilyContext, queries: list[workload.ProbeQuery], cache: CacheC
         system=system,
         # A sequential scan and a bitmap scan of one table: each needs a cache emptied for it.
         cold_per_query=len(queries) > 1 and any(q.plan == "seq" for q in queries),
+        server_version_num=facts.server_version_num,
     )
 
 
@@ -364,7 +366,7 @@ async def _confirm_each(ctx: FamilyContext, probe: Probe, searched: list[Trial],
         trials += own.trials
         rec = _rec(knob, own, ctx.facts, io)
         against = (f"today's {current[knob]} against {alt}, the best other value measured"
-                   + (f" (at {_shown(chosen, knob)})" if len(chosen) > 1 else ""))
+                   + (f" (at {', '.join(f'{k} = {v}' for k, v in chosen.items() if k != knob)})" if len(chosen) > 1 else ""))
         recs.append(rec.model_copy(update={"reason": f"{against}: {rec.reason}"}))
         if own.decision == "change":
             chosen[knob] = alt
@@ -390,10 +392,6 @@ def _scan_note(decided: Decision) -> str:
         if base and cand:
             parts.append(f"{label} {statistics.median(base):.0f} -> {statistics.median(cand):.0f} ms")
     return f" ({'; '.join(parts)}: medians of the paired trials)" if parts else ""
-
-
-def _shown(config: dict[str, Any], but: str) -> str:
-    return ", ".join(f"{k} = {v}" for k, v in config.items() if k != but)
 
 
 def _medians(trials: list[Trial]) -> list[tuple[float, dict[str, Any]]]:

@@ -23,6 +23,7 @@ from tuner.log import get_logger
 from tuner.model import CacheEvidence, Trial
 from tuner.probes import explain
 from tuner.probes.cache import CacheControl
+from tuner.probes.statio import StatIo
 from tuner.probes.workload import ProbeQuery
 from tuner.target.connection import connect
 
@@ -241,6 +242,7 @@ class ColdProbe:
         precheck: Callable[[], Awaitable[None]] | None = None,
         system: SystemKnobs | None = None,
         cold_per_query: bool = False,
+        server_version_num: int = 0,
     ) -> None:
         self.dsn = dsn
         self.connector = connector  # a checked connection (the session's guard); else connect(dsn)
@@ -259,6 +261,11 @@ class ColdProbe:
         # Each query in a cache emptied for it, in a session of its own (a sequential scan after a bitmap scan of
         # the same table would find its blocks cached); else one cold cache and one session for the workload.
         self.cold_per_query = cold_per_query
+        # Evidence beside the time: pg_stat_io's reads, hits and bytes per read (16+, 18+), EXPLAIN (IO)'s read
+        # streams (19+: the option is an error before).
+        self.server_version_num = server_version_num
+        self._explain = "ANALYZE, BUFFERS, IO, FORMAT JSON" if server_version_num >= 190000 else \
+            "ANALYZE, BUFFERS, FORMAT JSON"
 
     async def _connect(self) -> asyncpg.Connection:
         # After a restart by an external command the server may take a moment to accept connections.
@@ -325,6 +332,7 @@ class ColdProbe:
                 conn.terminate()
                 return trial("failed", None, None, f"the probe's server-wide settings are not in force: {differs}")
         total_ms = 0.0
+        stat_io, streams = StatIo(self.server_version_num), explain.ReadStreams()
         sums = {"shared_read": 0, "shared_hit": 0, "heap_read": 0, "heap_hit": 0}
         io_ms: float | None = None
         settings = dict(_BASE_SETTINGS)
@@ -336,6 +344,7 @@ class ColdProbe:
             for i, q in enumerate(self.queries):
                 if i == 0 or self.cold_per_query:
                     if i > 0:  # the scans before this one warmed the cache for it: cold again, a new session
+                        await stat_io.stop(conn)
                         await _close(conn)
                         try:
                             await self.cache.make_cold()
@@ -344,6 +353,7 @@ class ColdProbe:
                             raise
                         except Exception as exc:  # noqa: BLE001 - a failed trial, not a crash
                             return trial("failed", None, None, f"could not prepare {q.name}: {exc}")
+                    await stat_io.start(conn)
                     await _begin(conn, settings)
                 if q.plan is not None:
                     for name, text in _PLAN_SETTINGS[q.plan].items():
@@ -351,8 +361,9 @@ class ColdProbe:
                 else:
                     for name in _PLAN_SETTINGS["bitmap"]:
                         await conn.execute(f"RESET {name}")
-                raw = await conn.fetchval(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {q.sql}")
+                raw = await conn.fetchval(f"EXPLAIN ({self._explain}) {q.sql}")
                 res = explain.parse(json.loads(raw) if isinstance(raw, str) else raw)
+                streams.add(q.plan or "scan", res.read_stream)
                 need = q.plan or ("bitmap" if self.require_bitmap else None)
                 if need is not None and _PLAN_NODE[need] not in res.node_types:
                     ev = _evidence(sums, io_ms, self.cache.os_method)
@@ -377,6 +388,8 @@ class ColdProbe:
                         "rejected", None, ev,
                         f"{q.name}: only {frac:.0%} of heap blocks came from disk (cache not cold)",
                     )
+            await stat_io.stop(conn)
+            metrics.update({**stat_io.metrics(), **streams.metrics()})
         except asyncpg.QueryCanceledError:
             return trial("failed", None, None, f"statement timeout after {self.statement_timeout_s:g} s")
         except (asyncpg.PostgresError, OSError, asyncpg.InterfaceError) as exc:
