@@ -45,6 +45,15 @@ def test_a_sandbox_session_runs_on_the_provided_version(base_dir: Path, tmp_path
     assert "io_combine_limit" in recs
     [fam] = doc["families"]
     assert fam["status"] == "done", fam
+    # pg_stat_io (16+) around every probe: the sandbox's probe read what EXPLAIN said it read from outside shared
+    # buffers; 19's EXPLAIN (IO) gives each scan's read stream, and pg_stat_io (18+) the bytes per read.
+    ok = [t for t in doc["trials"] if t["status"] == "ok"]
+    assert all(t["metrics"]["stat_io_reads"] > 0 for t in ok), [t["metrics"] for t in ok]
+    if major >= 19:
+        assert all(t["metrics"]["bitmap_io_count"] > 0 and t["metrics"]["bitmap_prefetch_distance_max"] >= 1
+                   and t["metrics"]["stat_io_bytes_per_read"] >= 8192 for t in ok), [t["metrics"] for t in ok]
+    else:
+        assert not any("stat_io_bytes_per_read" in t["metrics"] or "bitmap_io_count" in t["metrics"] for t in ok)
     if major == 17:
         # No pg_buffercache_evict_relation before 18: each buffer is evicted on its own (pg_buffercache_evict, 17).
         assert "evicted (pg_buffercache_evict)" in doc["session"]["cache"], doc["session"]["cache"]
