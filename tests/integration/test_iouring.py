@@ -12,14 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tuner.actuate import Journal
 from tuner.errors import TunerError
 from tuner.families import iouring
-from tuner.probes.runner import SystemKnobs
 from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries
 
-from .conftest import Running, _own_dir, running
+from .conftest import Running, _own_dir, running, standby_method_knobs
 
 FEW_FILES = 100  # fewer than the ~127 process slots of a default configuration; worker and sync start with it
 
@@ -61,17 +59,7 @@ def test_a_server_that_cannot_start_with_io_uring_is_named_put_back_and_started_
         now = await settings()
         assert now["io_method"] == "worker"
         stopped = iouring.blocker(iouring.read_facts(("sync", "worker", "io_uring"), sb.standby_dir, now))
-        journal = Journal(tmp_path / "state")
-        journal.open("test")
-        conn = await connect(dsn)
-        try:
-            port = int(await conn.fetchval("SHOW port"))
-            sysid = await conn.fetchval("SELECT system_identifier::text FROM pg_control_system()")
-        finally:
-            await conn.close()
-        system = SystemKnobs(journal=journal, contexts={"io_method": "postmaster"}, connector=lambda: connect(dsn),
-                             restart=restart_with_few_files, dsn=dsn, data_directory=sb.standby_dir,
-                             identity={"system_identifier": sysid, "port": port, "sandbox_dir": str(sb.root)})
+        system, journal, _port = await standby_method_knobs(sb, tmp_path / "state", restart_with_few_files)
         assert await system.apply({"io_method": "io_uring"}) == ["io_method"]
         with pytest.raises(TunerError) as err:
             await system.restart()
