@@ -90,3 +90,9 @@ def test_io_uring_is_screened_live_on_debians_liburing_build(base_dir: Path, tmp
     rec = {r["knob"]: r for r in doc["recommendations"]}["io_method"]
     assert rec["current"] == "worker" and rec["decision"] in ("change", "keep")
     assert any("io_method" in line for line in doc["restored"])  # journaled, then put back
+    [fam] = doc["families"]
+    assert "io_uring not screened" not in fam["reason"], fam["reason"]  # nothing here stops it (tuner checked)
+    # pg_stat_io's bytes per read (18+) under both methods: the evidence beside each time
+    for method in ("worker", "io_uring"):
+        ok = [t for t in doc["trials"] if t["status"] == "ok" and t["config"].get("io_method") == method]
+        assert ok and all(t["metrics"]["stat_io_bytes_per_read"] >= 8192 for t in ok), [t["metrics"] for t in ok]
