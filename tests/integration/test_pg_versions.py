@@ -96,3 +96,19 @@ def test_io_uring_is_screened_live_on_debians_liburing_build(base_dir: Path, tmp
     for method in ("worker", "io_uring"):
         ok = [t for t in doc["trials"] if t["status"] == "ok" and t["config"].get("io_method") == method]
         assert ok and all(t["metrics"]["stat_io_bytes_per_read"] >= 8192 for t in ok), [t["metrics"] for t in ok]
+
+
+def test_19_s_io_max_workers_is_searched_only_where_the_pool_grew_to_it(base_dir: Path, tmp_path: Path,
+                                                                       provided) -> None:  # type: ignore[no-untyped-def]
+    provided(19)
+    doc = _recommend(base_dir, tmp_path, 19, "io_pool_quick.toml")
+    ok = [t for t in doc["trials"] if t["status"] == "ok"]
+    grew = max(t["metrics"]["io_workers_running"] for t in ok)  # seen after every probe on 19
+    assert 1 <= grew <= 32
+    [fam] = doc["families"]
+    searched = [t for t in doc["trials"] if "io_max_workers" in t["config"]]
+    if "io_max_workers not searched: the I/O worker pool grew to at most" in fam["reason"]:
+        assert not searched and grew < 8, fam["reason"]
+    else:  # it filled: searched, journaled and put back
+        assert searched and grew >= 8, fam["reason"]
+        assert any("io_max_workers" in line for line in doc["restored"]), doc["restored"]

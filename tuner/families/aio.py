@@ -11,6 +11,7 @@ from typing import Any
 from tuner.core import space
 from tuner.families import iouring
 from tuner.families.base import FamilyContext
+from tuner.model import Trial
 from tuner.optimiser import Dimension
 
 WORKERS = "io_workers"
@@ -40,24 +41,42 @@ def _own_sandbox(data_directory: str | None, sandbox_dir: str | None) -> bool:
 
 def workers_dimension(ctx: FamilyContext, io: dict[str, dict[str, Any]], refusal: str | None,
                       notes: list[str]) -> Dimension | None:
-    """io_workers' search range, or None (with a note saying why) where it is not searched."""
+    """io_workers' search range (19+: io_max_workers', where the policy searches it), or None (with a note saying
+    why) where it is not searched."""
     if WORKERS not in io and POOL_MAX in io and WORKERS in ctx.policy.search:
         notes.append(f"{WORKERS} not searched: PostgreSQL {ctx.facts.major} has no {WORKERS} (removed in 19 by commit "
                      f"d1c01b7, \"aio: Adjust I/O worker pool automatically\"): the pool of I/O workers sizes itself "
                      f"between {POOL_MIN} = {io.get(POOL_MIN, {}).get('setting', '?')} and {POOL_MAX} = "
                      f"{io[POOL_MAX]['setting']}, and the policy's [search.{WORKERS}] does not apply")
-        return None
+    if POOL_MAX in io:
+        return _under_worker(ctx, io, refusal, notes, POOL_MAX) if POOL_MAX in ctx.policy.search else None
     if WORKERS not in io or space.spec(WORKERS, ctx.facts) is None:
         return None
-    dim = space.dimension(WORKERS, ctx.policy, ctx.facts)
+    return _under_worker(ctx, io, refusal, notes, WORKERS)
+
+
+def _under_worker(ctx: FamilyContext, io: dict[str, dict[str, Any]], refusal: str | None, notes: list[str],
+                  knob: str) -> Dimension | None:
+    dim = space.dimension(knob, ctx.policy, ctx.facts)
     why = (dim if isinstance(dim, str) else refusal if refusal
            else f"it acts only under {METHOD} = worker, and today it is {io[METHOD]['setting']}"
            if io.get(METHOD, {}).get("setting") != "worker" else None)
     if why is not None:
-        notes.append(f"{WORKERS} not searched: {why}")
+        notes.append(f"{knob} not searched: {why}")
         return None
     assert not isinstance(dim, str)
     return dim
+
+
+def pool_never_full(trials: list[Trial], io_max_workers: int) -> str | None:
+    """19: why searching io_max_workers cannot matter here — the pool never grew to its maximum in ``trials`` (the
+    most I/O workers seen right after each probe's scans), so no read ran synchronously for want of a worker — or
+    None when it did grow to it (or nothing was seen)."""
+    seen = [t.metrics["io_workers_running"] for t in trials if t.status == "ok" and "io_workers_running" in t.metrics]
+    if not seen or max(seen) >= io_max_workers:
+        return None
+    return (f"{POOL_MAX} not searched: the I/O worker pool grew to at most {max(seen):.0f} of {POOL_MAX} = "
+            f"{io_max_workers} workers over {len(seen)} probes, so no read waited for a worker it could not start")
 
 
 def method_alternatives(ctx: FamilyContext, io: dict[str, dict[str, Any]], refusal: str | None,

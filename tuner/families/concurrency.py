@@ -211,13 +211,13 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
     if workers_dim is not None or methods:
         port = await _port(ctx)
         system = SystemKnobs(
-            journal=ctx.journal, contexts={k: io[k]["context"] for k in (WORKERS, METHOD) if k in io},
+            journal=ctx.journal, contexts={k: io[k]["context"] for k in (WORKERS, aio.POOL_MAX, METHOD) if k in io},
             connector=ctx.target.connect, restart=ctx.target.restart, dsn=ctx.target.dsn,
             identity={"system_identifier": facts.system_identifier, "port": port, "sandbox_dir": ctx.sandbox_dir},
             data_directory=local)
     probe = _probe(ctx, queries, cache, system)
     workload_sql = [q.sql for q in queries]
-    ignored = sorted(k for k in policy.search if k not in (KNOB, ICL, WORKERS, METHOD)
+    ignored = sorted(k for k in policy.search if k not in (KNOB, ICL, WORKERS, aio.POOL_MAX, METHOD)
                      and (s := space.spec(k, facts)) is not None and s.family == name)
     if ignored:
         log.warning("plan.knobs_not_probed", knobs=ignored, reason="no workload for them in this family yet")
@@ -234,7 +234,7 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
         if pin is not None:  # the daemon's re-validation: the stored recommendation against today, no search
             pinned = dict(current)
             if workers_dim is not None:
-                pinned[WORKERS] = int(io[WORKERS]["setting"])
+                pinned[workers_dim.name] = int(io[workers_dim.name]["setting"])
             before, candidate = pin.against(pinned)
             decided = await decide(before, candidate, probe, policy, metric=metric, near_optimal=pin.near_optimal,
                                    progress=ctx.progress, baseline_is_today=before == pinned)
@@ -250,7 +250,10 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
             return FamilyResult(FamilyOutcome(status="failed", reason="; ".join(notes), **outcome), trials=trials,
                                 restored=restored)
         chosen = first.chosen
-        if workers_dim is not None:
+        pool = workers_dim is not None and workers_dim.name == aio.POOL_MAX  # 19: searched only where it filled
+        if pool and (full := aio.pool_never_full(trials, int(io[aio.POOL_MAX]["setting"]))) is not None:
+            notes.append(full)
+        elif workers_dim is not None:
             stage = await _workers_stage(ctx, probe, workers_dim, chosen, metric, io)
             trials += stage.trials
             recs += stage.recommendations
@@ -295,17 +298,17 @@ async def _streams_stage(ctx: FamilyContext, probe: ColdProbe, dims: list[Dimens
 
 async def _workers_stage(ctx: FamilyContext, probe: ColdProbe, dim: Dimension, fixed: dict[str, Any], metric: str,
                          io: dict[str, dict[str, Any]]) -> _Stage:
-    """io_workers (reload), searched at the values found for the session knobs."""
-    policy = ctx.policy
-    current = {WORKERS: dim.snap(int(io[WORKERS]["setting"]))}
+    """io_workers (19: io_max_workers; reload), searched at the values found for the session knobs."""
+    policy, knob = ctx.policy, dim.name
+    current = {knob: dim.snap(int(io[knob]["setting"]))}
     budget = ctx.budget if ctx.budget is not None else policy.budget.probes
     optimiser = build_optimiser(policy, [dim], current, seed=ctx.cfg.tuner.seed, budget=budget)
     at = _Fixed(probe, fixed)
     found = await search(optimiser, at, max_consecutive_failures=policy.guardrails.max_failed_probes,
                          progress=ctx.progress)
     if found.recommendation is None:
-        return _Stage(list(found.trials), [], fixed, [f"{WORKERS}: the search found nothing: {found.stop_reason}"])
-    best = {WORKERS: found.recommendation.config[WORKERS]}
+        return _Stage(list(found.trials), [], fixed, [f"{knob}: the search found nothing: {found.stop_reason}"])
+    best = {knob: found.recommendation.config[knob]}
     stage = await _confirm_each(ctx, at, list(found.trials), current, best, found.recommendation.near_optimal,
                                 metric, io, [])
     stage.chosen = {**fixed, **stage.chosen}

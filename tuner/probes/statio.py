@@ -20,6 +20,7 @@ from tuner import sqlfiles
 _SQL = str(Path(__file__).parent)
 FIRST = 160000  # pg_stat_io is new in 16
 BYTES = 180000  # read_bytes is new in 18
+POOL = 190000  # 19's I/O worker pool sizes itself
 
 
 class StatIo:
@@ -32,6 +33,8 @@ class StatIo:
         self._start: tuple[float, float, float | None] | None = None
         self.reads = self.hits = 0.0
         self.read_bytes: float | None = None
+        self.pool = sqlfiles.load(_SQL, "io_workers_running_190000") if server_version_num >= POOL else None
+        self.workers_running: float | None = None  # the most I/O workers seen right after a session's workload
 
     async def _mark(self, conn: asyncpg.Connection) -> tuple[float, float, float | None]:
         await conn.execute("SELECT pg_stat_force_next_flush()")  # flushed when the backend goes idle after it
@@ -48,6 +51,8 @@ class StatIo:
             return
         await conn.execute("ROLLBACK")  # the probe's read-only transaction: its counts flush only outside one
         reads, hits, read_bytes = await self._mark(conn)
+        if self.pool is not None:
+            self.workers_running = max(self.workers_running or 0.0, float(await conn.fetchval(self.pool)))
         self.reads += reads - self._start[0]
         self.hits += hits - self._start[1]
         if read_bytes is not None and self._start[2] is not None:
@@ -55,10 +60,13 @@ class StatIo:
         self._start = None
 
     def metrics(self) -> dict[str, float]:
-        """``stat_io_reads``, ``stat_io_hits`` and (18+) ``stat_io_bytes_per_read``; empty before 16."""
+        """``stat_io_reads``, ``stat_io_hits``, (18+) ``stat_io_bytes_per_read`` and (19+) ``io_workers_running``;
+        empty before 16."""
         if self.query is None:
             return {}
         out = {"stat_io_reads": self.reads, "stat_io_hits": self.hits}
         if self.read_bytes is not None and self.reads > 0:
             out["stat_io_bytes_per_read"] = round(self.read_bytes / self.reads, 1)
+        if self.workers_running is not None:
+            out["io_workers_running"] = self.workers_running
         return out
