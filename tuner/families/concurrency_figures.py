@@ -24,6 +24,7 @@ COLUMNS = (
     ("seq_prefetch_distance_max", "seq scan: max prefetch distance"),
     ("seq_io_size_avg_blocks", "seq scan: blocks per I/O"),
     ("seq_io_waits", "seq scan: I/O waits"),
+    ("io_workers_running", "I/O workers after the scans"),
 )
 
 
