@@ -42,7 +42,9 @@ class Trial(_Frozen):
     duration_s: float
     metrics: dict[str, float] = Field(
         default_factory=dict,
-        description="per-scan figures: seq_scan_ms, bitmap_scan_ms, seq_scan_mb_s (MB/s read from disk)",
+        description="per-scan figures: seq_scan_ms, bitmap_scan_ms, seq_scan_mb_s (MB/s read from disk); I/O "
+        "evidence: stat_io_reads, stat_io_hits (16+), stat_io_bytes_per_read (18+), io_workers_running and EXPLAIN "
+        "(IO)'s <scan>_io_count, _io_waits, _prefetch_distance_max/_avg, _io_size_avg_blocks (19+)",
     )
     family: str | None = Field(default=None, description="the family whose probe this was")
     object: str | None = Field(

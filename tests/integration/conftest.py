@@ -24,7 +24,9 @@ from typing import Any
 
 import pytest
 
+from tuner.actuate import Journal
 from tuner.errors import SandboxError
+from tuner.probes.runner import SystemKnobs
 from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, device, embedded_binaries, find_binaries, loopdisk, server_pids
 from tuner.target.sandbox.loopdisk import LoopDisk
@@ -340,3 +342,21 @@ class StoreServer:
     def remove(self) -> None:
         self.stop("immediate")
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+async def standby_method_knobs(sb: Sandbox, state: Path, restart: Callable[[], Any]) -> tuple[SystemKnobs, Journal, int]:
+    """(SystemKnobs for the sandbox standby's io_method restarted by ``restart``, its open Journal in ``state``, the
+    standby's port): what the concurrency family builds, for tests that make the restart fail."""
+    dsn = sb.dsn("standby")
+    journal = Journal(state)
+    journal.open("test")
+    conn = await connect(dsn)
+    try:
+        port = int(await conn.fetchval("SHOW port"))
+        sysid = await conn.fetchval("SELECT system_identifier::text FROM pg_control_system()")
+    finally:
+        await conn.close()
+    system = SystemKnobs(journal=journal, contexts={"io_method": "postmaster"}, connector=lambda: connect(dsn),
+                         restart=restart, dsn=dsn, data_directory=sb.standby_dir,
+                         identity={"system_identifier": sysid, "port": port, "sandbox_dir": str(sb.root)})
+    return system, journal, port

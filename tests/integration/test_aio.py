@@ -25,7 +25,7 @@ from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries, Sandbox
 from tuner.target.server import Servers
 
-from .conftest import Running, _own_dir, running, sandbox_servers, wait_for
+from .conftest import Running, _own_dir, running, sandbox_servers, standby_method_knobs, wait_for
 
 QUICK = Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "aio_quick.toml"
 REPO = Path(__file__).resolve().parents[2]
@@ -168,12 +168,9 @@ def test_a_server_that_does_not_come_back_gets_its_postgresql_auto_conf_back(san
     """io_method = io_uring on a kernel that refuses it keeps the server down, where ALTER SYSTEM cannot undo it: tuner
     puts the file back byte for byte while the server is down. The restart here stops the standby and fails, as
     pg_ctl does when the server does not start."""
-    from tuner.actuate import Journal
     from tuner.errors import TunerError
-    from tuner.probes.runner import SystemKnobs
 
     sb = sandbox18.sandbox
-    dsn = sb.dsn("standby")
     auto_conf = sb.standby_dir / "postgresql.auto.conf"
     before, settings = auto_conf.read_bytes(), _state(sandbox18)
     pg_ctl = str(sb.binaries.bin_dir / "pg_ctl")
@@ -183,17 +180,7 @@ def test_a_server_that_does_not_come_back_gets_its_postgresql_auto_conf_back(san
         raise RuntimeError("pg_ctl: could not start server")
 
     async def scenario() -> str:
-        journal = Journal(tmp_path / "state")
-        journal.open("test")
-        conn = await connect(dsn)
-        try:
-            port = int(await conn.fetchval("SHOW port"))
-            sysid = await conn.fetchval("SELECT system_identifier::text FROM pg_control_system()")
-        finally:
-            await conn.close()
-        system = SystemKnobs(journal=journal, contexts={"io_method": "postmaster"}, connector=lambda: connect(dsn),
-                             restart=does_not_come_back, dsn=dsn, data_directory=sb.standby_dir,
-                             identity={"system_identifier": sysid, "port": port, "sandbox_dir": str(sb.root)})
+        system, journal, port = await standby_method_knobs(sb, tmp_path / "state", does_not_come_back)
         assert await system.apply({"io_method": "sync"}) == ["io_method"]
         assert b"io_method = 'sync'" in auto_conf.read_bytes()
         with pytest.raises(TunerError) as err:

@@ -45,6 +45,15 @@ def test_a_sandbox_session_runs_on_the_provided_version(base_dir: Path, tmp_path
     assert "io_combine_limit" in recs
     [fam] = doc["families"]
     assert fam["status"] == "done", fam
+    # pg_stat_io (16+) around every probe: the sandbox's probe read what EXPLAIN said it read from outside shared
+    # buffers; 19's EXPLAIN (IO) gives each scan's read stream, and pg_stat_io (18+) the bytes per read.
+    ok = [t for t in doc["trials"] if t["status"] == "ok"]
+    assert all(t["metrics"]["stat_io_reads"] > 0 for t in ok), [t["metrics"] for t in ok]
+    if major >= 19:
+        assert all(t["metrics"]["bitmap_io_count"] > 0 and t["metrics"]["bitmap_prefetch_distance_max"] >= 1
+                   and t["metrics"]["stat_io_bytes_per_read"] >= 8192 for t in ok), [t["metrics"] for t in ok]
+    else:
+        assert not any("stat_io_bytes_per_read" in t["metrics"] or "bitmap_io_count" in t["metrics"] for t in ok)
     if major == 17:
         # No pg_buffercache_evict_relation before 18: each buffer is evicted on its own (pg_buffercache_evict, 17).
         assert "evicted (pg_buffercache_evict)" in doc["session"]["cache"], doc["session"]["cache"]
@@ -81,3 +90,25 @@ def test_io_uring_is_screened_live_on_debians_liburing_build(base_dir: Path, tmp
     rec = {r["knob"]: r for r in doc["recommendations"]}["io_method"]
     assert rec["current"] == "worker" and rec["decision"] in ("change", "keep")
     assert any("io_method" in line for line in doc["restored"])  # journaled, then put back
+    [fam] = doc["families"]
+    assert "io_uring not screened" not in fam["reason"], fam["reason"]  # nothing here stops it (tuner checked)
+    # pg_stat_io's bytes per read (18+) under both methods: the evidence beside each time
+    for method in ("worker", "io_uring"):
+        ok = [t for t in doc["trials"] if t["status"] == "ok" and t["config"].get("io_method") == method]
+        assert ok and all(t["metrics"]["stat_io_bytes_per_read"] >= 8192 for t in ok), [t["metrics"] for t in ok]
+
+
+def test_19_s_io_max_workers_is_searched_only_where_the_pool_grew_to_it(base_dir: Path, tmp_path: Path,
+                                                                       provided) -> None:  # type: ignore[no-untyped-def]
+    provided(19)
+    doc = _recommend(base_dir, tmp_path, 19, "io_pool_quick.toml")
+    ok = [t for t in doc["trials"] if t["status"] == "ok"]
+    grew = max(t["metrics"]["io_workers_running"] for t in ok)  # seen after every probe on 19
+    assert 1 <= grew <= 32
+    [fam] = doc["families"]
+    searched = [t for t in doc["trials"] if "io_max_workers" in t["config"]]
+    if "io_max_workers not searched: the I/O worker pool grew to at most" in fam["reason"]:
+        assert not searched and grew < 8, fam["reason"]
+    else:  # it filled: searched, journaled and put back
+        assert searched and grew >= 8, fam["reason"]
+        assert any("io_max_workers" in line for line in doc["restored"]), doc["restored"]

@@ -336,3 +336,13 @@ def test_memory_is_the_cgroup_limit_when_lower_than_ram(tmp_path: Path) -> None:
 
 def test_a_kernel_change_reads_as_one() -> None:
     assert Change("kernel:release", "kernel", "6.1", "6.12").sentence() == "the kernel release changed from 6.1 to 6.12"
+
+
+def test_a_major_upgrade_s_session_says_what_each_major_crossed_changed_for_io() -> None:
+    up = action(compare(_fp(), _after(server__major=19, server__server_version_num=190000)), {})
+    assert up.kind == "session"
+    assert "Since PostgreSQL 15: 17 reads sequential scans through read streams" in up.reason
+    assert "19 removed io_workers for a pool that sizes itself (io_min_workers, io_max_workers)" in up.reason
+    assert up.reason.index("17 reads") < up.reason.index("18 reads") < up.reason.index("19 removed")
+    same_io = action(compare(_fp(), _after(server__major=16, server__server_version_num=160004)), {})
+    assert same_io.kind == "session" and "Since PostgreSQL" not in same_io.reason  # 16 changed none of it

@@ -275,7 +275,8 @@ def action(changes: list[Change], recommended: Mapping[str, Any]) -> Action:
                 knobs[key] = family
     said = "; ".join(c.sentence() for c in changes) or "nothing changed"
     if session:
-        return Action("session", (), (), f"A full session, as the server, the cluster or a device is new: {said}.")
+        return Action("session", (), (), f"A full session, as the server, the cluster or a device is new: {said}."
+                      + "".join(f" {why}" for c in changes if c.key == "server:major" for why in _upgrade(c)))
     if whys:
         return Action("reprobe", (), (), f"Re-probe every family, as {' and '.join(dict.fromkeys(whys))}: {said}.")
     rest = tuple(k for k, f in knobs.items() if f not in families)  # a re-probe re-confirms its own knobs
@@ -288,6 +289,29 @@ def action(changes: list[Change], recommended: Mapping[str, Any]) -> Action:
         return Action("revalidate", (), rest, f"Re-validate {', '.join(rest)} against the accepted recommendation: "
                                              f"{said}.")
     return Action("record", (), (), f"Recorded; nothing to measure again: {said}.")
+
+
+# What a major version changed in the I/O that tuner measures: why a tuning done before it must be measured again
+# (PostgreSQL 17, 18 and 19 release notes; commit d1c01b7 for 19's pool, f63ca3379025 / 6e36930f9aaf /
+# 8ca147d582a5 for 19's read-stream look-ahead).
+_MAJOR_IO = {
+    17: "17 reads sequential scans through read streams that combine reads up to io_combine_limit",
+    18: "18 reads asynchronously (io_method, io_workers), and effective_io_concurrency also sets the look-ahead of "
+        "sequential scans, its default now 16",
+    19: "19 removed io_workers for a pool that sizes itself (io_min_workers, io_max_workers), and its read streams "
+        "grow their look-ahead only when a read waited, so effective_io_concurrency tuned before needs measuring "
+        "again",
+}
+
+
+def _upgrade(change: Change) -> list[str]:
+    """Why a new major needs its I/O measured again: what each major crossed changed (nothing for a downgrade)."""
+    try:
+        before, after = int(change.before), int(change.after)
+    except (TypeError, ValueError):
+        return []
+    crossed = [_MAJOR_IO[m] for m in sorted(_MAJOR_IO) if before < m <= after]
+    return [f"Since PostgreSQL {before}: {'; '.join(crossed)}."] if crossed else []
 
 
 def changes_json(changes: list[Change]) -> dict[str, dict[str, Any]]:

@@ -12,16 +12,12 @@ Per version (PostgreSQL 17 and 18 release notes; 18's docs on asynchronous I/O, 
   times (``[concurrency]``). Every knob's decision carries an interval: a knob whose value the search kept is
   confirmed against the best other value it measured.
 * **18+**: ``io_workers`` (reload) is searched under ``io_method = worker`` at the values found above, and
-  ``io_method`` (restart) is screened against today's — the methods this build offers and the kernel allows, only
-  when the policy allows restarts. Both are changed with ALTER SYSTEM, journaled first and put back at the end
-  (the session's journal puts them back in any case) — only on tuner's own sandbox or a writable clone marked
-  staging, where the journal may write ALTER SYSTEM lines back; on any other hot standby they are skipped.
+  ``io_method`` (restart) is screened against today's where :mod:`tuner.families.aio` allows it (io_uring only where
+  nothing stops it: :mod:`tuner.families.iouring`): ALTER SYSTEM, journaled first and put back at the end.
 """
 
 from __future__ import annotations
 
-import ctypes
-import os
 import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,6 +28,7 @@ from tuner.core import space
 from tuner.core.decide import Decision, decide, recommendation
 from tuner.core.session import Probe, build_optimiser, search
 from tuner.errors import ProbeError
+from tuner.families import aio, concurrency_figures, iouring
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Trial
@@ -60,6 +57,7 @@ class Concurrency:
     summary: ClassVar[str] = ("effective_io_concurrency by SET in the probe session, over sparse bitmap heap scans "
                               "(17+: and a sequential scan, jointly with io_combine_limit; 18+: io_workers, io_method)")
     honours_pins: ClassVar[bool] = True  # a stored effective_io_concurrency is re-validated by pinning it
+    html_sections = staticmethod(concurrency_figures.html_sections)
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         dim = space.dimension(KNOB, ctx.policy, ctx.facts)
@@ -79,8 +77,8 @@ class Concurrency:
             except ProbeError as exc:
                 return skipped(self.name, f"{exc} ({exc.hint})" if exc.hint else str(exc))
             if streams:
-                io = {r["name"]: dict(r) for r in await conn.fetch(sqlfiles.load(_PROBES_SQL, "io_settings"),
-                                                                    [ICL_CAP, METHOD, WORKERS, ICL])}
+                names = [ICL_CAP, METHOD, WORKERS, ICL, aio.POOL_MIN, aio.POOL_MAX, *iouring.SLOT_SETTINGS]
+                io = {r["name"]: dict(r) for r in await conn.fetch(sqlfiles.load(_PROBES_SQL, "io_settings"), names)}
                 queries = await _with_seq_scan(conn, ctx, queries)
             files = [f for q in queries if q.relation for f in await workload.relation_files(conn, local, q.relation)]
         workload_sql = [q.sql for q in queries]
@@ -151,6 +149,7 @@ def _probe(ctx: FamilyContext, queries: list[workload.ProbeQuery], cache: CacheC
         system=system,
         # A sequential scan and a bitmap scan of one table: each needs a cache emptied for it.
         cold_per_query=len(queries) > 1 and any(q.plan == "seq" for q in queries),
+        server_version_num=facts.server_version_num,
     )
 
 
@@ -206,20 +205,20 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
                          "(a restart-level setting tuner does not change)")
         dims.append(dim)
         current[knob] = dim.snap(int(space.today(knob, facts).value))
-    why_no_alter = _alter_system_refusal(ctx)
-    workers_dim = _workers_dimension(ctx, io, why_no_alter, notes)
-    methods = _method_alternatives(ctx, io, why_no_alter, notes)
+    why_no_alter = aio.alter_system_refusal(ctx)
+    workers_dim = aio.workers_dimension(ctx, io, why_no_alter, notes)
+    methods = aio.method_alternatives(ctx, io, why_no_alter, notes)
     system = None
     if workers_dim is not None or methods:
         port = await _port(ctx)
         system = SystemKnobs(
-            journal=ctx.journal, contexts={k: io[k]["context"] for k in (WORKERS, METHOD) if k in io},
+            journal=ctx.journal, contexts={k: io[k]["context"] for k in (WORKERS, aio.POOL_MAX, METHOD) if k in io},
             connector=ctx.target.connect, restart=ctx.target.restart, dsn=ctx.target.dsn,
             identity={"system_identifier": facts.system_identifier, "port": port, "sandbox_dir": ctx.sandbox_dir},
             data_directory=local)
     probe = _probe(ctx, queries, cache, system)
     workload_sql = [q.sql for q in queries]
-    ignored = sorted(k for k in policy.search if k not in (KNOB, ICL, WORKERS, METHOD)
+    ignored = sorted(k for k in policy.search if k not in (KNOB, ICL, WORKERS, aio.POOL_MAX, METHOD)
                      and (s := space.spec(k, facts)) is not None and s.family == name)
     if ignored:
         log.warning("plan.knobs_not_probed", knobs=ignored, reason="no workload for them in this family yet")
@@ -236,7 +235,7 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
         if pin is not None:  # the daemon's re-validation: the stored recommendation against today, no search
             pinned = dict(current)
             if workers_dim is not None:
-                pinned[WORKERS] = int(io[WORKERS]["setting"])
+                pinned[workers_dim.name] = int(io[workers_dim.name]["setting"])
             before, candidate = pin.against(pinned)
             decided = await decide(before, candidate, probe, policy, metric=metric, near_optimal=pin.near_optimal,
                                    progress=ctx.progress, baseline_is_today=before == pinned)
@@ -252,7 +251,10 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
             return FamilyResult(FamilyOutcome(status="failed", reason="; ".join(notes), **outcome), trials=trials,
                                 restored=restored)
         chosen = first.chosen
-        if workers_dim is not None:
+        pool = workers_dim is not None and workers_dim.name == aio.POOL_MAX  # 19: searched only where it filled
+        if pool and (full := aio.pool_never_full(trials, int(io[aio.POOL_MAX]["setting"]))) is not None:
+            notes.append(full)
+        elif workers_dim is not None:
             stage = await _workers_stage(ctx, probe, workers_dim, chosen, metric, io)
             trials += stage.trials
             recs += stage.recommendations
@@ -297,17 +299,17 @@ async def _streams_stage(ctx: FamilyContext, probe: ColdProbe, dims: list[Dimens
 
 async def _workers_stage(ctx: FamilyContext, probe: ColdProbe, dim: Dimension, fixed: dict[str, Any], metric: str,
                          io: dict[str, dict[str, Any]]) -> _Stage:
-    """io_workers (reload), searched at the values found for the session knobs."""
-    policy = ctx.policy
-    current = {WORKERS: dim.snap(int(io[WORKERS]["setting"]))}
+    """io_workers (19: io_max_workers; reload), searched at the values found for the session knobs."""
+    policy, knob = ctx.policy, dim.name
+    current = {knob: dim.snap(int(io[knob]["setting"]))}
     budget = ctx.budget if ctx.budget is not None else policy.budget.probes
     optimiser = build_optimiser(policy, [dim], current, seed=ctx.cfg.tuner.seed, budget=budget)
     at = _Fixed(probe, fixed)
     found = await search(optimiser, at, max_consecutive_failures=policy.guardrails.max_failed_probes,
                          progress=ctx.progress)
     if found.recommendation is None:
-        return _Stage(list(found.trials), [], fixed, [f"{WORKERS}: the search found nothing: {found.stop_reason}"])
-    best = {WORKERS: found.recommendation.config[WORKERS]}
+        return _Stage(list(found.trials), [], fixed, [f"{knob}: the search found nothing: {found.stop_reason}"])
+    best = {knob: found.recommendation.config[knob]}
     stage = await _confirm_each(ctx, at, list(found.trials), current, best, found.recommendation.near_optimal,
                                 metric, io, [])
     stage.chosen = {**fixed, **stage.chosen}
@@ -368,7 +370,7 @@ async def _confirm_each(ctx: FamilyContext, probe: Probe, searched: list[Trial],
         trials += own.trials
         rec = _rec(knob, own, ctx.facts, io)
         against = (f"today's {current[knob]} against {alt}, the best other value measured"
-                   + (f" (at {_shown(chosen, knob)})" if len(chosen) > 1 else ""))
+                   + (f" (at {', '.join(f'{k} = {v}' for k, v in chosen.items() if k != knob)})" if len(chosen) > 1 else ""))
         recs.append(rec.model_copy(update={"reason": f"{against}: {rec.reason}"}))
         if own.decision == "change":
             chosen[knob] = alt
@@ -394,10 +396,6 @@ def _scan_note(decided: Decision) -> str:
         if base and cand:
             parts.append(f"{label} {statistics.median(base):.0f} -> {statistics.median(cand):.0f} ms")
     return f" ({'; '.join(parts)}: medians of the paired trials)" if parts else ""
-
-
-def _shown(config: dict[str, Any], but: str) -> str:
-    return ", ".join(f"{k} = {v}" for k, v in config.items() if k != but)
 
 
 def _medians(trials: list[Trial]) -> list[tuple[float, dict[str, Any]]]:
@@ -446,92 +444,6 @@ def _icl_dimension(policy: Policy, ctx: FamilyContext, io: dict[str, dict[str, A
         return dim
     # The cap is this server's limit (raising it is a restart), not the policy's: an answer at it says so.
     return replace(dim, high=cap, limits=(dim.limits[0], True))
-
-
-def _alter_system_refusal(ctx: FamilyContext) -> str | None:
-    """Why the server-wide knobs cannot be changed on this target (None: they can)."""
-    facts = ctx.facts
-    if not facts.is_superuser:
-        return "they are changed with ALTER SYSTEM, which needs a superuser"
-    if facts.in_recovery and not _own_sandbox(facts.data_directory, ctx.sandbox_dir):
-        return ("they are changed with ALTER SYSTEM, and tuner writes ALTER SYSTEM lines back only on its own sandbox "
-                "or a writable clone marked staging, not on this hot standby")
-    return None
-
-
-def _own_sandbox(data_directory: str | None, sandbox_dir: str | None) -> bool:
-    if not data_directory or not sandbox_dir:
-        return False
-    try:
-        return Path(data_directory).resolve().is_relative_to(Path(sandbox_dir).resolve())
-    except OSError:
-        return False
-
-
-def _workers_dimension(ctx: FamilyContext, io: dict[str, dict[str, Any]], refusal: str | None,
-                       notes: list[str]) -> Dimension | None:
-    if WORKERS not in io or space.spec(WORKERS, ctx.facts) is None:
-        return None
-    dim = space.dimension(WORKERS, ctx.policy, ctx.facts)
-    why = (dim if isinstance(dim, str) else refusal if refusal
-           else f"it acts only under {METHOD} = worker, and today it is {io[METHOD]['setting']}"
-           if io.get(METHOD, {}).get("setting") != "worker" else None)
-    if why is not None:
-        notes.append(f"{WORKERS} not searched: {why}")
-        return None
-    assert not isinstance(dim, str)
-    return dim
-
-
-def _method_alternatives(ctx: FamilyContext, io: dict[str, dict[str, Any]], refusal: str | None,
-                         notes: list[str]) -> list[str]:
-    """The io_method values to screen against today's: the policy's, where the build offers them and (io_uring)
-    the kernel allows them; none without restarts."""
-    if METHOD not in io or space.spec(METHOD, ctx.facts) is None or not ctx.policy.concurrency.io_method:
-        return []
-    today = io[METHOD]["setting"]
-    offered = list(io[METHOD]["enumvals"] or [])
-    why = (refusal if refusal else
-           "it needs a restart, and the policy does not allow restarts (guardrails.allow_restart)"
-           if not ctx.policy.guardrails.allow_restart else
-           "it needs a restart, and tuner cannot restart this server ([target] restart_command)"
-           if ctx.target.restart is None else None)
-    if why is not None:
-        notes.append(f"{METHOD} not screened: {why}")
-        return []
-    out = []
-    for m in ctx.policy.concurrency.io_method:
-        if m == today:
-            continue
-        if m not in offered:
-            notes.append(f"{METHOD} = {m} not screened: this build does not offer it (it offers {', '.join(offered)})")
-        elif m == "io_uring" and (kernel := io_uring_refusal()) is not None:
-            notes.append(f"{METHOD} = io_uring not screened: {kernel}")
-        else:
-            out.append(m)
-    return out
-
-
-def io_uring_refusal() -> str | None:
-    """Why this kernel would not let the server set up io_uring (None: it would): the ``io_uring_disabled``
-    sysctl, then an io_uring_setup call of tuner's own (a server that cannot start with io_method = io_uring
-    stays down, so tuner does not find out by restarting it)."""
-    try:
-        disabled = int(Path("/proc/sys/kernel/io_uring_disabled").read_text())
-    except (OSError, ValueError):
-        disabled = 0
-    if disabled:
-        return f"kernel.io_uring_disabled is {disabled}"
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        params = ctypes.create_string_buffer(120)  # struct io_uring_params, zeroed
-        fd = libc.syscall(425, 8, params)  # io_uring_setup: 425 on every architecture
-    except (OSError, AttributeError) as exc:
-        return f"io_uring_setup could not be called ({exc})"
-    if fd < 0:
-        return f"io_uring_setup failed here ({os.strerror(ctypes.get_errno())})"
-    os.close(fd)
-    return None
 
 
 async def _port(ctx: FamilyContext) -> int:

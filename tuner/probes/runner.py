@@ -23,6 +23,7 @@ from tuner.log import get_logger
 from tuner.model import CacheEvidence, Trial
 from tuner.probes import explain
 from tuner.probes.cache import CacheControl
+from tuner.probes.statio import StatIo
 from tuner.probes.workload import ProbeQuery
 from tuner.target.connection import connect
 
@@ -59,7 +60,7 @@ class SystemKnobs:
     def __init__(
         self, *, journal: Journal, contexts: Mapping[str, str], connector: Callable[[], Awaitable[asyncpg.Connection]],
         restart: Callable[[], Awaitable[None]] | None, dsn: str | None, identity: Mapping[str, Any],
-        data_directory: Path, settle_s: float = 10.0,
+        data_directory: Path, settle_s: float = 10.0, came_back_s: float = 30.0,
     ) -> None:
         self.journal = journal
         self.contexts = dict(contexts)
@@ -69,8 +70,11 @@ class SystemKnobs:
         self.identity = dict(identity)
         self.auto_conf = data_directory / AUTO_CONF
         self.settle_s = settle_s
+        self.came_back_s = came_back_s
         self.applied: dict[str, str] = {}  # what tuner last wrote, per setting (none: postgresql.auto.conf as it was)
         self._auto_conf_before: bytes | None = None
+        # (setting, value) the server did not start with: the sentence that said so
+        self.refused: dict[tuple[str, str], str] = {}
 
     @property
     def names(self) -> frozenset[str]:
@@ -85,6 +89,9 @@ class SystemKnobs:
         changed = {k: str(v) for k, v in wanted.items() if self.applied.get(k) != str(v)}
         if not changed:
             return []
+        for k, v in changed.items():
+            if (k, v) in self.refused:
+                raise TunerError(self.refused[k, v])
         if self._auto_conf_before is None and self.needs_restart(changed):
             try:  # kept for a server that does not start with what tuner writes (see restart)
                 self._auto_conf_before = self.auto_conf.read_bytes()
@@ -121,29 +128,56 @@ class SystemKnobs:
 
     async def restart(self) -> None:
         """Restart the server for a restart-level setting. If it does not come back, put ``postgresql.auto.conf``
-        back as it was (the server is down: nothing else writes it) and raise :class:`TunerError` with what the
-        server's log says."""
+        back as it was (the server is down: nothing else writes it), start it again with that, and raise
+        :class:`TunerError` with what the server's log said; the values it did not start with are refused from then
+        on (a later probe asking for them fails at once, with the same sentence, instead of another restart)."""
         if self._restart is None:
             raise TunerError("a restart-level setting needs a restart, and this session may not restart the server")
         try:
             await self._restart()
+            await self._came_back()
         except RefusedError:
             raise
         except Exception as exc:  # noqa: BLE001 - the start failed: the file goes back, the error says why
-            why = self.start_failure(exc)
-            raise TunerError(why, hint="start the server by hand; tuner put postgresql.auto.conf back as it was, "
-                             "and `tuner restore` finds its journal entries in place") from None
+            written = dict(self.applied)
+            why, put_back = self.start_failure(exc)
+            if not put_back:
+                raise TunerError(why, hint="start the server by hand; `tuner restore` finds its journal entries in "
+                                 "place") from None
+            try:
+                await self._restart()
+                await self._came_back()
+            except RefusedError:
+                raise
+            except Exception as again:  # noqa: BLE001 - not even as it was: only a person can look
+                raise TunerError(f"{why}, and it did not start again with that either ({again})",
+                                 hint="start the server by hand; `tuner restore` finds its journal entries in "
+                                 "place") from None
+            sentence = f"{why}, and tuner started the server again with it"
+            self.refused.update({(k, v): sentence for k, v in written.items() if self.needs_restart([k])})
+            raise TunerError(sentence) from None
 
-    def start_failure(self, exc: BaseException) -> str:
-        """What went wrong with a restart after tuner wrote its settings; if the server is down, the file goes back
-        as it was before tuner's first restart-level change."""
+    async def _came_back(self) -> None:
+        """Raise unless a postmaster runs in the data directory within ``came_back_s``: a restart command can
+        succeed for a server that then stops at once (pg_ctl -w restart of Debian's 18 on a hot standby returned 0
+        when the new postmaster exited on "could not setup io_uring queue"); an external command's server may take
+        a moment to write its postmaster.pid."""
+        deadline = time.monotonic() + self.came_back_s
+        while not _postmaster_running(self.auto_conf.parent):
+            if time.monotonic() > deadline:
+                raise TunerError(f"no server runs in {self.auto_conf.parent} after the restart")
+            await asyncio.sleep(0.2)
+
+    def start_failure(self, exc: BaseException) -> tuple[str, bool]:
+        """What went wrong with a restart after tuner wrote its settings, and whether the file went back: if the
+        server is down, it goes back as it was before tuner's first restart-level change."""
         written = ", ".join(f"{k} = {v}" for k, v in self.applied.items())
         why = _last_fatal(self.auto_conf.parent / "server.log") or str(exc)
         if self._auto_conf_before is None or _postmaster_running(self.auto_conf.parent):
-            return f"the restart with {written} failed ({why})"
+            return f"the restart with {written} failed ({why})", False
         self.auto_conf.write_bytes(self._auto_conf_before)  # in place: owner and mode stay the server's
         self.applied.clear()
-        return f"the server did not start with {written} ({why}); postgresql.auto.conf is back as it was"
+        return f"the server did not start with {written} ({why}); postgresql.auto.conf is back as it was", True
 
     async def put_back(self) -> list[Restored]:
         """Every ALTER SYSTEM line of this session back as it was (reloaded; restarted when a restart-level one
@@ -208,6 +242,7 @@ class ColdProbe:
         precheck: Callable[[], Awaitable[None]] | None = None,
         system: SystemKnobs | None = None,
         cold_per_query: bool = False,
+        server_version_num: int = 0,
     ) -> None:
         self.dsn = dsn
         self.connector = connector  # a checked connection (the session's guard); else connect(dsn)
@@ -226,6 +261,11 @@ class ColdProbe:
         # Each query in a cache emptied for it, in a session of its own (a sequential scan after a bitmap scan of
         # the same table would find its blocks cached); else one cold cache and one session for the workload.
         self.cold_per_query = cold_per_query
+        # Evidence beside the time: pg_stat_io's reads, hits and bytes per read (16+, 18+), EXPLAIN (IO)'s read
+        # streams (19+: the option is an error before).
+        self.server_version_num = server_version_num
+        self._explain = "ANALYZE, BUFFERS, IO, FORMAT JSON" if server_version_num >= 190000 else \
+            "ANALYZE, BUFFERS, FORMAT JSON"
 
     async def _connect(self) -> asyncpg.Connection:
         # After a restart by an external command the server may take a moment to accept connections.
@@ -292,6 +332,7 @@ class ColdProbe:
                 conn.terminate()
                 return trial("failed", None, None, f"the probe's server-wide settings are not in force: {differs}")
         total_ms = 0.0
+        stat_io, streams = StatIo(self.server_version_num), explain.ReadStreams()
         sums = {"shared_read": 0, "shared_hit": 0, "heap_read": 0, "heap_hit": 0}
         io_ms: float | None = None
         settings = dict(_BASE_SETTINGS)
@@ -303,6 +344,7 @@ class ColdProbe:
             for i, q in enumerate(self.queries):
                 if i == 0 or self.cold_per_query:
                     if i > 0:  # the scans before this one warmed the cache for it: cold again, a new session
+                        await stat_io.stop(conn)
                         await _close(conn)
                         try:
                             await self.cache.make_cold()
@@ -311,6 +353,7 @@ class ColdProbe:
                             raise
                         except Exception as exc:  # noqa: BLE001 - a failed trial, not a crash
                             return trial("failed", None, None, f"could not prepare {q.name}: {exc}")
+                    await stat_io.start(conn)
                     await _begin(conn, settings)
                 if q.plan is not None:
                     for name, text in _PLAN_SETTINGS[q.plan].items():
@@ -318,8 +361,9 @@ class ColdProbe:
                 else:
                     for name in _PLAN_SETTINGS["bitmap"]:
                         await conn.execute(f"RESET {name}")
-                raw = await conn.fetchval(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {q.sql}")
+                raw = await conn.fetchval(f"EXPLAIN ({self._explain}) {q.sql}")
                 res = explain.parse(json.loads(raw) if isinstance(raw, str) else raw)
+                streams.add(q.plan or "scan", res.read_stream)
                 need = q.plan or ("bitmap" if self.require_bitmap else None)
                 if need is not None and _PLAN_NODE[need] not in res.node_types:
                     ev = _evidence(sums, io_ms, self.cache.os_method)
@@ -344,6 +388,8 @@ class ColdProbe:
                         "rejected", None, ev,
                         f"{q.name}: only {frac:.0%} of heap blocks came from disk (cache not cold)",
                     )
+            await stat_io.stop(conn)
+            metrics.update({**stat_io.metrics(), **streams.metrics()})
         except asyncpg.QueryCanceledError:
             return trial("failed", None, None, f"statement timeout after {self.statement_timeout_s:g} s")
         except (asyncpg.PostgresError, OSError, asyncpg.InterfaceError) as exc:

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from tuner.emit import quote
-from tuner.knobs import catalog
+from tuner.knobs import catalog, successors
 from tuner.model import Recommendation, Report
 from tuner.store.base import SessionSummary
 
@@ -108,6 +108,7 @@ def diff(a: Report, b: Report) -> dict[str, Any]:
                      f"{pre13.target.server_version}: a number of spindles) is shown as PostgreSQL 13+ reads it "
                      "(a prefetch distance: round(sum of old/n for n = 1..old), at most 1000)")
         a, b = (_eic_in_13_terms(a), b) if old else (a, _eic_in_13_terms(b))
+    converted = "; ".join(n for n in (converted, successors.upgrade_note(a, b)) if n) or None  # 18 -> 19
     fa, fb = a.target.fingerprint or {}, b.target.fingerprint or {}
     target: list[dict[str, Any]] = []
     for key in ("system_identifier", "server_version_num", "data_directory", "device_key", "kernel", "host"):
