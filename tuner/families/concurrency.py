@@ -54,8 +54,7 @@ class Concurrency:
     name: ClassVar[str] = "concurrency"
     needs: ClassVar[Needs] = Needs(local_host=True)
     after: ClassVar[tuple[str, ...]] = ("readahead",)
-    summary: ClassVar[str] = ("effective_io_concurrency by SET in the probe session, over sparse bitmap heap scans "
-                              "(17+: and a sequential scan, jointly with io_combine_limit; 18+: io_workers, io_method)")
+    summary: ClassVar[str] = "effective_io_concurrency (SET) over cold scans; 17+ io_combine_limit; 18+ io_workers, io_method"
     honours_pins: ClassVar[bool] = True  # a stored effective_io_concurrency is re-validated by pinning it
     html_sections = staticmethod(concurrency_figures.html_sections)
 
