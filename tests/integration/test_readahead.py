@@ -157,10 +157,13 @@ def test_a_target_whose_data_directory_is_elsewhere_skips_readahead(clone: Clone
     async def make_role() -> None:
         conn = await connect(clone.dsn)
         try:
-            # It may read pg_file_settings (the interlock checks where the marker comes from), not the data directory.
+            # It may read pg_file_settings and stat the configuration files (the interlock checks where the marker
+            # comes from and that the file on disk is the one loaded), not the data_directory setting.
             await conn.execute("DROP ROLE IF EXISTS remote_tuner; CREATE ROLE remote_tuner LOGIN; "
                                "GRANT SELECT ON pg_file_settings TO remote_tuner; "
-                               "GRANT EXECUTE ON FUNCTION pg_show_all_file_settings() TO remote_tuner")
+                               "GRANT EXECUTE ON FUNCTION pg_show_all_file_settings(), pg_stat_file(text, boolean), "
+                               "pg_read_file(text, bigint, bigint, boolean) TO remote_tuner; "
+                               "GRANT pg_read_server_files TO remote_tuner")
         finally:
             await conn.close()
 

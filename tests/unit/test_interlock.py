@@ -57,8 +57,8 @@ def test_a_role_that_cannot_see_where_the_marker_comes_from_is_told_what_to_gran
     with pytest.raises(RefusedError, match="may not read pg_file_settings") as err:
         check(facts(staging_marker="staging", marker_setting_source="hidden", user="app"))
     assert err.value.hint == ("GRANT SELECT ON pg_file_settings TO app; GRANT EXECUTE ON FUNCTION "
-                              "pg_show_all_file_settings() TO app; GRANT pg_read_server_files TO app; "
-                              "(or connect as a superuser)")
+                              "pg_show_all_file_settings(), pg_stat_file(text, boolean), pg_read_file(text, bigint, "
+                              "bigint, boolean) TO app; GRANT pg_read_server_files TO app; (or connect as a superuser)")
 
 
 STAGING = dict(staging_marker="staging", marker_setting_source="configuration file")

@@ -86,11 +86,11 @@ def check(facts: TargetFacts, *, client_sets_marker: bool = False, allow_replica
                  "ALTER SYSTEM RESET tuner.role")
     if source == "hidden":
         raise RefusedError(
-            f"refusing to probe: the server is writable and role {facts.user} may not read pg_file_settings, so "
-            f"tuner cannot check that {MARKER} comes from a configuration file",
+            f"refusing to probe: the server is writable and role {facts.user} may not read pg_file_settings and the "
+            f"files behind it, so tuner cannot check that {MARKER} comes from a configuration file",
             hint=f"GRANT SELECT ON pg_file_settings TO {facts.user}; GRANT EXECUTE ON FUNCTION "
-                 f"pg_show_all_file_settings() TO {facts.user}; GRANT pg_read_server_files TO {facts.user}; "
-                 "(or connect as a superuser)",
+                 f"pg_show_all_file_settings(), pg_stat_file(text, boolean), pg_read_file(text, bigint, bigint, "
+                 f"boolean) TO {facts.user}; GRANT pg_read_server_files TO {facts.user}; (or connect as a superuser)",
         )
     if source == "not reloaded":
         raise RefusedError(
