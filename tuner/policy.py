@@ -19,7 +19,16 @@ from tuner.knobs import catalog
 from tuner.log import get_logger
 from tuner.tomlfile import read_toml
 
-SHIPPED_POLICY_DIR = Path(__file__).resolve().parent.parent / "policies"
+
+def _shipped_policy_dir() -> Path:
+    """The shipped policies: tuner/_policies inside an installed wheel (pyproject maps the repository's top-level
+    policies/ there), else policies/ beside the package in a source checkout or an editable install."""
+    package = Path(__file__).resolve().parent
+    installed = package / "_policies"
+    return installed if installed.is_dir() else package.parent / "policies"
+
+
+SHIPPED_POLICY_DIR = _shipped_policy_dir()
 log = get_logger("tuner.policy")
 
 

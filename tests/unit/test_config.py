@@ -25,6 +25,14 @@ def test_defaults_without_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert cfg.source is None
 
 
+def test_the_sample_tuner_toml_is_the_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The repository's tuner.toml says its values are the defaults, and tuner reads it implicitly when run from
+    the repository's root: a default changed without the sample (or the reverse) would change a session there."""
+    sample = load_config(FIXTURES.parent.parent.parent / "tuner.toml", environ={})
+    monkeypatch.chdir(tmp_path)
+    assert sample.model_copy(update={"source": None}) == load_config(environ={})
+
+
 def test_environment_beats_file_and_flags_beat_environment(tmp_path: Path) -> None:
     f = tmp_path / "tuner.toml"
     f.write_text('[target]\ndsn = "host=from-file"\n[sandbox]\nscale = 5\n')

@@ -125,6 +125,17 @@ def test_recommend_output_keeps_the_reports_files_and_export_writes_the_formats(
                        "readahead.sh", "readahead-rollback.sh", "99-tuner-readahead.rules"}
 
 
+def _unwrapped(text: str) -> list[str]:
+    """The lines of ``text`` with each wrapped comment (quote.comment: continuations indented "#   ") joined."""
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("#   ") and lines:
+            lines[-1] += " " + line[4:]
+        else:
+            lines.append(line)
+    return lines
+
+
 @pytest.mark.parametrize("fmt", NEW)
 def test_only_changes_are_carried_each_with_its_evidence_and_provenance(fmt: str) -> None:
     files = emit.render(change_report(), fmt)
@@ -139,7 +150,7 @@ def test_only_changes_are_carried_each_with_its_evidence_and_provenance(fmt: str
                            "read_ahead_kb of /dev/nvme0n1", "read_ahead_kb of /dev/loop3"]}
     carried["cnpg"] = carried["zalando"] = carried["patroni"]
     for what in carried[fmt]:
-        line = next(line for line in main_file.splitlines() if what in line and "faster" in line)
+        line = next(line for line in _unwrapped(main_file) if what in line and "faster" in line)
         if "read_ahead_kb" in what:
             assert "1.42x faster (weighted_execution_time_ms), 95% CI [1.21, 1.66], 8 pairs" in line, line
         else:
@@ -163,7 +174,8 @@ def test_keep_what_you_have_is_an_empty_change_set_that_says_so(fmt: str) -> Non
         elif name.endswith(".json"):
             assert json.loads(body)["postgresql"]["parameters"] == {}
         else:  # conf, udev, tuned: comments (and tuned's [main]) only
-            assert all(line.startswith("#") or not line or line in ("[main]", "summary=readahead measured by tuner")
+            assert all(line.startswith("#") or not line or line in ("[main]", "summary=readahead measured by tuner",
+                                                                          f"include={tuned.CURRENT}")
                        for line in body.splitlines()), body
 
 
@@ -214,7 +226,7 @@ def test_a_value_from_a_source_above_the_files_is_removed_on_rollback_and_said_s
 
 @pytest.mark.parametrize("fmt", ["conf", "patroni", "cnpg", "zalando"])
 def test_tablespace_and_device_changes_are_named_with_where_they_go(fmt: str) -> None:
-    text = emit.text(change_report(), fmt)
+    text = "\n".join(_unwrapped(emit.text(change_report(), fmt)))
     assert "effective_io_concurrency of tablespace fast: 1 -> 64:" in text
     assert "cannot set a tablespace's option; run ALTER TABLESPACE fast SET (effective_io_concurrency = 64); on " \
            "the primary" in text
@@ -344,7 +356,7 @@ def test_tuned_uses_a_kernel_name_only_for_a_device_without_a_stable_identity() 
 @pytest.mark.parametrize("match", [{"ATTRS{wwid}": "naa.5000c500a0b1c2d3"},
                                    {"KERNEL": "loop*", "ATTR{loop/backing_file}": "/srv/disk.img"}])
 def test_tuned_writes_nothing_rather_than_a_kernel_name_where_a_stable_identity_exists(match: dict[str, str]) -> None:
-    text = tuned.render(make(readahead("sdc", match)))
+    text = "\n".join(_unwrapped(tuned.render(make(readahead("sdc", match)))))
     assert "[tuner_disk_1]" not in text and "devices=" not in text
     assert "which no udev property carries: use the udev format" in text
     assert 'ATTR{queue/read_ahead_kb}="512"' in udev.render(make(readahead("sdc", match)))
@@ -355,9 +367,9 @@ def test_tuned_writes_nothing_rather_than_a_kernel_name_where_a_stable_identity_
 def test_ansible_uses_postgresql_set_before_postgresql_14() -> None:
     old = yaml.safe_load(ansible.render_playbook(make(rec(), version=130011)))
     new = yaml.safe_load(ansible.render_playbook(make(rec())))
-    assert any("community.postgresql.postgresql_set" in t for t in old[0]["tasks"])
-    assert any("community.postgresql.postgresql_alter_system" in t for t in new[0]["tasks"])
-    assert not any("community.postgresql.postgresql_set" in t for t in new[0]["tasks"])
+    assert any("community.postgresql.postgresql_set" in t for t in old[1]["tasks"])
+    assert any("community.postgresql.postgresql_alter_system" in t for t in new[1]["tasks"])
+    assert not any("community.postgresql.postgresql_set" in t for t in new[1]["tasks"])
 
 
 @pytest.mark.parametrize("value", ["it's", "a b", "x,y", "_RESET", "default", "{{ x }}", "1;2"])
@@ -368,11 +380,55 @@ def test_ansible_writes_no_value_the_alter_system_module_would_misread(value: st
 
 
 def test_ansible_restarts_only_when_asked() -> None:
-    play = yaml.safe_load(ansible.render_playbook(change_report()))[0]
-    restart = next(t for t in play["tasks"] if "ansible.builtin.service" in t)
-    assert "tuner_restart | default(false) | bool" in restart["when"]
-    assert [h["name"] for h in play["handlers"]] == ["tuner | reload PostgreSQL", "tuner | reload udev rules",
-                                                     "tuner | trigger the block devices"]
+    for play in yaml.safe_load(ansible.render_playbook(change_report()))[1:]:
+        restart = next(t for t in play["tasks"] if "ansible.builtin.service" in t)
+        assert "tuner_restart | default(false) | bool" in restart["when"]
+        assert [h["name"] for h in play["handlers"]] == ["tuner | reload PostgreSQL", "tuner | reload udev rules",
+                                                         "tuner | trigger the tuned block devices"]
+
+
+def test_ansible_rolls_one_host_at_a_time_standbys_before_the_primary() -> None:
+    roles, standbys, primaries = yaml.safe_load(ansible.render_playbook(change_report()))
+    assert roles["hosts"] == "{{ tuner_hosts | default('postgresql') }}"
+    [in_recovery, group_by] = roles["tasks"]
+    assert "pg_is_in_recovery()" in in_recovery["community.postgresql.postgresql_query"]["query"]
+    assert ansible.STANDBYS in group_by["ansible.builtin.group_by"]["key"]
+    assert (standbys["hosts"], primaries["hosts"]) == (ansible.STANDBYS, ansible.PRIMARIES)
+    for play in (standbys, primaries):
+        assert play["serial"] == "{{ tuner_serial | default(1) }}" and play["max_fail_percentage"] == 0
+        names = [t["name"] for t in play["tasks"]]
+        restart = names.index("tuner | restart PostgreSQL (only with -e tuner_restart=true)")
+        assert names[restart + 1] == "tuner | wait until it accepts connections again, before the next host"
+
+
+def test_the_udev_trigger_reaches_only_the_tuned_devices() -> None:
+    rep = change_report()
+    data, _ = ansible.variables(rep)
+    assert [r["kernel_name"] for r in data["tuner_readahead"]] == ["nvme0n1", "loop3"]
+    play = yaml.safe_load(ansible.render_playbook(rep))[1]
+    [trigger] = [h for h in play["handlers"] if isinstance(h.get("ansible.builtin.command"), dict)]
+    assert trigger["ansible.builtin.command"]["argv"][-1] == "--sysname-match={{ item.kernel_name }}"
+    assert trigger["loop"] == "{{ tuner_readahead }}"
+    for text in (udev.render(rep), udev.render(rep, rollback=True), host.render_rules(rep)):
+        command = next(line for line in _unwrapped(text) if "udevadm trigger" in line)
+        assert "--sysname-match=loop3 --sysname-match=nvme0n1" in command
+    assert "udevadm trigger" not in udev.render(keep_report())  # no device: reload only, trigger nothing
+
+
+def test_every_fleet_export_comment_fits_100_columns() -> None:
+    for fmt in ("ansible", "udev", "tuned"):
+        for case in (change_report(), keep_report()):
+            for name, body in emit.render(case, fmt).items():
+                wide = [line for line in body.splitlines() if line.startswith("#") and len(line) > 100]
+                assert not wide, (fmt, name, wide)
+    for name, body in host.Host().render(change_report()).items():
+        assert all(len(line) <= 100 for line in body.splitlines() if line.startswith("#")), name
+
+
+def test_the_tuned_profile_includes_the_profile_active_before_it() -> None:
+    for text in (tuned.render(change_report()), tuned.render(change_report(), rollback=True)):
+        assert _tuned_sections(text)["main"]["include"] == tuned.CURRENT
+        assert "tuned-adm active" in "\n".join(_unwrapped(text))
 
 
 # -- emit.render and history ----------------------------------------------------------------------------------

@@ -483,3 +483,15 @@ def test_a_family_without_hooks_gets_the_workload_time_and_no_section() -> None:
     assert objective_unit(None) == "ms (the workload's execution time)"
     assert "ms (the workload&#x27;s execution time)" in section(page, "search")
     assert 'id="plain"' not in page
+
+
+def test_each_confirmation_is_folded_and_only_a_change_opens(sandbox: Report) -> None:
+    """Issue #47: every pair of every confirmation drawn made the page ~7,000 px long. Each confirmation is a
+    <details> of its own, open only where its decision is a change (the evidence a reader comes for)."""
+    rep = sandbox
+    page = h.to_html(rep)
+    confs = evidence.confirmations(rep.trials)
+    evidence.attach(rep.recommendations, confs)
+    folds = re.findall(r"<details( open)?><summary><h3>.*?</details>", section(page, "confirmation"), flags=re.S)
+    assert len(folds) == len(confs) == len(svgs(page, "confirmation")) > 0
+    assert folds == [" open" if c.recs and c.recs[0].decision == "change" else "" for c in confs]

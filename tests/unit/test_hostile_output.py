@@ -301,15 +301,18 @@ STUBS = ("blockdev", "udevadm", "rm", "reboot", "touch")
 
 
 def _expected_commands(rep: Report, *, rollback: bool) -> list[list[str]]:
-    out = []
+    out, names = [], set()
     for r in rep.recommendations:
         if r.device is not None and r.decision == "change" and host.commands(r) is not None:
             kb = int(r.current if rollback else r.recommended)
             out.append(["blockdev", "--setra", str(2 * kb), r.device.node])
+            names.add(r.device.name)
     if out:
         if rollback:
             out.append(["rm", "-f", "/etc/udev/rules.d/99-tuner-readahead.rules"])
-        out += [["udevadm", "control", "--reload-rules"], ["udevadm", "trigger", "--type=devices", "--action=change"]]
+        out += [["udevadm", "control", "--reload-rules"],
+                ["udevadm", "trigger", "--action=change", "--subsystem-match=block",
+                 *(f"--sysname-match={n}" for n in sorted(names))]]
     return out
 
 
@@ -331,7 +334,9 @@ def _run_with_stubs(script: Path, tmp: Path) -> list[list[str]]:
 SCRIPT_LINE = re.compile(
     r"#!/bin/sh|set -e|# .*|blockdev --setra \d+ (/dev/[A-Za-z0-9._/-]+|'/dev/[A-Za-z0-9._/-]+')"
     r"|rm -f /etc/udev/rules\.d/99-tuner-readahead\.rules"
-    r"|udevadm control --reload-rules && udevadm trigger --type=devices --action=change"
+    # the trigger names each tuned device, a plain kernel name (shell-quoted when it has a "!"), and no glob
+    r"|udevadm control --reload-rules && udevadm trigger --action=change --subsystem-match=block"
+    r"( --sysname-match=([A-Za-z0-9._:+-]+|'[A-Za-z0-9._:!+-]+'))+"
 )
 
 
@@ -611,7 +616,8 @@ def test_tuned_profile_has_only_tuners_options_and_nothing_to_expand(s: str) -> 
         parser.read_string(text)
         for section in parser.sections():
             if section == "main":
-                assert dict(parser[section]) == {"summary": "readahead measured by tuner"}
+                assert dict(parser[section]) == {"summary": "readahead measured by tuner",
+                                                 "include": tuned_emit.CURRENT}
                 continue
             assert set(parser[section]) <= {"type", "priority", "devices", "devices_udev_regex", "readahead"}
             assert all("${" not in v and "#" not in v for v in parser[section].values())

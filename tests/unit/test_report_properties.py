@@ -183,7 +183,8 @@ def _udev(rep: Report, text: str) -> None:
 
 SCRIPT_LINE = re.compile(r"#!/bin/sh|set -e|blockdev --setra [0-9]+ /dev/[A-Za-z0-9._/!:+-]+|"
                          r"rm -f /etc/udev/rules\.d/99-tuner-readahead\.rules|udevadm control --reload-rules && "
-                         r"udevadm trigger --type=devices --action=change")
+                         r"udevadm trigger --action=change --subsystem-match=block"
+                         r"( --sysname-match=([A-Za-z0-9._:+-]+|'[A-Za-z0-9._:!+-]+'))+")
 
 
 def _consumers(rep: Report, fmt: str, files: dict[str, str]) -> None:
@@ -218,7 +219,8 @@ def _consumers(rep: Report, fmt: str, files: dict[str, str]) -> None:
             parser = configparser.ConfigParser(interpolation=None)
             parser.read_string(text)
             options = {o for s in parser.sections() for o in parser.options(s)}
-            assert options <= {"summary", "type", "priority", "devices_udev_regex", "devices", "readahead"}, options
+            assert options <= {"summary", "include", "type", "priority", "devices_udev_regex", "devices",
+                               "readahead"}, options
             names = {r.device.name for r in _changes(rep, "device") if r.device is not None}
             assert all(parser[s]["devices"] in names for s in parser.sections() if "devices" in parser[s])
         elif name.endswith(".conf"):

@@ -7,13 +7,15 @@ today's values.
   already say it (read from ``pg_file_settings``), so a second run reports ``ok``, a rollback's RESET too, and a
   setting that waits for a restart is not written again. The module reloads; a handler reloads again. Settings
   that wait for a restart (the module's ``restart_required``, ``pg_settings.pending_restart``) are named, and
-  PostgreSQL is restarted only with ``-e tuner_restart=true``.
+  PostgreSQL is restarted only with ``-e tuner_restart=true``: one host at a time (``-e tuner_serial=N`` or
+  ``"25%"`` widens it), standbys first and the primary last, each back up before the next, stopping at the first
+  failure (a first play sorts the hosts by ``pg_is_in_recovery()``).
 - Tablespace options: ``ALTER TABLESPACE`` through ``postgresql_query``, on a primary only (it replicates; a
-  standby is recognised by ``pg_is_in_recovery()`` and skipped), and only where ``pg_tablespace.spcoptions``
+  standby, recognised by ``pg_is_in_recovery()``, is skipped), and only where ``pg_tablespace.spcoptions``
   differs.
 - Readahead: the udev rule file of the udev format, copied to ``tuner_udev_rules_dir`` (default
-  /etc/udev/rules.d); a handler reloads udev and triggers the block devices (``-e tuner_udev_trigger=false``
-  leaves that to you).
+  /etc/udev/rules.d); a handler reloads udev and triggers the tuned block devices, by kernel name, and no other
+  (``-e tuner_udev_trigger=false`` leaves that to you).
 
 Check mode (``--check --diff``) changes nothing: the modules report what they would do, reads still run.
 
@@ -26,6 +28,7 @@ written for it; a change whose value is not plain is named instead.
 
 from __future__ import annotations
 
+import copy
 from functools import partial
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -38,6 +41,7 @@ VARS_FILE = "ansible/tuner-vars.yml"
 PLAYBOOK_FILE = "ansible/tuner.yml"
 RESET = "_RESET"  # postgresql_alter_system's value for ALTER SYSTEM RESET
 WHAT = "the Ansible playbook"
+STANDBYS, PRIMARIES = "tuner_standbys", "tuner_primaries"  # groups the first play sorts tuner_hosts into
 _MODULE_RESERVED = frozenset({"_reset", "default"})  # values the modules read as "reset"
 
 _AUTO_CONF = ("SELECT name, setting FROM pg_catalog.pg_file_settings "
@@ -81,7 +85,9 @@ def _tablespace(rec: Recommendation, report: Report, *, rollback: bool) -> dict[
 def _readahead(rec: Recommendation, report: Report, *, rollback: bool) -> dict[str, Any]:
     rule = udev.rule(rec, rollback=rollback)
     kb = quote.integer(rec.current if rollback else rec.recommended, "read_ahead_kb")
-    return {"device": rec.object or "", "read_ahead_kb": kb, "rule": rule, "evidence": ch.evidence(rec, report)}
+    name = quote.sysname(rec.device.name) if rec.device else ""  # rule() refused a recommendation without one
+    return {"device": rec.object or "", "kernel_name": name, "read_ahead_kb": kb, "rule": rule,
+            "evidence": ch.evidence(rec, report)}
 
 
 def variables(report: Report, *, rollback: bool = False) -> tuple[dict[str, Any], list[str]]:
@@ -124,7 +130,8 @@ def render_vars(report: Report, *, rollback: bool = False) -> str:
                    "Variables: tuner_hosts (default: group postgresql), tuner_login_user/_password/_host/"
                    "_unix_socket/_port/_db (a superuser: ALTER SYSTEM and pg_file_settings need one), tuner_become_user "
                    "(default postgres: the PostgreSQL tasks' user when become is on), tuner_restart (default false), "
-                   "tuner_postgresql_service, tuner_udev_rules_dir, tuner_udev_trigger."]
+                   "tuner_serial (default 1: hosts at a time, standbys first; give it with -e), tuner_postgresql_service, "
+                   "tuner_udev_rules_dir, tuner_udev_trigger."]
     header.append("")
     header += [item["evidence"] for key in ("tuner_settings", "tuner_tablespaces", "tuner_readahead")
                for item in data[key]]
@@ -188,10 +195,11 @@ def playbook(report: Report, *, rollback: bool = False) -> list[dict[str, Any]]:
         {"name": "tuner | restart PostgreSQL (only with -e tuner_restart=true)",
          "ansible.builtin.service": {"name": "{{ tuner_postgresql_service | default('postgresql') }}",
                                      "state": "restarted"},
+         "register": "tuner_restarted",
          "when": "tuner_restart_for | length > 0 and (tuner_restart | default(false) | bool)"},
-        {"name": "tuner | is this server a primary (ALTER TABLESPACE runs there and replicates)",
-         _CPG + "postgresql_query": {"query": _RECOVERY},
-         "register": "tuner_recovery", "when": "tuner_tablespaces | length > 0", **read_only},
+        {"name": "tuner | wait until it accepts connections again, before the next host",
+         _CPG + "postgresql_ping": {}, "register": "tuner_ping", "until": "tuner_ping.is_available",
+         "retries": 60, "delay": 2, "when": "tuner_restarted is changed and not ansible_check_mode"},
         {"name": "tuner | read the tablespaces' options",
          _CPG + "postgresql_query": {"query": _SPCOPTIONS, "named_args": {
              "entry": "{{ item.entry }}", "option": "{{ item.option }}", "tablespace": "{{ item.tablespace }}"}},
@@ -217,8 +225,11 @@ def playbook(report: Report, *, rollback: bool = False) -> list[dict[str, Any]]:
          "when": "not ansible_check_mode"},
         {"name": "tuner | reload udev rules", "ansible.builtin.command": "udevadm control --reload-rules",
          "listen": "tuner | apply udev rules", "when": "tuner_udev_trigger | default(true) | bool"},
-        {"name": "tuner | trigger the block devices",
-         "ansible.builtin.command": "udevadm trigger --type=devices --subsystem-match=block --action=change",
+        # Only the devices the rules are for: a bare trigger replays "change" on every block device of the host.
+        {"name": "tuner | trigger the tuned block devices",
+         "ansible.builtin.command": {"argv": ["udevadm", "trigger", "--action=change", "--subsystem-match=block",
+                                              "--sysname-match={{ item.kernel_name }}"]},
+         "loop": "{{ tuner_readahead }}", "loop_control": {"label": "{{ item.kernel_name }}"},
          "listen": "tuner | apply udev rules", "when": "tuner_udev_trigger | default(true) | bool"},
     ]
     # With become (root, for the udev rule), PostgreSQL tasks run as tuner_become_user: peer authentication over
@@ -227,16 +238,42 @@ def playbook(report: Report, *, rollback: bool = False) -> list[dict[str, Any]]:
     for task in [*tasks, *handlers]:
         if any(key.startswith(_CPG) for key in task):
             task["become_user"] = as_postgres
-    login = {_CPG + m: dict(_LOGIN) for m in (module, "postgresql_query")}
-    return [{
-        "name": f"tuner {'rollback' if rollback else 'apply'}: server settings, tablespace options, readahead",
+    login = {_CPG + m: dict(_LOGIN) for m in (module, "postgresql_query", "postgresql_ping")}
+    what = f"tuner {'rollback' if rollback else 'apply'}: server settings, tablespace options, readahead"
+    return [_roles_play(login, as_postgres), *(
+        {"name": f"{what} ({role}, tuner_serial at a time)",
+         "hosts": group,
+         "serial": "{{ tuner_serial | default(1) }}",
+         "max_fail_percentage": 0,
+         "gather_facts": False,
+         "vars_files": ["tuner-vars.yml"],
+         "module_defaults": copy.deepcopy(login),
+         "tasks": copy.deepcopy(tasks),  # copies: YAML would write the same objects as anchors and aliases
+         "handlers": copy.deepcopy(handlers)}
+        for role, group in (("the standbys first", STANDBYS), ("then the primary", PRIMARIES)))]
+
+
+def _roles_play(login: dict[str, Any], as_postgres: str) -> dict[str, Any]:
+    """The first play: sort tuner_hosts into standbys and primaries by ``pg_is_in_recovery()``. The plays after
+    it run on the standbys, then on the primary, a batch of tuner_serial hosts at a time, and stop at the first
+    failure: a restart never reaches the primary before every standby is back, and never takes every server
+    down at once. Standbys first is also the order PostgreSQL asks for when a setting a standby must have at
+    least as high as its primary is raised (docs, "Hot Standby", Administrator's Overview)."""
+    read_only = {"changed_when": False, "check_mode": False}
+    return {
+        "name": "tuner | which hosts are standbys (they go first) and which the primary (it goes last)",
         "hosts": "{{ tuner_hosts | default('postgresql') }}",
         "gather_facts": False,
-        "vars_files": ["tuner-vars.yml"],
-        "module_defaults": login,
-        "tasks": tasks,
-        "handlers": handlers,
-    }]
+        "module_defaults": {_CPG + "postgresql_query": dict(_LOGIN)},
+        "tasks": [
+            {"name": "tuner | is this server in recovery", _CPG + "postgresql_query": {"query": _RECOVERY},
+             "register": "tuner_recovery", "become_user": as_postgres, **read_only},
+            {"name": "tuner | group it by role",
+             "ansible.builtin.group_by": {
+                 "key": f"{{{{ '{STANDBYS}' if tuner_recovery.query_result[0].standby else '{PRIMARIES}' }}}}"},
+             "changed_when": False},
+        ],
+    }
 
 
 def render_playbook(report: Report, *, rollback: bool = False) -> str:

@@ -7,13 +7,24 @@ so persisting it takes a udev rule that writes ``ATTR{queue/read_ahead_kb}`` whe
 
 from __future__ import annotations
 
+import shlex
 from typing import ClassVar
 
 from tuner.emit import quote
 from tuner.model import DeviceRef, HostCommands, Recommendation, Report
 
 UDEV_RULE_FILE = "/etc/udev/rules.d/99-tuner-readahead.rules"
-UDEV_RELOAD = "udevadm control --reload-rules && udevadm trigger --type=devices --action=change"
+
+
+def udev_reload(devices: list[DeviceRef]) -> str:
+    """The command that loads the rules and applies them to ``devices`` only: a bare ``udevadm trigger`` replays
+    "change" on every device of the host, and other rules act on those events too (udevadm(8): --sysname-match,
+    given more than once, matches any of the names). Raises quote.Unrenderable for a name that is not plain."""
+    names = sorted({quote.sysname(d.name) for d in devices})
+    if not names:  # a trigger without a match would reach every block device
+        return "udevadm control --reload-rules"
+    matches = " ".join(f"--sysname-match={shlex.quote(n)}" for n in names)
+    return f"udevadm control --reload-rules && udevadm trigger --action=change --subsystem-match=block {matches}"
 
 
 def udev_rule(device: DeviceRef, read_ahead_kb: int) -> str:
@@ -37,6 +48,7 @@ def _commands(rec: Recommendation) -> HostCommands | None:
     if min(recommended_kb, current_kb) < 0:
         raise quote.Unrenderable(f"a negative read_ahead_kb ({current_kb} -> {recommended_kb})")
     node, sysfs = quote.device_node(device.node), quote.sysfs_path(device.sysfs_path)
+    quote.sysname(device.name)  # the udev trigger names it
     return HostCommands(
         apply_blockdev=f"blockdev --setra {2 * recommended_kb} {node}",
         apply_sysfs=f"echo {recommended_kb} > {sysfs}",
@@ -63,25 +75,29 @@ def _device_changes(report: Report) -> list[tuple[Recommendation, HostCommands]]
     return [(r, h) for r in report.recommendations if (h := commands(r)) is not None]
 
 
+def _devices(changes: list[tuple[Recommendation, HostCommands]]) -> list[DeviceRef]:
+    return [r.device for r, _ in changes if r.device is not None]
+
+
 def _comments(report: Report, *lines: str) -> list[str]:
     """``#`` comment lines (sh and udev alike) of outside text, one line each; then a comment for every
     device change that is not written, and why."""
     refused = [f"{r.object}: not written: {why}" for r in report.recommendations if (why := not_rendered(r))]
-    return ["# " + quote.one_line(line) for line in (*lines, *refused)]
+    return [c for line in (*lines, *refused) for c in quote.comment(line)]
 
 
 def render_rules(report: Report) -> str:
     """The udev rules file for every device whose readahead tuner recommends changing."""
     s = report.session
+    changes = _device_changes(report)
     out = _comments(
         report,
         f"tuner readahead rules — session {s.id}, {s.started_at:%Y-%m-%d %H:%M:%S} UTC, host {s.host}, kernel {s.kernel}",
-        f"Install as {UDEV_RULE_FILE}, then: {UDEV_RELOAD}",
+        f"Install as {UDEV_RULE_FILE}, then: {udev_reload(_devices(changes))}",
         "Rollback: remove this file and run the rollback commands in readahead-rollback.sh.",
     )
-    changes = _device_changes(report)
     for r, host in changes:
-        out.append("# " + quote.one_line(f"{r.object}: read_ahead_kb {r.current} -> {r.recommended}{_evidence(r)}"))
+        out += quote.comment(f"{r.object}: read_ahead_kb {r.current} -> {r.recommended}{_evidence(r)}")
         if 'KERNEL=="' in host.udev_rule and "loop*" not in host.udev_rule:
             out.append("# (matched by kernel name: it has no WWID or serial; kernel names can change across reboots)")
         out.append(host.udev_rule)
@@ -105,9 +121,9 @@ def render_script(report: Report, *, rollback: bool = False) -> str:
     out = ["#!/bin/sh", *_comments(report, f"tuner readahead {what} — session {report.session.id}; "
                                            f"run as root on {report.session.host}"), "set -e"]
     for r, host in changes:
-        out.append("# " + quote.one_line(
+        out += quote.comment(
             f"{r.object}: read_ahead_kb {r.recommended if rollback else r.current} -> "
-            f"{r.current if rollback else r.recommended}{'' if rollback else _evidence(r)}"))
+            f"{r.current if rollback else r.recommended}{'' if rollback else _evidence(r)}")
         out.append(host.rollback_blockdev if rollback else host.apply_blockdev)
         out.append(f"# or: {host.rollback_sysfs if rollback else host.apply_sysfs}")
     if changes:
@@ -115,8 +131,9 @@ def render_script(report: Report, *, rollback: bool = False) -> str:
             out.append(f"rm -f {UDEV_RULE_FILE}")
         else:
             out.append(f"# persist: install 99-tuner-readahead.rules as {UDEV_RULE_FILE}")
-        out.append(UDEV_RELOAD)
-        out.append("# Files PostgreSQL already has open keep their old readahead: restart it to reach every backend.")
+        out.append(udev_reload(_devices(changes)))
+        out += quote.comment("Files PostgreSQL already has open keep their old readahead: restart it to reach "
+                             "every backend.")
     else:
         out.append("# nothing to change.")
     return "\n".join(out) + "\n"

@@ -70,6 +70,7 @@ pre{background:#f6f6f6;padding:.5rem .7rem;overflow-x:auto;white-space:pre-wrap;
 .reason{color:#333}
 details{margin:.6rem 0}
 summary{cursor:pointer;font-weight:600}
+summary h3{display:inline;margin:0;font-size:1rem}
 footer{margin-top:3rem;color:#666;font-size:.85rem;border-top:1px solid #ddd;padding-top:.6rem}
 @media (max-width:600px){body{padding:12px 12px 32px;font-size:14px}}
 @media print{body{max-width:none;padding:0;font-size:10.5pt}nav{display:none}h2{break-after:avoid}
@@ -305,12 +306,17 @@ def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
         e = c.recs[0].effect if c.recs else None
         result = (f" Result: {ratio(e.improvement)} (95 % CI {e.ci95[0]:.2f}–{e.ci95[1]:.2f}×, p = {e.p_value:.2g}) — "
                   f"{_tag(c.recs[0].decision)}." if e else "")
-        body.append(fig(f"<h3>{changed or 'baseline against candidate'}{where}</h3>",
+        # Folded, one line each, but for a change: the page was ~7,000 px long with every pair drawn, and a
+        # change's evidence is what a reader opens the page for (issue #47).
+        decision = c.recs[0].decision if c.recs else None
+        body.append(f"<details{' open' if decision == 'change' else ''}><summary><h3>"
+                    f"{changed or 'baseline against candidate'}{where}</h3> · {len(c.pairs)} pairs"
+                    f"{f' · {_tag(decision)}' if decision else ''}</summary>" + fig("",
             confirmation_figure(c, floor, next_no(), unit=unit_of(c.family)),
             f"{len(c.trials)} confirmation trials{f' for {names}' if names else ''}, run in ABBA / BAAB blocks so "
             "a drift cancels within each block. Top: each pair's two measured times (square: today's value, "
             "diamond: the candidate), joined. Bottom: each pair's ratio baseline / candidate; above the dashed line "
-            f"the candidate was faster by more than the minimum effect.{result}"))
+            f"the candidate was faster by more than the minimum effect.{result}") + "</details>")
     if not body:
         body.append("<p>No confirmation ran: no candidate differed from today's values, or nothing was searched.</p>")
     sections.append(("confirmation", "Confirmation: paired trials", "".join(body)))

@@ -6,8 +6,10 @@ server version strings, host and kernel names, device names and their udev attri
 function here, and every emitter goes through them:
 
 - :func:`one_line` — text for a comment (``--``, ``#``) or a terminal: no line breaks, no control characters.
+- :func:`comment` — ``#`` comment lines of one_line text, wrapped to :data:`COMMENT_WIDTH` columns.
 - :func:`ident`, :func:`setting`, :func:`literal` — SQL identifiers, setting names and values.
 - :func:`device_node`, :func:`sysfs_path` — the paths a root shell script writes to, checked and shell-quoted.
+- :func:`sysname` — a kernel name for ``udevadm trigger --sysname-match=``.
 - :func:`udev_value` — a value in a udev rule's match key.
 - :func:`conf_setting`, :func:`conf_value` — a line of a PostgreSQL configuration file (``include_dir``).
 - :func:`setting_text` — a value for a serializer that quotes it itself (YAML, JSON): Patroni, Kubernetes.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import textwrap
 import unicodedata
 from collections.abc import Callable
 from typing import TypeVar
@@ -59,6 +62,7 @@ _SETTING_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INTEGER = re.compile(r"-?[0-9]+")
 _DEVICE_NODE = re.compile(r"/dev/[A-Za-z0-9._/-]+")
 _SYSFS_PATH = re.compile(r"/sys/[A-Za-z0-9._:/!+-]+/read_ahead_kb")
+_SYSNAME = re.compile(r"[A-Za-z0-9._:!+-]+")  # a kernel name as /sys/block lists it (cciss!c0d0), no glob
 _KERNEL_NAME = re.compile(r"[A-Za-z0-9._:!+-]+\*?")  # a kernel name, or tuner's own prefix pattern (loop*)
 
 
@@ -150,6 +154,28 @@ def _path(path: str, pattern: re.Pattern[str], what: str) -> str:
 def device_node(node: str) -> str:
     """A device node for a root shell command: /dev/NAME of plain characters (no ``..``), shell-quoted."""
     return _path(node, _DEVICE_NODE, "the device node")
+
+
+COMMENT_WIDTH = 100  # a file read in a terminal or a review diff; longer lines wrap there, or run off the screen
+
+
+def comment(text: object) -> list[str]:
+    """``text`` as ``#`` comment lines of at most :data:`COMMENT_WIDTH` characters: made one line first (nothing
+    in it can end the comment), then wrapped at spaces, a word longer than a line cut. Continuation lines are
+    indented by two more spaces, so a paragraph reads as one."""
+    line = one_line(text)
+    if not line:
+        return ["#"]
+    return textwrap.wrap(line, COMMENT_WIDTH, initial_indent="# ", subsequent_indent="#   ",
+                         break_on_hyphens=False, break_long_words=True)
+
+
+def sysname(name: str) -> str:
+    """A block device's kernel name for ``udevadm trigger --sysname-match=``, which takes a glob: plain
+    characters only, so that the trigger reaches this device and no other."""
+    if not _SYSNAME.fullmatch(name):
+        raise Unrenderable(f"the kernel name {shown(name)} does not look like one")
+    return name
 
 
 def sysfs_path(path: str) -> str:

@@ -29,6 +29,7 @@ from tuner.model import DeviceRef, Recommendation, Report
 FILE = "tuned/tuned.conf"
 ROLLBACK_FILE = "rollback/tuned/tuned.conf"
 PROFILE = "tuner-readahead"
+CURRENT = "@CURRENT_PROFILE@"  # include='s value until installed: the profile active before this one
 PRIORITY = -10  # instances are given devices in priority order (default 0): before a [disk] that takes every disk
 WHAT = "a tuned profile"
 
@@ -61,43 +62,47 @@ def _section(rec: Recommendation, index: int, *, rollback: bool) -> list[str]:
 def render(report: Report, *, rollback: bool = False) -> str:
     lines = [f"tuned.conf: {ch.provenance(report)}", ch.measured_on(report),
              "readahead= is in KiB, as in queue/read_ahead_kb."]
+    fill = (f"sed \"s/{CURRENT}/$(tuned-adm active | sed -n 's/^Current active profile: //p' | tr ' ' ',')/\" "
+            f"tuned.conf > /etc/tuned/{PROFILE}/tuned.conf")
     if rollback:
-        lines.append(f"Rollback of session {report.session.id}: install it in place of the profile's tuned.conf and "
-                     f"run tuned-adm profile {PROFILE} again; or switch back to the profile you had (tuned-adm "
-                     "profile NAME): tuned then puts back the readahead it found.")
+        lines.append(f"Rollback of session {report.session.id}: install it in place of the profile's tuned.conf as "
+                     f"the apply file says ({fill}, while the profile you had before is active) and run tuned-adm "
+                     f"profile {PROFILE} again; or switch back to the profile you had (tuned-adm profile NAME): "
+                     "tuned then puts back the readahead it found.")
     else:
-        lines += [f"Install: save as /etc/tuned/{PROFILE}/tuned.conf, add include=<the profile you use now> under "
-                  f"[main] (tuned runs one profile), then: tuned-adm profile {PROFILE}. Or copy the [tuner_disk_*] "
-                  "sections into your own profile.",
+        lines += [f"Install, as root, while the profile you use now is active: mkdir -p /etc/tuned/{PROFILE} && "
+                  f"{fill} && tuned-adm profile {PROFILE}. tuned runs one profile at a time: include= keeps "
+                  f"the current one's tuning under this one, and a {CURRENT} left in it makes tuned refuse the "
+                  "profile rather than drop that tuning. Or copy the [tuner_disk_*] sections into your own profile.",
                   "Rollback: rollback/tuned/tuned.conf in its place, or switch back to the profile you had."]
-    out = ["# " + quote.one_line(line) for line in lines]
-    out += ["", "[main]", "summary=readahead measured by tuner", ""]
+    out = [c for line in lines for c in quote.comment(line)]
+    out += ["", "[main]", "summary=readahead measured by tuner", f"include={CURRENT}", ""]
     top = len(out)
     written = 0
     for rec in ch.changes(report):
         if rec.scope != "device":
             if not rollback:
-                out += ["# " + quote.one_line(ch.elsewhere(rec, WHAT)), ""]
+                out += [*quote.comment(ch.elsewhere(rec, WHAT)), ""]
             continue
         section, why = quote.attempt(partial(_section, rec, written + 1, rollback=rollback))
         head = (f"{ch.label(rec)}: back to {rec.current} (today's value, from the {rec.source})" if rollback
                 else ch.evidence(rec, report))
-        out.append("# " + quote.one_line(head))
+        out += quote.comment(head)
         if section is None:
-            out.append("# " + quote.one_line(f"not written: {why}"))
+            out += quote.comment(f"not written: {why}")
         else:
             if section[3].startswith("devices="):
-                out.append("# matched by kernel name: the device has no WWID or serial, and kernel names can "
-                           "change across reboots")
+                out += quote.comment("matched by kernel name: the device has no WWID or serial, and kernel names "
+                                     "can change across reboots")
             if not rollback:
-                out.append("# PostgreSQL's open files keep their old readahead: restart PostgreSQL to reach every "
-                           "backend")
+                out += quote.comment("PostgreSQL's open files keep their old readahead: restart PostgreSQL to "
+                                     "reach every backend")
             out += section
             written += 1
         out.append("")
     if not written:
         note = "nothing to roll back." if rollback else ch.empty(report, WHAT, "device")
-        out[top:top] = ["# " + quote.one_line(note), ""]
+        out[top:top] = [*quote.comment(note), ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

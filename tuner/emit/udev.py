@@ -17,7 +17,6 @@ from tuner.model import Recommendation, Report
 
 FILE = "udev/99-tuner-readahead.rules"
 ROLLBACK_FILE = "rollback/udev/99-tuner-readahead.rules"
-APPLY = "udevadm control --reload-rules && udevadm trigger --type=devices --subsystem-match=block --action=change"
 REOPEN = ("PostgreSQL's open files keep their old readahead: restart PostgreSQL (or recycle its connections) to "
           "reach every backend")
 WHAT = "udev rules"
@@ -38,44 +37,52 @@ def rule(rec: Recommendation, *, rollback: bool = False) -> str:
     return host_emit.udev_rule(rec.device, kb)
 
 
+def _apply(report: Report, *, rollback: bool) -> str:
+    """The reload-and-trigger command for the devices this file writes a rule for, and no other."""
+    written = [r.device for r in ch.changes(report)
+               if r.scope == "device" and r.device is not None and quote.attempt(partial(rule, r, rollback=rollback))[0]]
+    return host_emit.udev_reload(written)
+
+
 def render(report: Report, *, rollback: bool = False) -> str:
     lines = [f"99-tuner-readahead.rules: {ch.provenance(report)}", ch.measured_on(report)]
+    apply = _apply(report, rollback=rollback)
     if rollback:
         lines.append(f"Rollback of session {report.session.id}: install it in place of "
-                     f"{host_emit.UDEV_RULE_FILE}, then run: {APPLY}. It writes back today's values; today's "
+                     f"{host_emit.UDEV_RULE_FILE}, then run: {apply}. It writes back today's values; today's "
                      "values came from the kernel, so once they are back you may delete the file.")
     else:
-        lines += [f"Install as {host_emit.UDEV_RULE_FILE} on the host, as root, then run: {APPLY}. "
+        lines += [f"Install as {host_emit.UDEV_RULE_FILE} on the host, as root, then run: {apply}. "
                   "tuner export --format udev rewrites the file.",
                   "Rollback: rollback/udev/99-tuner-readahead.rules in place of this file, then the same commands."]
-    out = ["# " + quote.one_line(line) for line in lines] + [""]
+    out = [c for line in lines for c in quote.comment(line)] + [""]
     top = len(out)
     written = 0
     for rec in ch.changes(report):
         if rec.scope != "device":
             if not rollback:
-                out += ["# " + quote.one_line(ch.elsewhere(rec, WHAT)), ""]
+                out += [*quote.comment(ch.elsewhere(rec, WHAT)), ""]
             continue
         text, why = quote.attempt(partial(rule, rec, rollback=rollback))
         if rollback:
-            out.append("# " + quote.one_line(f"{ch.label(rec)}: back to {rec.current} (today's value, from the "
-                                             f"{rec.source})"))
+            out += quote.comment(f"{ch.label(rec)}: back to {rec.current} (today's value, from the "
+                                             f"{rec.source})")
         else:
-            out.append("# " + quote.one_line(ch.evidence(rec, report)))
+            out += quote.comment(ch.evidence(rec, report))
         if text is None:
-            out.append("# " + quote.one_line(f"not written: {why}"))
+            out += quote.comment(f"not written: {why}")
         else:
             if by_kernel_name(rec):
-                out.append("# matched by kernel name: the device has no WWID or serial, and kernel names can "
-                           "change across reboots")
+                out += quote.comment("matched by kernel name: the device has no WWID or serial, and kernel names "
+                                     "can change across reboots")
             if not rollback:
-                out.append("# " + REOPEN)
+                out += quote.comment(REOPEN)
             out.append(text)
             written += 1
         out.append("")
     if not written:
         note = "nothing to roll back." if rollback else ch.empty(report, WHAT, "device")
-        out[top:top] = ["# " + quote.one_line(note), ""]
+        out[top:top] = [*quote.comment(note), ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

@@ -49,8 +49,8 @@ _Dumper.add_representer(Unsafe, _unsafe)
 
 
 def comments(lines: list[str]) -> str:
-    """``#`` comment lines, each of one line of text (:func:`quote.one_line`)."""
-    return "".join(f"# {quote.one_line(line)}\n" if line else "#\n" for line in lines)
+    """``#`` comment lines, each line of text made one line and wrapped (:func:`quote.comment`)."""
+    return "".join(c + "\n" for line in lines for c in quote.comment(line))
 
 
 def dump(data: Any, *, header: list[str] | None = None) -> str:
