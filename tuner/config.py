@@ -27,8 +27,10 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from tuner.device_profile import LOCAL, DeviceField
+from tuner.durations import parse_duration
 from tuner.errors import ConfigError
 from tuner.placeholders import HelperCommand
+from tuner.timespec import parse_crontab, parse_window
 from tuner.tomlfile import Untrusted, read_toml
 
 ENV_PREFIX = "TUNER_"
@@ -231,8 +233,6 @@ class DaemonTarget(Section):
 
 
 def _duration(value: str) -> str:
-    from tuner.daemon.timespec import parse_duration
-
     parse_duration(value)
     return value
 
@@ -271,16 +271,12 @@ class DaemonConfig(Section):
     def _crontab(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
             return None
-        from tuner.daemon.timespec import parse_crontab
-
         parse_crontab(value)
         return value
 
     @field_validator("windows")
     @classmethod
     def _windows(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from tuner.daemon.timespec import parse_window
-
         for w in value:
             parse_window(w)
         return value

@@ -15,7 +15,7 @@ from tuner.actuate import Journal, JournalError, SysfsWriter
 from tuner.cli.common import CONFIG_HELP, CONFIG_TEXT, STORE_TEXT, store_config, with_store, with_store_options
 from tuner.config import Config, load_config
 from tuner.config import state_dir as configured_state_dir
-from tuner.daemon.timespec import parse_duration
+from tuner.durations import parse_duration
 from tuner.errors import ConfigError, RefusedError
 
 @click.command()

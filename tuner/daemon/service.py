@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from tuner.config import Config, is_loopback, listen_address, load_config, state_dir
-from tuner.daemon.timespec import local_timezone
 from tuner.daemon import session_request
 from tuner.daemon.residency import lock_working_set
 from tuner.daemon.token import read_token
 from tuner.errors import ConfigError, DaemonError, TunerError
 from tuner.log import get_logger
 from tuner.stop import STOP
+from tuner.timespec import local_timezone
 
 log = get_logger("tuner.daemon")
 
@@ -84,7 +84,7 @@ def targets_of(cfg: Config, *, sandbox: bool) -> list[Target]:
 
 def check(cfg: Config, *, sandbox: bool) -> list[str]:
     """Everything ``--check-config`` and a reload validate beyond the schema; the summary lines."""
-    from tuner.daemon.timespec import parse_windows
+    from tuner.timespec import parse_windows
 
     targets = targets_of(cfg, sandbox=sandbox)
     token = read_token(cfg)
@@ -337,7 +337,7 @@ class Daemon:
         return None
 
     def windows(self) -> Any:
-        from tuner.daemon.timespec import parse_windows
+        from tuner.timespec import parse_windows
 
         return parse_windows(self.cfg.daemon.windows)
 
@@ -672,7 +672,7 @@ class Daemon:
         """Queue a re-validation when one is due: ``revalidate_every`` after the last one (or after the session
         that made the oldest recommendation in force), counted from the store, not from this process's start —
         a daemon that is reloaded or restarted daily still re-validates weekly."""
-        from tuner.daemon.timespec import parse_duration
+        from tuner.durations import parse_duration
         from tuner.store import open_store
 
         target = self.targets.get(name)
@@ -699,7 +699,8 @@ class Daemon:
     def _schedule(self) -> None:
         from apscheduler.triggers.interval import IntervalTrigger
 
-        from tuner.daemon.timespec import parse_crontab, parse_duration
+        from tuner.durations import parse_duration
+        from tuner.timespec import parse_crontab
 
         sch = self._scheduler
         for job in sch.get_jobs():
