@@ -26,9 +26,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from apscheduler.triggers.cron import CronTrigger
+if TYPE_CHECKING:
+    from apscheduler.triggers.cron import CronTrigger
 
 # -- the local time zone ---------------------------------------------------------------------------------------
 
@@ -327,6 +329,10 @@ def parse_crontab(text: str, *, tz: tzinfo | None = None) -> CronTrigger:
     and the weekday is refused: crontab runs it on either, APScheduler only on days that are both. Raises
     ``ValueError`` with one sentence, also for a schedule that never fires (``0 2 31 2 *``).
     """
+    # APScheduler (with tzlocal) costs ~0.2 s to import; the configuration imports this module, so every command
+    # would pay it, and only a configuration with a schedule needs it.
+    from apscheduler.triggers.cron import CronTrigger
+
     line = _CRON_MACROS.get(text.strip().lower(), text.strip())
     fields = line.split()
     if len(fields) != 5:

@@ -110,7 +110,7 @@ def test_files_match_golden(case: str, fmt: str) -> None:
 
 def test_every_new_format_is_a_choice_of_recommend_show_and_export() -> None:
     from tuner.cli import export, recommend, show
-    from tuner.config import load_config
+    from tuner.configured import load_config
 
     assert set(NEW) <= set(emit.FORMATS)
     for command in (recommend, show, export):

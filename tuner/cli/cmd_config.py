@@ -10,7 +10,7 @@ import click
 
 from tuner import redact, tomlwriter
 from tuner.cli.common import CONFIG_HELP, CONFIG_TEXT
-from tuner.config import load_config
+from tuner.configured import load_config
 from tuner.policy import load_policy
 
 @click.group()

@@ -11,7 +11,7 @@ import click
 
 from tuner import log as tlog
 from tuner.cli.common import CONFIG_HELP
-from tuner.config import load_config
+from tuner.configured import load_config
 
 @click.command()
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help=CONFIG_HELP)

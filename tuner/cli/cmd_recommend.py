@@ -16,7 +16,8 @@ import click
 from tuner import emit
 from tuner import log as tlog
 from tuner.cli.common import CONFIG_HELP, CONFIG_TEXT, EXIT_TEXT, target_history
-from tuner.config import SEED_MAX, Config, load_config
+from tuner.config import SEED_MAX, Config
+from tuner.configured import load_config
 from tuner.emit import FORMATS
 from tuner.errors import ConfigError, TunerError
 from tuner.families import REGISTRY

@@ -10,7 +10,8 @@ from typing import Any
 import click
 
 from tuner import log as tlog
-from tuner.config import Config, load_config
+from tuner.config import Config
+from tuner.configured import load_config
 from tuner.errors import ConfigError, TunerError
 from tuner.files import atomic_write
 from tuner.store import open_store, store_location, target_id

@@ -28,7 +28,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tuner.config import Config, is_loopback, listen_address, load_config, state_dir
+from tuner.config import Config, is_loopback, listen_address, state_dir
+
+from tuner.configured import load_config
 from tuner.daemon import session_request
 from tuner.daemon.residency import lock_working_set
 from tuner.daemon.token import read_token
