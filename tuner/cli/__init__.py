@@ -14,6 +14,7 @@ from tuner.cli.cmd_restore import prune, restore
 from tuner.cli.cmd_store import diff, export, history, show
 from tuner.cli.common import CONFIG_TEXT, EXIT_TEXT, Group
 
+
 __all__ = ["main", "recommend", "restore", "prune", "history", "show", "diff", "export", "config", "daemon"]
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

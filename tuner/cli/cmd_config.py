@@ -13,6 +13,7 @@ from tuner.cli.common import CONFIG_HELP, CONFIG_TEXT
 from tuner.configured import load_config
 from tuner.policy import load_policy
 
+
 @click.group()
 def config() -> None:
     """Inspect and check the configuration."""

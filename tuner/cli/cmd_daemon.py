@@ -13,6 +13,7 @@ from tuner import log as tlog
 from tuner.cli.common import CONFIG_HELP
 from tuner.configured import load_config
 
+
 @click.command()
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help=CONFIG_HELP)
 @click.option("--sandbox", is_flag=True, help="Tune a sandbox of the daemon's own (created at start, removed at stop) instead of [target]: for trying it out.")

@@ -26,6 +26,7 @@ from tuner.progress import TerminalProgress
 from tuner.stop import STOP
 from tuner.store import StoreError, open_store, store_location
 
+
 @click.command()
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help=CONFIG_HELP)
 @click.option("--dsn", help="Target connection string or URI (overrides [target] dsn). Must be a hot standby or a marked staging clone.")

@@ -19,6 +19,7 @@ from tuner.configured import load_config
 from tuner.durations import parse_duration
 from tuner.errors import ConfigError, RefusedError
 
+
 @click.command()
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help=CONFIG_HELP)
 @click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False), help="Where the journal lives (overrides [tuner] state_dir).")

@@ -17,6 +17,7 @@ from tuner.emit import FORMATS
 from tuner.errors import ConfigError
 from tuner.store import store_location, views
 
+
 @click.command()
 @with_store_options
 @click.option("--target", "target", metavar="ID", help="Only this target's sessions (its id from this listing, or a prefix).")

@@ -16,6 +16,7 @@ from tuner.errors import ConfigError, TunerError
 from tuner.files import atomic_write
 from tuner.store import open_store, store_location, target_id
 
+
 EXIT_TEXT = """\b
 Exit status:
   0  done — also when the decision is "keep what you have"
