@@ -29,15 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from tuner.config import Config, is_loopback, listen_address, state_dir
-
 from tuner.configured import load_config
 from tuner.daemon import session_request
 from tuner.daemon.residency import lock_working_set
 from tuner.daemon.token import read_token
+from tuner.durations import parse_duration
 from tuner.errors import ConfigError, DaemonError, TunerError
 from tuner.log import get_logger
 from tuner.stop import STOP
-from tuner.timespec import local_timezone
+from tuner.timespec import local_timezone, parse_crontab, parse_windows
 
 log = get_logger("tuner.daemon")
 
@@ -86,8 +86,6 @@ def targets_of(cfg: Config, *, sandbox: bool) -> list[Target]:
 
 def check(cfg: Config, *, sandbox: bool) -> list[str]:
     """Everything ``--check-config`` and a reload validate beyond the schema; the summary lines."""
-    from tuner.timespec import parse_windows
-
     targets = targets_of(cfg, sandbox=sandbox)
     token = read_token(cfg)
     host, port = listen_address(cfg.daemon.listen)
@@ -339,8 +337,6 @@ class Daemon:
         return None
 
     def windows(self) -> Any:
-        from tuner.timespec import parse_windows
-
         return parse_windows(self.cfg.daemon.windows)
 
     async def _worker(self) -> None:
@@ -674,7 +670,6 @@ class Daemon:
         """Queue a re-validation when one is due: ``revalidate_every`` after the last one (or after the session
         that made the oldest recommendation in force), counted from the store, not from this process's start —
         a daemon that is reloaded or restarted daily still re-validates weekly."""
-        from tuner.durations import parse_duration
         from tuner.store import open_store
 
         target = self.targets.get(name)
@@ -700,9 +695,6 @@ class Daemon:
     # -- schedule ---------------------------------------------------------------------------------------------
     def _schedule(self) -> None:
         from apscheduler.triggers.interval import IntervalTrigger
-
-        from tuner.durations import parse_duration
-        from tuner.timespec import parse_crontab
 
         sch = self._scheduler
         for job in sch.get_jobs():
