@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import devices_score as sc  # noqa: E402
-from tuner.config import load_config  # noqa: E402
+from tuner.configured import load_config  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped  # noqa: E402
 from tuner.families.concurrency import KNOB, _probe  # noqa: E402  (the family's own probe, not a copy)

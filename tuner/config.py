@@ -1,58 +1,49 @@
-"""Configuration: ``tuner.toml`` < ``TUNER_*`` environment < command line, validated by pydantic.
+"""Configuration: the models of ``tuner.toml``'s tables, validated by pydantic (loaded by :mod:`tuner.configured`).
 
 Unknown keys are errors (a typo must not pass silently). Every validation problem becomes one
 :class:`ConfigError` sentence that names the file, the key and the problem.
 
-Environment variables use a double underscore between section and key, e.g. ``TUNER_TARGET__DSN`` or
-``TUNER_SANDBOX__SCALE=10``. Values are read as TOML literals when they parse as one (numbers, booleans,
-``["a", "b"]``) and as plain strings otherwise.
-
 Every number has bounds (no ``inf``, no ``nan``), and an error names where the bad value came from (the file, the
-environment variable, the command line), never the value itself. As root, ``./tuner.toml`` is read implicitly only
-when root owns it and nobody else can write it: a ``tuner restore`` run as root in someone else's directory must not
-run that someone's ``helper_command``.
+environment variable, the command line), never the value itself. Names that registries above this layer own
+(families, output formats) are checked against the validation context the loader passes.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
-import sys
-import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from tuner.device_profile import LOCAL, DeviceField
+from tuner.durations import parse_duration
 from tuner.errors import ConfigError
 from tuner.placeholders import HelperCommand
-from tuner.tomlfile import Untrusted, read_toml
+from tuner.target.connection import check_dsn
+from tuner.timespec import parse_crontab, parse_window
 
-ENV_PREFIX = "TUNER_"
-DEFAULT_CONFIG_NAME = "tuner.toml"
 SEED_MAX = 2**32 - 1  # numpy's seeds are 0 .. 2**32 - 1
-_ENV_PART = re.compile(r"[a-z][a-z0-9_]*")
 
 
-def _known_families() -> tuple[str, ...]:
-    from tuner.families import REGISTRY
-
-    return REGISTRY.names()
-
-
-def _known_formats() -> tuple[str, ...]:
-    from tuner.emit import FORMATS
-
-    return FORMATS
-
-
-def _one_of(value: str, known: tuple[str, ...], what: str) -> str:
-    if value not in known:
-        raise ValueError(f"unknown {what} {value!r} (known: {', '.join(known)})")
+def _one_of(value: str, info: ValidationInfo, kind: str) -> str:
+    """``value`` if the registry of ``kind`` knows it. The registries (families, output formats) live above this
+    layer: whoever loads the configuration passes their names as the validation context (:func:`tuner.configured.load_config`);
+    without them, names are not checked here."""
+    known = (info.context or {}).get(kind)
+    if known is not None and value not in known:
+        raise ValueError(f"unknown {kind} {value!r} (known: {', '.join(known)})")
     return value
+
+
+def _default_families(data: Any, info: ValidationInfo) -> Any:
+    """A table without ``families`` tunes every registered family (the context's list; none without one)."""
+    if isinstance(data, Mapping) and "families" not in data:
+        return {**data, "families": tuple((info.context or {}).get("family", ()))}
+    return data
 
 
 def _no_nul(value: Any) -> Any:
@@ -112,8 +103,6 @@ class TargetConfig(Section):
     @field_validator("dsn")
     @classmethod
     def _usable(cls, value: str | None) -> str | None:
-        from tuner.target.connection import check_dsn
-
         try:
             check_dsn(value)
         except ConfigError as exc:
@@ -123,8 +112,7 @@ class TargetConfig(Section):
 
 class TunerSection(Section):
     policy: str = Field(default="default", description="policy name (policies/NAME.toml) or path to a policy file")
-    families: tuple[str, ...] = Field(default_factory=_known_families,
-                                      description="knob families to tune (default: every registered family)")
+    families: tuple[str, ...] = Field(default=(), description="knob families to tune (default: every registered family)")
     seed: int = Field(default=20261202, ge=0, le=SEED_MAX,
                       description=f"seed for the optimiser and the probe order, 0 to {SEED_MAX}")
     state_dir: DirPath | None = Field(
@@ -133,10 +121,15 @@ class TunerSection(Section):
     )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
+    @model_validator(mode="before")
+    @classmethod
+    def _every_family(cls, data: Any, info: ValidationInfo) -> Any:
+        return _default_families(data, info)
+
     @field_validator("families")
     @classmethod
-    def _registered(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(_one_of(v, _known_families(), "family") for v in value)
+    def _registered(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        return tuple(_one_of(v, info, "family") for v in value)
 
 
 class WorkloadConfig(Section):
@@ -177,8 +170,8 @@ class OutputConfig(Section):
 
     @field_validator("format")
     @classmethod
-    def _known(cls, value: str) -> str:
-        return _one_of(value, _known_formats(), "format")
+    def _known(cls, value: str, info: ValidationInfo) -> str:
+        return _one_of(value, info, "format")
 
 
 class StoreConfig(Section):
@@ -216,7 +209,7 @@ class DaemonTarget(Section):
                       description="the target's name in the API, /metrics and logs (lower case, digits, . _ -)")
     dsn: str | None = Field(default=None, description="as [target] dsn")
     restart_command: str | None = Field(default=None, description="as [target] restart_command")
-    families: tuple[str, ...] = Field(default_factory=_known_families, description="families to tune on it")
+    families: tuple[str, ...] = Field(default=(), description="families to tune on it (default: every registered family)")
     policy: str | None = Field(default=None, description="policy for this target (default: [tuner] policy)")
 
     @field_validator("dsn")
@@ -224,15 +217,18 @@ class DaemonTarget(Section):
     def _usable(cls, value: str | None) -> str | None:
         return TargetConfig._usable(value)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _every_family(cls, data: Any, info: ValidationInfo) -> Any:
+        return _default_families(data, info)
+
     @field_validator("families")
     @classmethod
-    def _registered(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return TunerSection._registered(value)
+    def _registered(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        return TunerSection._registered(value, info)
 
 
 def _duration(value: str) -> str:
-    from tuner.daemon.timespec import parse_duration
-
     parse_duration(value)
     return value
 
@@ -271,16 +267,12 @@ class DaemonConfig(Section):
     def _crontab(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
             return None
-        from tuner.daemon.timespec import parse_crontab
-
         parse_crontab(value)
         return value
 
     @field_validator("windows")
     @classmethod
     def _windows(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from tuner.daemon.timespec import parse_window
-
         for w in value:
             parse_window(w)
         return value
@@ -316,7 +308,8 @@ def is_loopback(host: str) -> bool:
 
 class Config(Section):
     target: TargetConfig = TargetConfig()
-    tuner: TunerSection = TunerSection()
+    # Validated even when absent, so that the registries' names (the validation context) fill in the families.
+    tuner: TunerSection = Field(default_factory=dict, validate_default=True)  # type: ignore[arg-type]
     workload: WorkloadConfig = WorkloadConfig()
     readahead: ReadaheadConfig = ReadaheadConfig()
     sandbox: SandboxConfig = SandboxConfig()
@@ -325,49 +318,6 @@ class Config(Section):
     daemon: DaemonConfig = DaemonConfig()
 
     source: Path | None = Field(default=None, exclude=True, description="file the config came from")
-
-
-def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def _parse_env_value(raw: str) -> Any:
-    try:
-        return tomllib.loads(f"v = {raw}")["v"]
-    except (ValueError, RecursionError):  # not a TOML literal (TOMLDecodeError is a ValueError): a plain string
-        return raw
-
-
-def _env_layers(environ: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
-    """Each ``TUNER_SECTION__KEY`` variable as (its name, ``{section: {key: value}}``)."""
-    layers = []
-    for name, raw in sorted(environ.items()):
-        if not name.startswith(ENV_PREFIX) or "__" not in name:
-            continue
-        path = name[len(ENV_PREFIX) :].lower().split("__")
-        if len(path) != 2 or not all(_ENV_PART.fullmatch(p) for p in path):
-            raise ConfigError(
-                f"the environment variable {name} does not name a setting: tuner's variables are "
-                "TUNER_SECTION__KEY, with one double underscore (e.g. TUNER_TARGET__DSN)",
-                hint=f"unset {name}, or rename it",
-            )
-        section, key = path
-        layers.append((name, {section: {key: _parse_env_value(raw)}}))
-    return layers
-
-
-def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
-    """``TUNER_SECTION__KEY=value`` variables as a nested dict."""
-    out: dict[str, Any] = {}
-    for _name, layer in _env_layers(environ):
-        out = _deep_merge(out, layer)
-    return out
 
 
 def _holds(data: Any, loc: tuple[Any, ...]) -> bool:
@@ -404,56 +354,6 @@ def _describe(err: ValidationError, origin: str | list[tuple[str, Any]]) -> Conf
         f"{origin}: {where}: {msg}{suffix}",
         hint="see the commented sample tuner.toml, or run 'tuner config validate --print'",
     )
-
-
-def _implicit_config(warn: Callable[[str], None]) -> tuple[Path | None, dict[str, Any]]:
-    """``./tuner.toml`` if it exists and — as root — is root's own (not a link, not writable by others)."""
-    path = Path(DEFAULT_CONFIG_NAME)
-    if os.geteuid() != 0:
-        return (path, read_toml(path)) if path.is_file() else (None, {})
-    if not path.is_file() and not path.is_symlink():
-        return None, {}
-    try:
-        return path, read_toml(path, as_root_implicitly=True)
-    except Untrusted as why:
-        warn(f"tuner: warning: ignored ./tuner.toml: {why}; as root, tuner reads it implicitly only when root owns "
-             "it and nobody else can write it (to use it anyway: --config ./tuner.toml)")
-        return None, {}
-
-
-def load_config(
-    path: Path | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-    overrides: Mapping[str, Any] | None = None,
-    warn: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
-) -> Config:
-    """Build the effective configuration.
-
-    ``path=None`` reads ``./tuner.toml`` when it exists (as root: only root's own, see the module docstring) and
-    uses defaults otherwise. ``overrides`` come from the command line, shaped like the file
-    (``{"target": {"dsn": ...}}``).
-    """
-    if path is None:
-        path, data = _implicit_config(warn)
-    else:
-        data = read_toml(path)
-    layers: list[tuple[str, Any]] = [(str(path) if path else "defaults", data)]
-    for name, layer in _env_layers(os.environ if environ is None else environ):
-        layers.append((name, layer))
-        data = _deep_merge(data, layer)
-    if overrides:
-        layers.append(("the command line", overrides))
-        data = _deep_merge(data, overrides)
-    if "source" in data:  # a field of Config, but tuner's own record of the file, not a setting
-        raise ConfigError(f"{_origin(layers, ('source',))}: source: unknown key (a typo?)")
-    try:
-        cfg = Config(**data)
-    except ValidationError as exc:
-        raise _describe(exc, layers) from None
-    except TypeError as exc:  # e.g. a section given as a scalar
-        raise ConfigError(f"{layers[-1][0]}: {exc}") from None
-    return cfg.model_copy(update={"source": path})
 
 
 def state_dir(cfg: Config) -> Path:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.unit.test_store import EIC, T0, fp, make_report
-from tuner.config import load_config
+from tuner.configured import load_config
 from tuner.store import StoreError, TargetBusyError, open_store, schema
 from tuner.target.sandbox import Binaries
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.config import load_config
+from tuner.configured import load_config
 from tuner.daemon.service import check, read_token, targets_of
 from tuner.errors import ConfigError
 from tuner.store import open_store

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.config import load_config
+from tuner.configured import load_config
 from tuner.daemon.service import Daemon
 from tuner.daemon.session_request import allowed, parse
 from tuner.errors import DaemonError

@@ -11,14 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuner.daemon.timespec import (
+from tuner.durations import format_duration, parse_duration
+from tuner.timespec import (
     DAY_NAMES,
     Window,
     Windows,
-    format_duration,
     local_timezone,
     parse_crontab,
-    parse_duration,
     parse_window,
     parse_windows,
 )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.config import load_config
+from tuner.configured import load_config
 from tuner.errors import ConfigError
 from tuner.target.sandbox import Sandbox
 from tuner.target.sandbox.device import LOCAL, DeviceProfile, ProfileError, parse_profile

@@ -110,7 +110,7 @@ def test_files_match_golden(case: str, fmt: str) -> None:
 
 def test_every_new_format_is_a_choice_of_recommend_show_and_export() -> None:
     from tuner.cli import export, recommend, show
-    from tuner.config import load_config
+    from tuner.configured import load_config
 
     assert set(NEW) <= set(emit.FORMATS)
     for command in (recommend, show, export):
@@ -484,26 +484,26 @@ def test_export_prints_a_stored_sessions_main_file_and_writes_all_its_files(tmp_
 
 
 def test_export_reads_a_report_json_without_a_store(tmp_path: Path) -> None:
-    from tuner.cli import _export_source
+    from tuner.cli.cmd_store import export_source
 
     src = tmp_path / "report.json"
     src.write_text(to_json(change_report()))
     r = _cli("--format", "cnpg", "--from", str(src), state=tmp_path / "nowhere")
     assert r.exit_code == 0 and r.stdout == emit.text(change_report(), "cnpg")
     assert not (tmp_path / "nowhere").exists()
-    assert _export_source(None, tmp_path, str(src)) == (change_report(), None)  # its history is not known
+    assert export_source(None, tmp_path, str(src)) == (change_report(), None)  # its history is not known
 
 
 def test_export_gives_the_emitter_the_targets_stored_sessions_newest_first(tmp_path: Path) -> None:
-    from tuner.cli import _export_source
+    from tuner.cli.cmd_store import export_source
 
     a = stored_report("a1aaaaaaaaaa")
     b = stored_report("b2bbbbbbbbbb", at=T0 + timedelta(days=1))
     other = stored_report("c3cccccccccc", at=T0 + timedelta(days=2), sysid="9009")
     save(tmp_path / "tuner.db", a, b, other)
-    report, history = _export_source(None, tmp_path, "a1")
+    report, history = export_source(None, tmp_path, "a1")
     assert report == a and [s.id for s in history] == ["b2bbbbbbbbbb", "a1aaaaaaaaaa"]
-    report, history = _export_source(None, tmp_path, None)  # latest: the other target's, with its own history
+    report, history = export_source(None, tmp_path, None)  # latest: the other target's, with its own history
     assert report == other and [s.id for s in history] == ["c3cccccccccc"]
 
 

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from tuner import emit
 from tuner.cli import main
-from tuner.config import load_config
+from tuner.configured import load_config
 from tuner.model import EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
 from tuner.store import StoreError, open_store, schema
 from tuner.store.sqlite import SqliteStore

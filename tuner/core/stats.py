@@ -37,10 +37,10 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
+from types import ModuleType
 from typing import Literal
 
 import numpy as np
-from scipy import stats as _st
 
 # Level of the reported interval for alpha = 0.05, calibrated by benchmarks/confidence.py (see module doc).
 REPORT_CONFIDENCE = 0.962
@@ -64,6 +64,14 @@ def log_ratio(baseline_ms: float, candidate_ms: float) -> float:
     return math.log(baseline_ms / candidate_ms)
 
 
+def _scipy_stats() -> ModuleType:
+    """scipy.stats, imported on first use: it costs about 0.7 s, and rendering a stored report (``tuner show``,
+    ``export --format html``) imports every family module, and so this one, without computing any interval."""
+    from scipy import stats
+
+    return stats
+
+
 @dataclass(frozen=True)
 class Interval:
     mean: float
@@ -78,7 +86,7 @@ def t_interval(d: Sequence[float], confidence: float) -> Interval:
         raise ValueError("a t-interval needs at least two values")
     mean = math.fsum(d) / n
     var = math.fsum((x - mean) ** 2 for x in d) / (n - 1)
-    half = float(_st.t.ppf(0.5 + confidence / 2, n - 1)) * math.sqrt(var / n)
+    half = float(_scipy_stats().t.ppf(0.5 + confidence / 2, n - 1)) * math.sqrt(var / n)
     return Interval(mean, mean - half, mean + half)
 
 
@@ -90,7 +98,7 @@ def p_value(d: Sequence[float]) -> float:
     if var == 0:
         return 0.0 if mean != 0 else 1.0
     t = mean / math.sqrt(var / n)
-    return float(2 * _st.t.sf(abs(t), n - 1))
+    return float(2 * _scipy_stats().t.sf(abs(t), n - 1))
 
 
 @cache
@@ -108,7 +116,7 @@ def pocock_level(looks: tuple[int, ...], alpha: float, *, sims: int = 200_000, s
     steps = rng.standard_normal((sims, len(looks))) * np.sqrt(increments)
     z = np.abs(np.cumsum(steps, axis=1) / np.sqrt(np.asarray(looks, dtype=float)))
     boundary = float(np.quantile(z.max(axis=1), 1 - alpha))
-    return float(1 - 2 * _st.norm.sf(boundary))
+    return float(1 - 2 * _scipy_stats().norm.sf(boundary))
 
 
 @dataclass(frozen=True)

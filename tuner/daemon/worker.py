@@ -25,7 +25,7 @@ from tuner.daemon import pins as pinning
 from tuner.daemon import session_request
 from tuner.daemon.residency import lock_working_set
 from tuner.daemon.state import Current, DaemonState, Target, store_id
-from tuner.daemon.timespec import Windows, local_timezone, parse_duration, parse_windows
+from tuner.durations import parse_duration
 from tuner.errors import ConfigError, DaemonError, TunerError
 from tuner.families import REGISTRY
 from tuner.families.base import Pin
@@ -33,6 +33,7 @@ from tuner.log import get_logger
 from tuner.policy import load_policy
 from tuner.stop import STOP
 from tuner.store import Store, StoreError, open_store
+from tuner.timespec import Windows, local_timezone, parse_windows
 
 log = get_logger("tuner.daemon")
 

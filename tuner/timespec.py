@@ -1,6 +1,6 @@
-"""Durations, maintenance windows and crontab schedules for ``tuner daemon``: pure functions of text and time.
+"""Maintenance windows and crontab schedules (``[daemon] windows`` and ``schedule``): pure functions of text and time,
+below the configuration that parses them. Durations are :mod:`tuner.durations`.
 
-* :func:`parse_duration` / :func:`format_duration`: ``30s``, ``10m``, ``2h``, ``7d``, ``1h30m``, or plain seconds.
 * :func:`parse_window` / :func:`parse_windows`: ``"Sat 01:00-05:00"``, ``"Mon-Fri 22:00-04:00"``,
   ``"Sat,Sun 00:00-06:00"``, ``"daily 01:00-05:00"`` (or ``"*"``, or no day at all). A window whose end is not
   after its start runs past midnight and belongs to the day it starts on; ``24:00`` is allowed as an end.
@@ -20,93 +20,17 @@ to show a time to people.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from apscheduler.triggers.cron import CronTrigger
-
-# -- durations -------------------------------------------------------------------------------------------------
-
-MAX_DURATION_S = 365 * 86400.0
-_UNIT_S = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-_UNIT_NAMES = {
-    "d": "d", "day": "d", "days": "d",
-    "h": "h", "hour": "h", "hours": "h",
-    "m": "m", "min": "m", "mins": "m", "minute": "m", "minutes": "m",
-    "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
-}
-_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?", re.ASCII)
-_PART = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-z]+)\s*", re.ASCII)
-_EXAMPLES = "write it like 30s, 10m, 2h, 7d or 1h30m"
-
-
-def parse_duration(text: str | float) -> float:
-    """Seconds in a duration: ``30s``, ``10m``, ``2h``, ``7d``, ``1h30m`` (largest unit first, each unit once,
-    spaces allowed; ``min``, ``hours``… spelt out work too), or a plain number of seconds (a TOML integer too).
-
-    Raises ``ValueError`` with one sentence (no key name: the caller adds it) for junk, a negative or zero
-    duration, and one longer than 365 days.
-    """
-    if isinstance(text, bool):  # a bool is an int to Python, never a duration to a user
-        raise ValueError(f"{text!r} is not a duration: {_EXAMPLES}")
-    if isinstance(text, int | float):
-        if not math.isfinite(text):
-            raise ValueError(f"{text!r} is not a duration: {_EXAMPLES}")
-        return _checked(float(text), str(text))
-    s = text.strip()
-    if s.startswith("-"):
-        raise ValueError(f"duration {text!r} is negative: it must be more than zero")
-    if _NUMBER.fullmatch(s):
-        return _checked(float(s), text)
-    total, pos, seen = 0.0, 0, ""
-    while pos < len(s):
-        m = _PART.match(s, pos)
-        if m is None:
-            raise ValueError(f"{text!r} is not a duration: {_EXAMPLES}")
-        unit = _UNIT_NAMES.get(m.group(2))
-        if unit is None:
-            raise ValueError(f"duration {text!r} has an unknown unit {m.group(2)!r}: use d, h, m or s, as in 1h30m")
-        if seen and "dhms".index(unit) <= "dhms".index(seen[-1]):
-            raise ValueError(f"duration {text!r} repeats a unit or puts a smaller one first: write it like 1h30m")
-        seen += unit
-        total += float(m.group(1)) * _UNIT_S[unit]
-        pos = m.end()
-    if not seen:
-        raise ValueError(f"{text!r} is not a duration: {_EXAMPLES}")
-    return _checked(total, text)
-
-
-def _checked(seconds: float, text: str) -> float:
-    if seconds < 0:
-        raise ValueError(f"duration {text!r} is negative: it must be more than zero")
-    if seconds == 0:
-        raise ValueError(f"duration {text!r} is zero: it must be more than zero")
-    if seconds > MAX_DURATION_S:
-        raise ValueError(f"duration {text!r} is longer than the 365 days tuner accepts")
-    return seconds
-
-
-def format_duration(seconds: float) -> str:
-    """``seconds`` the way :func:`parse_duration` reads it, for messages: ``7d``, ``10m``, ``1h30m``, ``1.5s``
-    (to the millisecond), ``0s``."""
-    if seconds < 0:
-        return "-" + format_duration(-seconds)
-    whole, ms = divmod(round(seconds * 1000), 1000)
-    parts = []
-    for unit in "dhm":
-        n, whole = divmod(whole, _UNIT_S[unit])
-        if n:
-            parts.append(f"{n}{unit}")
-    if whole or ms or not parts:
-        parts.append(f"{whole}.{ms:03d}".rstrip("0").rstrip(".") + "s")
-    return "".join(parts)
-
+if TYPE_CHECKING:
+    from apscheduler.triggers.cron import CronTrigger
 
 # -- the local time zone ---------------------------------------------------------------------------------------
 
@@ -405,6 +329,10 @@ def parse_crontab(text: str, *, tz: tzinfo | None = None) -> CronTrigger:
     and the weekday is refused: crontab runs it on either, APScheduler only on days that are both. Raises
     ``ValueError`` with one sentence, also for a schedule that never fires (``0 2 31 2 *``).
     """
+    # APScheduler (with tzlocal) costs ~0.2 s to import; the configuration imports this module, so every command
+    # would pay it, and only a configuration with a schedule needs it.
+    from apscheduler.triggers.cron import CronTrigger
+
     line = _CRON_MACROS.get(text.strip().lower(), text.strip())
     fields = line.split()
     if len(fields) != 5:

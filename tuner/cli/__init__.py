@@ -1,0 +1,45 @@
+"""The ``tuner`` command line: the group and its options here, one module per command group beside it."""
+
+from __future__ import annotations
+
+import inspect
+
+import click
+
+from tuner import __version__
+from tuner.cli.cmd_config import config
+from tuner.cli.cmd_daemon import daemon
+from tuner.cli.cmd_recommend import recommend
+from tuner.cli.cmd_restore import prune, restore
+from tuner.cli.cmd_store import diff, export, history, show
+from tuner.cli.common import CONFIG_TEXT, EXIT_TEXT, Group
+
+
+__all__ = ["main", "recommend", "restore", "prune", "history", "show", "diff", "export", "config", "daemon"]
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="tuner")
+def main() -> None:
+    """tuner — measured I/O settings for PostgreSQL.
+
+    tuner probes PostgreSQL's I/O settings on a staging replica (a hot standby, or a writable clone
+    marked tuner.role = 'staging'), searches them with Bayesian optimisation, confirms the winner
+    against today's settings with paired, interleaved trials and a 95 % confidence interval, and
+    emits ALTER SYSTEM statements with their evidence and a rollback — or says "keep what you have"
+    when the evidence is not there. It never probes a primary.
+
+    \b
+    Start here:
+      tuner recommend --sandbox           try it on a throwaway PostgreSQL that tuner starts itself
+      tuner recommend --dsn 'host=standby1 dbname=app' --format sql
+      tuner config validate --print       show the effective configuration
+      tuner restore                       put back what a killed session changed (readahead, WAL settings)
+      tuner history                       stored sessions and their decisions; tuner show / diff / prune
+      tuner daemon --config /etc/tuner/tuner.toml   run it as a service (schedule, drift, HTTP API)
+    """
+
+
+
+for _command in (recommend, restore, prune, history, show, diff, export, config, daemon):
+    main.add_command(_command)
+main.help = inspect.cleandoc(main.help or "") + "\n\n" + CONFIG_TEXT + "\n\n" + EXIT_TEXT

@@ -1,0 +1,166 @@
+"""Reading the store: ``tuner history``, ``show``, ``diff`` and ``export``."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tuner import emit, report_file
+from tuner.cli.common import (CONFIG_TEXT, STORE_TEXT, store_config, target_history, with_store, with_store_options,
+                              write_files)
+from tuner.emit import FORMATS
+from tuner.errors import ConfigError
+from tuner.store import store_location, views
+
+
+@click.command()
+@with_store_options
+@click.option("--target", "target", metavar="ID", help="Only this target's sessions (its id from this listing, or a prefix).")
+@click.option("--limit", type=click.IntRange(1, 10000), default=20, show_default=True, help="Most sessions to list.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True, help="Text for people, or JSON.")
+def history(config_path: Path | None, state_dir: Path | None, target: str | None, limit: int, fmt: str) -> None:
+    """List stored sessions, newest first, grouped by target: when, what ran, and each decision with its
+    improvement, 95 % interval and near-optimal range.
+
+    \b
+    Examples:
+      tuner history
+      tuner history --target 3f2a --limit 5
+      tuner history --format json | jq '.[0].decisions'
+    """
+    cfg = store_config(config_path, state_dir)
+    if target is not None and not re.fullmatch(r"[0-9a-fA-F]{1,16}", target):
+        raise ConfigError(f"--target {target!r} is not a target id (hexadecimal, as 'tuner history' lists them)",
+                          hint="run 'tuner history' to see the target ids")
+
+    async def work(store: Any) -> Any:
+        return await store.sessions(target=target, limit=limit)
+
+    sessions = with_store(cfg, work)
+    click.echo(views.history_json(sessions) if fmt == "json" else views.history_text(sessions, store_location(cfg)), nl=False)
+
+
+@click.command()
+@with_store_options
+@click.argument("session", required=False)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="The output format, as for 'tuner recommend'.")
+@click.option("--output", type=click.Path(path_type=Path, file_okay=False), help="Also write every output file into DIR, as 'tuner recommend --output' does.")
+def show(config_path: Path | None, state_dir: Path | None, session: str | None, fmt: str, output: Path | None) -> None:
+    """Print one stored session's report (default: the newest) in any output format.
+
+    SESSION is a session id as 'tuner history' lists it, or a unique prefix of one, or 'latest'.
+    The report is the one the session wrote: `tuner show ID --format json` prints what
+    `tuner recommend --format json` printed then.
+
+    \b
+    Examples:
+      tuner show
+      tuner show 3f2a91 --format sql > apply.sql
+      tuner show latest --output /srv/tuner/out
+    """
+    report, history = export_source(config_path, state_dir, session or "latest")
+    if output is not None:
+        written = emit.write_outputs(report, output, history=history)
+        click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
+    click.echo(emit.text(report, fmt, history=history), nl=False)
+
+
+@click.command()
+@with_store_options
+@click.argument("first")
+@click.argument("second", required=False)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True, help="Text for people, or JSON.")
+def diff(config_path: Path | None, state_dir: Path | None, first: str, second: str | None, fmt: str) -> None:
+    """Say what changed between two stored sessions: the target (version, system identifier, device,
+    kernel), the settings in force and their sources, and each knob's decision, value, interval and
+    near-optimal range.
+
+    FIRST and SECOND are session ids or unique prefixes; SECOND defaults to the newest session.
+
+    \b
+    Examples:
+      tuner diff 3f2a91 8c07d2
+      tuner diff 3f2a91 --format json
+    """
+    cfg = store_config(config_path, state_dir)
+
+    async def work(store: Any) -> Any:
+        a = await store.report(await store.resolve(first))
+        b = await store.report(await store.resolve(second))
+        return views.diff(a, b)
+
+    d = with_store(cfg, work)
+    click.echo(json.dumps(d, indent=2, ensure_ascii=False) + "\n" if fmt == "json" else views.diff_text(d), nl=False)
+
+@click.command()
+@with_store_options
+@click.option("--format", "fmt", type=click.Choice(FORMATS), required=True,
+              help="conf, ansible, patroni, cnpg, zalando, udev, tuned (config management), or table, json, sql.")
+@click.option("--from", "source", metavar="SESSION|FILE",
+              help="A stored session: its id as 'tuner history' lists it, a unique prefix, or 'latest' (the default); "
+                   "or the path of a report.json that tuner wrote.")
+@click.option("--output", type=click.Path(path_type=Path, file_okay=False),
+              help="Write the format's files and their rollback twins (under rollback/) into DIR, each atomically; "
+                   "without it the main file goes to stdout.")
+def export(config_path: Path | None, state_dir: Path | None, fmt: str, source: str | None,
+           output: Path | None) -> None:
+    """Render a session's "change" decisions for config management, each with its evidence and a rollback twin.
+
+    \b
+    Formats and their files (--output DIR writes them all; stdout gets the first):
+      conf     conf.d/99-tuner.conf for include_dir; rollback/conf.d/99-tuner.conf
+      ansible  ansible/tuner-vars.yml + ansible/tuner.yml (community.postgresql); rollback/ansible/
+      patroni  patroni/patroni-config.yaml (patronictl edit-config --apply), patroni/patch-config.json
+               (PATCH /config); rollback/patroni/
+      cnpg     cnpg/cluster-patch.yaml, a merge patch for a CloudNativePG Cluster; rollback/cnpg/
+      zalando  zalando/postgresql-patch.yaml, for a Zalando postgresql resource; rollback/zalando/
+      udev     udev/99-tuner-readahead.rules; rollback/udev/
+      tuned    tuned/tuned.conf, a tuned profile (disk plugin readahead); rollback/tuned/
+
+    Server settings go to conf, ansible, patroni, cnpg and zalando; tablespace options to ansible (and
+    sql); a device's readahead to udev, tuned and ansible. What a format cannot express, or a setting its
+    consumer manages itself, is named in a comment with where it goes instead. "Keep what you have" is an
+    empty change set that says so.
+
+    \b
+    Examples:
+      tuner export --format conf                     print conf.d/99-tuner.conf
+      tuner export --format ansible --from 3f2a91 --output deploy/tuner
+      tuner export --format patroni --from out/report.json --output /tmp/patroni
+    """
+    report, history = export_source(config_path, state_dir, source)
+    files = emit.render(report, fmt, history=history)
+    if output is None:
+        click.echo(next(iter(files.values()), ""), nl=False)
+        return
+    written = write_files(files, output)
+    click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
+
+
+_SESSION_REF = re.compile(r"[0-9a-fA-F]+|latest")
+
+
+def export_source(config_path: Path | None, state_dir: Path | None,
+                   source: str | None) -> tuple[Any, list[Any] | None]:
+    """The report to export and the stored sessions of its target, newest first (None for a report.json: its
+    history is not known). ``show`` passes only session references (an invalid one is refused by the store)."""
+    if source is not None and not _SESSION_REF.fullmatch(source) and (
+            Path(source).exists() or "/" in source or source.endswith(".json")):
+        return report_file.read(Path(source)), None
+    cfg = store_config(config_path, state_dir)
+
+    async def work(store: Any) -> Any:
+        report = await store.report(await store.resolve(source))
+        return report, await target_history(store, report)
+
+    return with_store(cfg, work)  # type: ignore[no-any-return]
+
+
+for _cmd in (history, show, diff):
+    _cmd.help = inspect.cleandoc(_cmd.help or "") + "\n\n" + STORE_TEXT + "\n\n" + CONFIG_TEXT
+export.help = inspect.cleandoc(export.help or "") + "\n\n" + STORE_TEXT + "\n\n" + CONFIG_TEXT
