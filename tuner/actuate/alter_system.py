@@ -68,11 +68,11 @@ def _ident(name: str) -> str:
 
 
 def settings() -> list[str]:
-    """The settings this actuator writes: the knob catalogue's WAL, replay and concurrency families."""
+    """The settings this actuator writes: every catalogue knob that ALTER SYSTEM can set (a device's readahead
+    is the kernel's, written through sysfs)."""
     from tuner.knobs import catalog
 
-    cat = catalog.load()
-    return sorted([*cat.names("wal"), *cat.names("replay"), *cat.names("concurrency")])
+    return catalog.load().names(scope="system")
 
 
 SCRATCH_SCHEMA = "tuner_scratch"

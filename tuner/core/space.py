@@ -60,6 +60,8 @@ def dimension(knob: str, policy: Policy, facts: TargetFacts, *, quantum: int = 1
     low = wanted.min if own_low is None else max(wanted.min, own_low)
     high = wanted.max if own_high is None else min(wanted.max, own_high)
     if high <= low:
-        hint = " (a build without prefetch support)" if high == 0 and ks.family == "concurrency" else ""
+        # effective_io_concurrency and its siblings are fixed at 0 where the platform lacks posix_fadvise
+        # (https://www.postgresql.org/docs/current/runtime-config-resource.html#GUC-EFFECTIVE-IO-CONCURRENCY).
+        hint = " (a build without prefetch support)" if high == 0 and knob.endswith("_io_concurrency") else ""
         return f"this server allows {knob} only in {low}..{high}{hint}: nothing to search"
     return Dimension(knob, low, high, wanted.scale, quantum=quantum, limits=(low == own_low, high == own_high))

@@ -152,7 +152,7 @@ class Replay:
             primary=primary.connect, standby=standby.connect, journal=ctx.journal, layout=layout, cache=cache,
             standby_identity=s_identity, standby_dsn=standby.dsn,
             statement_timeout_s=policy.guardrails.statement_timeout_s, catch_up_timeout_s=rp.catch_up_timeout_s,
-            min_cold_read_fraction=policy.cache.min_cold_read_fraction,
+            min_cold_read_fraction=policy.cache.min_cold_read_fraction, family=self.name,
         )
         dim = space.dimension(KNOB, policy, standby.facts)
         assert not isinstance(dim, str)  # applicable() checked it

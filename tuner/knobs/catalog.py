@@ -85,8 +85,11 @@ class Catalog:
         if overlap:
             raise ValueError(f"catalog lists durability settings as knobs: {sorted(overlap)}")
 
-    def names(self, family: str | None = None) -> list[str]:
-        return sorted(n for n, k in self._knobs.items() if family is None or k["family"] == family)
+    def names(self, family: str | None = None, *, scope: str | None = None) -> list[str]:
+        """The searched knobs, of one family and/or settable at one scope ("system": by ALTER SYSTEM)."""
+        return sorted(n for n, k in self._knobs.items()
+                      if (family is None or k["family"] == family)
+                      and (scope is None or scope in cast(list[str], k["scopes"])))
 
     def knows(self, name: str) -> bool:
         return name in self._knobs

@@ -209,8 +209,9 @@ class ReplayProbe:
     def __init__(
         self, *, primary: Connector, standby: Connector, journal: Journal, layout: Layout, cache: CacheControl,
         standby_identity: dict[str, Any], standby_dsn: str | None, statement_timeout_s: float,
-        catch_up_timeout_s: float, min_cold_read_fraction: float,
+        catch_up_timeout_s: float, min_cold_read_fraction: float, family: str,
     ) -> None:
+        self.family = family  # the family that runs it, named in each probe's log line
         self.primary, self.standby = primary, standby  # checked connections (the session's guards)
         self.journal = journal
         self.layout = layout
@@ -240,7 +241,7 @@ class ReplayProbe:
                   ev: CacheEvidence | None = None) -> Trial:
             t = Trial(config=dict(config), value=value, status=status, phase=phase, arm=arm, cache=ev, reason=reason,
                       started_at=started, duration_s=round(time.monotonic() - t0, 3), metrics=dict(metrics))
-            log.info("probe", family="replay", phase=phase, arm=arm, config=config, status=status,
+            log.info("probe", family=self.family, phase=phase, arm=arm, config=config, status=status,
                      replay_ms=None if value is None else round(value, 1), mb_per_s=metrics.get("mb_per_s"),
                      pages_per_s=metrics.get("pages_per_s"), read_mb=metrics.get("read_mb"), reason=reason,
                      duration_s=t.duration_s)
