@@ -47,7 +47,7 @@ class GapRule(Rule):
 
     def gap(self, opt: Searcher) -> Config | None:
         """The configuration to measure next, or None."""
-        raise NotImplementedError
+        raise NotImplementedError  # abstract: every gap rule in rules.GAP_RULES overrides it
 
     def registered(self, opt: Searcher, config: Mapping[str, int]) -> None:
         """A probe of ``config`` was made (before the optimiser records it)."""
