@@ -263,3 +263,7 @@ class Report(_Frozen):
     wal_summary: str | None = Field(default=None, description="what the insertion-lock evidence implies")
     replay: ReplayOut | None = Field(default=None, description="the replay family's catch-up rates")
     trials: list[Trial]
+    # The decision policy's values, carried so that a reader (the HTML report's minimum-effect line) need not
+    # recover them from the reasons' prose. Optional: reports written before they were carried still load.
+    min_effect: float | None = Field(default=None, description="the improvement ratio a change had to clear")
+    alpha: float | None = Field(default=None, description="the error rate of the sequential confirmation")

@@ -76,6 +76,7 @@ def _problems(report: Report) -> Iterator[str]:
                         ("target.system_identifier", report.target.system_identifier or "")):
         if any(unsafe(ch) for ch in value):
             yield f"{name} {shown(value)} has a line break or a control character"
+    yield from _decision(report)
     seen: dict[tuple[str, str, str | None], int] = {}
     for i, rec in enumerate(report.recommendations):
         at = f"recommendations[{i}]"
@@ -84,6 +85,16 @@ def _problems(report: Report) -> Iterator[str]:
         if key in seen:
             yield f"{at} repeats {rec.knob} for {_what(rec)} (recommendations[{seen[key]}] has it already)"
         seen.setdefault(key, i)
+
+
+def _decision(report: Report) -> Iterator[str]:
+    """The policy's decision values, when the report carries them (older reports do not), inside the ranges the
+    policy itself accepts (:class:`tuner.policy.Decision`): the HTML report draws its minimum-effect line
+    from them."""
+    if report.min_effect is not None and not (math.isfinite(report.min_effect) and 1.0 <= report.min_effect <= 100):
+        yield f"min_effect {report.min_effect!r} is not an improvement ratio between 1 and 100"
+    if report.alpha is not None and not (math.isfinite(report.alpha) and 0 < report.alpha < 0.5):
+        yield f"alpha {report.alpha!r} is not an error rate above 0 and below 0.5"
 
 
 def _what(rec: Recommendation) -> str:

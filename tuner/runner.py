@@ -200,4 +200,5 @@ async def recommend(
             host=socket.gethostname(), kernel=platform.release(),
         ),
         families=outcomes, recommendations=recs, restored=restored, trials=trials, **sections,
+        min_effect=policy.decision.min_effect, alpha=policy.decision.alpha,
     )

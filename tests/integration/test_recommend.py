@@ -30,6 +30,8 @@ def test_recommend_on_a_pg15_sandbox_end_to_end(base_dir: Path, tmp_path: Path) 
     doc = json.loads(proc.stdout)
     assert doc == json.loads((out_dir / "report.json").read_text())
     assert doc["schema_version"] == 1
+    # The decision policy's values are carried by the report (issue #45 item 5): the default policy's here.
+    assert doc["min_effect"] == 1.05 and doc["alpha"] == 0.05
     assert doc["target"]["in_recovery"] is True and doc["target"]["server_version_num"] // 10000 == 15
     [rec] = [r for r in doc["recommendations"] if r["knob"] == "effective_io_concurrency"]
     assert rec["scope"] == "system" and rec["current"] == 1

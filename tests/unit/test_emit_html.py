@@ -495,3 +495,26 @@ def test_each_confirmation_is_folded_and_only_a_change_opens(sandbox: Report) ->
     folds = re.findall(r"<details( open)?><summary><h3>.*?</details>", section(page, "confirmation"), flags=re.S)
     assert len(folds) == len(confs) == len(svgs(page, "confirmation")) > 0
     assert folds == [" open" if c.recs and c.recs[0].decision == "change" else "" for c in confs]
+
+
+# -- the minimum effect: carried by the report, parsed from prose only for old reports (issue #45 item 5) -------
+
+def test_a_carried_min_effect_is_read_not_parsed_from_the_reasons(sandbox: Report,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    def prose(report: Report) -> tuple[float, bool]:
+        raise AssertionError("the reasons were parsed although the report carries min_effect")
+
+    monkeypatch.setattr(evidence, "_stated_in_reasons", prose)
+    rep = sandbox.model_copy(update={"min_effect": 1.2, "alpha": 0.05})
+    assert evidence.min_effect(rep) == (1.2, True)
+    page = h.to_html(rep)
+    assert "minimum effect 1.2×" in page and "minimum effect 1.05×" not in page
+    assert "does not state" not in page
+
+
+def test_an_old_report_without_the_field_renders_as_before(sandbox: Report) -> None:
+    """The fixture predates the field: its minimum effect still comes from its reasons, and the page is the same,
+    byte for byte, as the one drawn from the field with that value."""
+    assert sandbox.min_effect is None and sandbox.alpha is None
+    assert evidence.min_effect(sandbox) == (1.05, True)
+    assert h.to_html(sandbox) == h.to_html(sandbox.model_copy(update={"min_effect": 1.05, "alpha": 0.05}))

@@ -201,6 +201,25 @@ def test_an_unknown_schema_version_is_refused(version: int) -> None:
         emit.render(rep, "conf")
 
 
+def test_the_decision_values_are_optional_and_pass_in_range() -> None:
+    """Issue #45 item 5: min_effect and alpha are additive fields — a report without them (written before they
+    were carried) passes, and so does one with the policy's values."""
+    old = parse(FIXTURE.read_text())
+    assert old.min_effect is None and old.alpha is None and check(old) is old
+    rep = change_report().model_copy(update={"min_effect": 1.05, "alpha": 0.05})
+    assert check(rep) is rep
+    assert parse(to_json(rep)).min_effect == 1.05
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("min_effect", float("nan")), ("min_effect", float("inf")), ("min_effect", 0.9), ("min_effect", 101.0),
+    ("alpha", float("nan")), ("alpha", 0.0), ("alpha", 0.5), ("alpha", -0.1),
+])
+def test_decision_values_outside_the_policys_ranges_are_refused(field: str, value: float) -> None:
+    with pytest.raises(ReportError, match=field):
+        check(change_report().model_copy(update={field: value}))
+
+
 def test_a_knob_twice_for_one_object_is_refused() -> None:
     with pytest.raises(ReportError, match=r"recommendations\[1\] repeats effective_io_concurrency"):
         emit.render(make(rec(), rec(recommended=64)), "conf")

@@ -1,9 +1,9 @@
 """The report's data arranged for the HTML report's figures: the paired confirmations (as the sequential test
 formed them), the searches they belong to, the recommendations attached to both, and how each trial is drawn.
 
-The minimum effect is not a field of the report; every reason that comes with an effect states it ("... the
-minimum effect 1.05x"), and that is where it is read from (1.05, the shipped policies' value, when no reason
-says).
+The minimum effect is the report's own field. Reports written before it was carried state it only in the reasons
+that come with an effect ("... the minimum effect 1.05x"), and for those it is read from there (1.05, the shipped
+policies' value, when no reason says).
 """
 
 from __future__ import annotations
@@ -26,7 +26,15 @@ def knob_label(r: Recommendation) -> str:
 
 
 def min_effect(report: Report) -> tuple[float, bool]:
-    """The policy's minimum effect as the reasons state it, and whether one did (else the shipped default)."""
+    """The policy's minimum effect, and whether the report states it (else the shipped default)."""
+    if report.min_effect is not None:
+        return report.min_effect, True
+    # Only for reports written before Report carried min_effect: recover it from the reasons' prose.
+    return _stated_in_reasons(report)
+
+
+def _stated_in_reasons(report: Report) -> tuple[float, bool]:
+    """The minimum effect as an old report's reasons state it, and whether one did (else the shipped default)."""
     for r in report.recommendations:
         m = _MIN_EFFECT.search(r.reason)
         if m and 1.0 <= float(m.group(1)) <= 100:
