@@ -36,6 +36,7 @@ from typing import Any
 
 from tuner.actuate.entry import NOT_SET, JournalError, Restored
 from tuner.errors import RefusedError, TunerError
+from tuner.target.sandbox.own import is_own_sandbox
 
 _AUTO_CONF = "postgresql.auto.conf"
 FIELDS = {"kind", "name", "original", "device", "dsn", "system_identifier", "port", "sandbox_dir", "recorded_at",
@@ -208,7 +209,7 @@ async def require_staging_clone(conn: Any, change: dict[str, Any], dsn: str | No
     facts = await gather(conn)
     where = f"the server reached (system {facts.system_identifier})"
     if facts.in_recovery:
-        if _in_own_sandbox(facts.data_directory, change.get("sandbox_dir")):
+        if is_own_sandbox(facts.data_directory, change.get("sandbox_dir")):
             return  # tuner's own throwaway standby (the concurrency family's io_workers / io_method)
         raise RefusedError(f"{where} is a hot standby, not the staging clone tuner changed")
     try:
@@ -217,22 +218,6 @@ async def require_staging_clone(conn: Any, change: dict[str, Any], dsn: str | No
     except RefusedError as exc:
         why = str(exc).removeprefix("refusing to probe: ")
         raise RefusedError(f"the interlock refused {where}: {why}", hint=exc.hint) from None
-
-
-def _in_own_sandbox(data_directory: str | None, sandbox_dir: Any) -> bool:
-    """The server's data directory lies inside the sandbox directory the entry names, and that directory is a
-    sandbox of tuner's (its name and its owner file), still there."""
-    from tuner.target.sandbox import stale
-
-    if not data_directory or not isinstance(sandbox_dir, str) or not sandbox_dir:
-        return False
-    try:
-        root = Path(sandbox_dir).resolve(strict=True)
-        if not root.name.startswith(stale._PREFIX) or not (root / stale._OWNER_FILE).is_file():
-            return False
-        return Path(data_directory).resolve(strict=True).is_relative_to(root)
-    except OSError:
-        return False
 
 
 async def write_back(conn: Any, change: dict[str, Any], dsn: str | None = None) -> Restored:

@@ -25,7 +25,7 @@ from tuner import sqlfiles
 from tuner.daemon import hostfacts
 from tuner.families import REGISTRY
 from tuner.knobs import catalog
-from tuner.knobs.devices import discover, postgres_paths
+from tuner.knobs.devices import device_facts, discover, postgres_paths
 from tuner.target import facts as target_facts
 from tuner.target.connection import connect
 
@@ -106,7 +106,7 @@ async def observe(dsn: str | None, *, timeout_s: float) -> dict[str, Any]:
     devices, kernel, cgroup = None, None, None
     if local is not None:
         groups, _ = discover(postgres_paths(local, {t.name: t.location for t in facts.tablespaces}))
-        devices = {g.device.name: hostfacts.device(g.device, g.roles)
+        devices = {g.device.name: device_facts(g.device, g.roles)
                    for g in sorted(groups, key=lambda g: g.device.name)}
         kernel, cgroup = platform.release(), hostfacts.cgroup(local)
     memory, basis = hostfacts.memory(cgroup) if local is not None else (None, "")

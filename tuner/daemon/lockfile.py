@@ -1,8 +1,8 @@
 """One daemon per state directory: an exclusive ``flock`` on ``<state_dir>/daemon.lock``, held for the daemon's life.
 
-The same design as the journal's lock (:mod:`tuner.actuate.lock`), in a file of its own: the daemon holds this one
-all the time, while the sessions it runs take and release ``journal.lock`` one by one — so a ``tuner recommend``
-by hand still waits for (or is refused by) the daemon's session, not by the idle daemon.
+The same lock as the journal's (:mod:`tuner.actuate.lock`), :class:`tuner.lockfile.Flock`, on a file of its own:
+the daemon holds this one all the time, while the sessions it runs take and release ``journal.lock`` one by one —
+so a ``tuner recommend`` by hand still waits for (or is refused by) the daemon's session, not by the idle daemon.
 
 The kernel decides, not a PID file: the lock dies with its holder, even by SIGKILL, so a file a dead daemon left
 is simply taken over. The file stays (removing it would let two daemons lock two different files); it names its
@@ -13,9 +13,7 @@ keep the lock after the daemon died.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import fcntl
 import os
 import re
 import stat
@@ -24,6 +22,7 @@ from pathlib import Path
 from types import TracebackType
 
 from tuner.errors import TunerError
+from tuner.lockfile import Flock, read_holder
 
 LOCK_NAME = "daemon.lock"  # the journal's is journal.lock (tuner.actuate.lock.LOCK_NAME)
 _HOLDER = re.compile(r"pid [0-9]+, started [0-9T:+.-]+")
@@ -36,12 +35,12 @@ class DaemonLock:
 
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = Path(state_dir)
-        self.path = self.state_dir / LOCK_NAME
-        self._fd: int | None = None
+        self._flock = Flock(self.state_dir / LOCK_NAME)
+        self.path = self._flock.path
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
+        return self._flock.held
 
     def __enter__(self) -> DaemonLock:
         self.acquire()
@@ -55,7 +54,7 @@ class DaemonLock:
     def acquire(self) -> None:
         """Take the lock (a no-op when this object holds it already) and write this process's pid and start time
         into the file, or raise :class:`TunerError`."""
-        if self._fd is not None:
+        if self.held:
             return
         try:
             self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -63,8 +62,9 @@ class DaemonLock:
             raise TunerError(f"cannot create tuner's state directory {self.state_dir}: {exc.strerror or exc}",
                              hint=_STATE_DIR_HINT) from None
         fd = self._open()
+        started = datetime.now().astimezone().isoformat(timespec="seconds")
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self._flock.lock(fd, f"pid {os.getpid()}, started {started}")
         except OSError as exc:
             holder = _holder(fd)
             os.close(fd)
@@ -74,27 +74,14 @@ class DaemonLock:
                     hint="stop it first (systemctl stop tuner), or give this one its own [tuner] state_dir",
                 ) from None
             raise TunerError(f"cannot lock {self.path}: {exc.strerror or exc}", hint=_STATE_DIR_HINT) from None
-        started = datetime.now().astimezone().isoformat(timespec="seconds")
-        text = f"pid {os.getpid()}, started {started}\n".encode()
-        with contextlib.suppress(OSError):  # it only feeds the message above; a full disk must not stop the daemon
-            os.pwrite(fd, text, 0)
-            os.ftruncate(fd, len(text))  # write, then cut: a reader never sees the file empty while it is held
-        self._fd = fd
 
     def release(self) -> None:
         """Empty the file and release the lock (a no-op when not held)."""
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, 0)
-            os.close(self._fd)  # closing the descriptor releases the flock
-            self._fd = None
+        self._flock.release(empty=True)
 
     def _open(self) -> int:
-        # O_NOFOLLOW: a symbolic link planted in the state directory must not make root lock (and write into) a
-        # file elsewhere; O_NONBLOCK: a FIFO planted there must not hang the start.
-        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
         try:
-            fd = os.open(self.path, flags, 0o600)
+            fd = self._flock.open(nonblock=True)  # a FIFO planted in the state directory must not hang the start
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise TunerError(f"{self.path} is a symbolic link; tuner does not lock through one",
@@ -110,8 +97,5 @@ class DaemonLock:
 
 def _holder(fd: int) -> str:
     """Who holds the lock, from the file (its first line, only when it has the shape tuner writes)."""
-    try:
-        first = os.pread(fd, 200, 0).decode(errors="replace").partition("\n")[0].strip()
-    except OSError:
-        first = ""
+    first = read_holder(fd).partition("\n")[0].strip()
     return first if _HOLDER.fullmatch(first) else "pid unknown"

@@ -13,6 +13,7 @@ from tuner.families import iouring
 from tuner.families.base import FamilyContext
 from tuner.model import Trial
 from tuner.optimiser import Dimension
+from tuner.target.sandbox.own import is_own_sandbox
 
 WORKERS = "io_workers"
 METHOD = "io_method"
@@ -24,19 +25,10 @@ def alter_system_refusal(ctx: FamilyContext) -> str | None:
     facts = ctx.facts
     if not facts.is_superuser:
         return "they are changed with ALTER SYSTEM, which needs a superuser"
-    if facts.in_recovery and not _own_sandbox(facts.data_directory, ctx.sandbox_dir):
+    if facts.in_recovery and not is_own_sandbox(facts.data_directory, ctx.sandbox_dir):
         return ("they are changed with ALTER SYSTEM, and tuner writes ALTER SYSTEM lines back only on its own sandbox "
                 "or a writable clone marked staging, not on this hot standby")
     return None
-
-
-def _own_sandbox(data_directory: str | None, sandbox_dir: str | None) -> bool:
-    if not data_directory or not sandbox_dir:
-        return False
-    try:
-        return Path(data_directory).resolve().is_relative_to(Path(sandbox_dir).resolve())
-    except OSError:
-        return False
 
 
 def workers_dimension(ctx: FamilyContext, io: dict[str, dict[str, Any]], refusal: str | None,

@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 Kind = Literal["disk", "partition", "dm", "md", "nvme", "loop"]
 
@@ -95,11 +95,18 @@ def readahead_quantum_kb() -> int:
     return max(1, os.sysconf("SC_PAGE_SIZE") // 1024)
 
 
-def _read(path: Path) -> str | None:
+def read_text(path: Path) -> str | None:
+    """A file's text, stripped ("" when empty); None when absent or unreadable. The one reader of host facts
+    (sysfs here, /proc and cgroup files in :mod:`tuner.daemon.hostfacts`): a missing file is a fact, not an error."""
     try:
         return path.read_text().strip()
     except OSError:
         return None
+
+
+def read_fact(path: Path) -> str | None:
+    """:func:`read_text`, with an empty file read as absent too."""
+    return read_text(path) or None
 
 
 def mount_of(majmin: str, mountinfo: str) -> tuple[str | None, str | None]:
@@ -127,18 +134,18 @@ MATCH_KEYS: frozenset[str] = frozenset().union(*MATCH_SHAPES)
 def _match_keys(sys_dir: Path, kind: Kind, name: str) -> dict[str, str]:
     """udev keys that find this device again after a reboot (kernel names are not stable)."""
     if kind == "dm":
-        uuid = _read(sys_dir / "dm" / "uuid")
+        uuid = read_text(sys_dir / "dm" / "uuid")
         if uuid:
             return {"ENV{DM_UUID}": uuid}
-        dm_name = _read(sys_dir / "dm" / "name")
+        dm_name = read_text(sys_dir / "dm" / "name")
         if dm_name:
             return {"ENV{DM_NAME}": dm_name}
     if kind == "loop":
-        backing = _read(sys_dir / "loop" / "backing_file")
+        backing = read_text(sys_dir / "loop" / "backing_file")
         if backing:
             return {"KERNEL": LOOP_KERNEL, "ATTR{loop/backing_file}": backing}
     for attr, key in (("wwid", "ATTR{wwid}"), ("device/wwid", "ATTRS{wwid}"), ("serial", "ATTR{serial}")):
-        value = _read(sys_dir / attr)
+        value = read_text(sys_dir / attr)
         if value:
             return {key: value}
     return {"KERNEL": name}
@@ -163,7 +170,7 @@ def device_of(majmin: str, *, sys_root: Path = Path("/sys")) -> BlockDevice | No
     kind: Kind
     if (sys_dir / "dm").is_dir():
         kind = "dm"
-        dm_name = _read(sys_dir / "dm" / "name")
+        dm_name = read_text(sys_dir / "dm" / "name")
         description = f"device-mapper {dm_name or name}"
     elif (sys_dir / "md").is_dir():
         kind, description = "md", f"md RAID {name}"
@@ -172,15 +179,31 @@ def device_of(majmin: str, *, sys_root: Path = Path("/sys")) -> BlockDevice | No
         description = description if description != name else f"NVMe namespace {name}"
     elif (sys_dir / "loop").is_dir():
         kind = "loop"
-        backing = _read(sys_dir / "loop" / "backing_file")
+        backing = read_text(sys_dir / "loop" / "backing_file")
         description = f"loop device {name}" + (f" backed by {backing}" if backing else "")
     else:
         kind = "partition" if description != name else "disk"
-    disk_majmin = _read(sys_dir / "dev") or majmin
+    disk_majmin = read_text(sys_dir / "dev") or majmin
     return BlockDevice(
         name=name, kind=kind, majmin=disk_majmin, description=description, sys_dir=sys_dir,
         match=_match_keys(sys_dir, kind, name),
     )
+
+
+def device_facts(dev: BlockDevice, roles: list[str]) -> dict[str, Any]:
+    """model, serial, rotational, scheduler and read_ahead_kb of ``dev`` (from sysfs; what the daemon's drift check
+    compares), with the directories it holds."""
+    # What identifies the hardware behind a kernel name: a serial or WWID, a device-mapper UUID, a loop device's file.
+    serial = next(filter(None, (read_fact(dev.sys_dir / p) for p in (
+        "serial", "device/serial", "wwid", "device/wwid", "dm/uuid", "loop/backing_file"))), None)
+    scheduler = read_fact(dev.sys_dir / "queue" / "scheduler")
+    if scheduler and "[" in scheduler:  # "[mq-deadline] kyber none": the one in brackets is in force
+        scheduler = scheduler.split("[", 1)[1].split("]", 1)[0]
+    rotational = read_fact(dev.sys_dir / "queue" / "rotational")
+    ra = read_fact(dev.read_ahead_path)
+    return {"node": dev.node, "model": read_fact(dev.sys_dir / "device" / "model"), "serial": serial,
+            "rotational": int(rotational) if rotational else None, "scheduler": scheduler,
+            "read_ahead_kb": int(ra) if ra else None, "roles": roles}
 
 
 def place(

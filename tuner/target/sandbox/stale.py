@@ -24,10 +24,10 @@ from pathlib import Path
 from tuner.log import get_logger
 from tuner.target.sandbox import device, loopdisk
 from tuner.target.sandbox.host import not_ours, private_dir, private_dir_path
+from tuner.target.sandbox.own import OWNER_FILE as _OWNER_FILE
+from tuner.target.sandbox.own import PREFIX as _PREFIX
 
 log = get_logger("tuner.sandbox")
-_PREFIX = "tuner-sandbox-"
-_OWNER_FILE = "tuner-sandbox.json"
 _DATA_DIRS = ("primary", "standby", "mnt/primary", "mnt/standby")
 
 
