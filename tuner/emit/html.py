@@ -267,6 +267,12 @@ def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
         status = {k: sum(1 for x in g.trials if x.status == k) for k in ("failed", "rejected")}
         bad = ", ".join(f"{n} {k}" for k, n in status.items() if n)
         head = f"<h3>{esc(' × '.join(knobs))}{where} <small>({esc(g.family or '')})</small></h3>"
+        decided = "change" if any(r.decision == "change" for r in g.recs) else "keep" if g.recs else None
+        # Folded like the confirmations below, open where the search found a change: the page was ~8,000 px long
+        # with every search drawn, and a kept setting's search is what a reader opens only to check (issue #47).
+        body.append(f"<details{' open' if decided == 'change' else ''}><summary>{head} · {len(g.trials)} probes"
+                    f"{f' · {_tag(decided)}' if decided else ''}</summary>")
+        head = ""
         if len(knobs) == 2:
             body.append(fig(head, search_2d(g, knobs[0], knobs[1], next_no(), unit=unit),
                 f"Each point is one measured search probe ({len(g.trials)}{f', {bad}' if bad else ''}); its colour "
@@ -288,6 +294,7 @@ def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
                     f"{f' ({bad})' if bad else ''} as filled circles and {n_conf} confirmation trials as hollow "
                     "markers, spread sideways around today's value and the candidate. These are measurements; the "
                     f"optimiser's model curve is not stored in the report.{near}{others}"))
+        body.append("</details>")
     if not body:
         body.append("<p>No search probe ran.</p>")
     sections.append(("search", "What was probed", "".join(body)))
@@ -306,11 +313,12 @@ def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
         e = c.recs[0].effect if c.recs else None
         result = (f" Result: {ratio(e.improvement)} (95 % CI {e.ci95[0]:.2f}–{e.ci95[1]:.2f}×, p = {e.p_value:.2g}) — "
                   f"{_tag(c.recs[0].decision)}." if e else "")
-        # Folded, one line each, but for a change: the page was ~7,000 px long with every pair drawn, and a
-        # change's evidence is what a reader opens the page for (issue #47).
+        # Folded, one line each with its result: every pair drawn made the page ~8,000 px long, and the figure
+        # above already shows every confirmation's interval against the minimum effect (issue #47).
         decision = c.recs[0].decision if c.recs else None
-        body.append(f"<details{' open' if decision == 'change' else ''}><summary><h3>"
-                    f"{changed or 'baseline against candidate'}{where}</h3> · {len(c.pairs)} pairs"
+        short = f" · {ratio(e.improvement)} [{e.ci95[0]:.2f}, {e.ci95[1]:.2f}]" if e else ""
+        body.append(f"<details><summary><h3>"
+                    f"{changed or 'baseline against candidate'}{where}</h3> · {len(c.pairs)} pairs{short}"
                     f"{f' · {_tag(decision)}' if decision else ''}</summary>" + fig("",
             confirmation_figure(c, floor, next_no(), unit=unit_of(c.family)),
             f"{len(c.trials)} confirmation trials{f' for {names}' if names else ''}, run in ABBA / BAAB blocks so "
