@@ -38,6 +38,7 @@ window.addEventListener("load", () => {
     id: s.id, cls: s.getAttribute("class") || "",
     title: (s.querySelector(":scope > title") || {}).textContent || "",
     width: s.getBoundingClientRect().width, right: s.getBoundingClientRect().right,
+    top: s.getBoundingClientRect().top + window.scrollY, height: s.getBoundingClientRect().height,
     open: !s.closest("details") || s.closest("details").open}));
   const wide = [...document.querySelectorAll("body *")].filter(e => {
     const r = e.getBoundingClientRect(); return r.width > 0 && r.right > d.clientWidth + 0.5; })
