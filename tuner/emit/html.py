@@ -24,7 +24,7 @@ from tuner.emit.evidence import attach, confirmations, knob_label, min_effect, s
 from tuner.emit.figures import confirmation_figure, effects_figure, history_figure, search_1d, search_2d
 from tuner.emit.svg import Figures, esc, finite, num, ratio
 from tuner.families import REGISTRY
-from tuner.families.base import html_sections, objective_unit
+from tuner.families.base import html_sections, objective_unit, upgrade_report
 from tuner.model import Recommendation, Report
 
 
@@ -232,6 +232,8 @@ def _history_entries(report: Report, history: Sequence[Any]) -> dict[tuple[str, 
 
 
 def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
+    for name in REGISTRY.names():  # a report an older tuner wrote, as each family reads it today
+        report = upgrade_report(REGISTRY.get(name), report)
     floor, stated = min_effect(report)
     confs = confirmations(report.trials)
     attach(report.recommendations, confs)

@@ -31,7 +31,7 @@ from tuner.core import space
 from tuner.core.decide import decide, recommendation
 from tuner.core.session import Progress, build_optimiser, search
 from tuner.errors import ProbeError, RefusedError, TunerError
-from tuner.families import wal_figures
+from tuner.families import wal_figures, wal_legacy
 from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.knobs import catalog
 from tuner.log import get_logger
@@ -134,6 +134,7 @@ class Wal:
     objective_unit: ClassVar[str] = "ms per transaction"
     honours_pins: ClassVar[bool] = True  # a stored WAL setting is re-validated by pinning it
     html_sections = staticmethod(wal_figures.html_sections)
+    upgrade_report = staticmethod(wal_legacy.upgrade_report)  # scaling runs stored as search before issue #47
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         return None
