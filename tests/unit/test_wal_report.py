@@ -11,16 +11,7 @@ from tuner.emit import evidence
 from tuner.emit import html as h
 from tuner.emit.json import parse
 from tuner.families import wal_figures, wal_legacy
-from tuner.model import (
-    EffectOut,
-    FamilyOutcome,
-    Recommendation,
-    Report,
-    SessionOut,
-    TargetOut,
-    Trial,
-    WalScalingOut,
-)
+from tuner.model import EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial, WalScalingOut
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "reports" / "sandbox-all-families.json"
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
