@@ -116,3 +116,16 @@ def test_the_figures_render_as_pictures(page: Path, tmp_path: Path, measured: di
     band = rows[int(first["top"]):int(first["top"] + first["height"])]
     colours = {r[i:i + 3] for r in band for i in range(0, len(r), 3)}
     assert len(band) > 200 and len(colours) >= 50, (len(band), len(colours))
+
+
+def test_the_measurement_sees_a_page_that_does_scroll_sideways(tmp_path: Path) -> None:
+    """The control: the same measurement on a page with one element wider than the window reports it."""
+    wide = tmp_path / "wide.html"
+    wide.write_text('<!DOCTYPE html><html><body style="margin:0"><p>text</p>'
+                    '<div id="w" style="width:2000px;height:10px;background:#000"></div></body></html>')
+    m = chromium.measure(wide, width=WIDTH, height=600)
+    assert m["scrollWidth"] == 2000 > m["clientWidth"] == WIDTH and "div#w" in m["wide"]
+    blank = tmp_path / "blank.html"
+    blank.write_text("<!DOCTYPE html><html><body></body></html>")
+    png = chromium.screenshot(blank, tmp_path / "blank.png", width=WIDTH, height=300)
+    assert chromium.distinct_colours(png) == 1  # a blank page is one colour: the picture check can fail
