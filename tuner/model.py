@@ -34,7 +34,11 @@ class Trial(_Frozen):
         "(concurrency, readahead), ms per transaction (wal) or ms to replay the WAL stream (replay); None unless "
         "status is ok")
     status: Literal["ok", "failed", "rejected"]
-    phase: Literal["search", "confirm"]
+    phase: Literal["search", "confirm", "scaling"] = Field(
+        description="search: a probe the optimiser asked for; confirm: one arm of a paired confirmation; scaling: "
+        "a measurement at another load than the family's probes (the WAL family's throughput per client count), "
+        "which is neither a search observation nor evidence for a decision (reports before it stored these as "
+        "search)")
     arm: Literal["baseline", "candidate"] | None = None
     cache: CacheEvidence | None = None
     reason: str | None = None
@@ -195,10 +199,15 @@ class WalContentionOut(_Frozen):
 
 
 class WalScalingOut(_Frozen):
+    """Throughput at one client count and transaction size: context for the decision, never evidence for it."""
+
     clients: int
     rows_per_tx: int
     tps_current: float | None
     tps_recommended: float | None = Field(description="None when nothing was recommended to change")
+    readings: int = Field(default=1, ge=1, description="load runs behind each TPS value: one, not repeated")
+    reading_s: float | None = Field(default=None, description="measured seconds of each run (after its warm-up); "
+                                    "None in reports written before it was carried")
 
 
 class ReplayPointOut(_Frozen):

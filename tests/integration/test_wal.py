@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tuner.emit.html import to_html
+from tuner.emit.json import parse
 from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries
 
@@ -40,6 +42,19 @@ def test_sandbox_wal_family_reports_decisions_contention_and_scaling(base_dir: P
     assert shapes == {(1, 10), (4, 10), (1, 1000), (4, 1000)}
     assert all(0 <= c["wal_insert_wait_share"] <= 1 and c["tps"] > 0 for c in doc["wal_contention"])
     assert all(c["tps_current"] > 0 for c in doc["wal_scaling"])
+    # Issue #47: the scaling runs are a phase of their own — one run per point and arm, in the curve's order —
+    # and every search or confirmation probe ran at the policy's load (4 clients x 10 rows), so no scaling run
+    # can pass for a search observation or evidence.
+    scaling = [t for t in doc["trials"] if t["phase"] == "scaling"]
+    per_point, rest = divmod(len(scaling), len(doc["wal_scaling"]))  # today's settings (and the recommended)
+    assert rest == 0 and per_point in (1, 2) and (per_point == 2) >= any(c["tps_recommended"] for c in doc["wal_scaling"])
+    assert {(t["metrics"]["clients"], t["metrics"]["rows_per_tx"]) for t in scaling if t["status"] == "ok"} == shapes
+    assert all((t["metrics"]["clients"], t["metrics"]["rows_per_tx"]) == (4, 10) for t in doc["trials"]
+               if t["phase"] != "scaling" and t["status"] == "ok")
+    assert all(c["readings"] == 1 and c["reading_s"] == 0.6 for c in doc["wal_scaling"])
+    page = to_html(parse(proc.stdout))  # the page counts only the search probes as search probes
+    n_search = sum(1 for t in doc["trials"] if t["phase"] == "search")
+    assert f"(wal)</small></h3> · {n_search} probes" in page and "one 0.6-second reading" in page
     # 1000 rows per transaction are never meaningfully cheaper than 10 (seed 003's two curves), and they move
     # far more rows. Where every commit waits for its WAL flush (a few ms on this disk), both shapes run at
     # about the flush rate and their order is noise: one CI-like run on a loaded machine read 226 tps for

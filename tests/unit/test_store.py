@@ -283,6 +283,19 @@ def test_the_prior_is_the_latest_session_on_the_same_server(tmp_path: Path) -> N
     assert _prior(db, fp("7001", device_key=None)).session_id == "a2aaaaaaaaaa"  # a remote target: sysid alone
 
 
+def test_a_scaling_run_is_never_a_warm_start_observation(tmp_path: Path) -> None:
+    """Issue #47: a scaling run measured another load (another client count) at today's setting; registered as an
+    observation it would tell the optimiser that setting costs what 1 or 16 clients cost."""
+    db = tmp_path / "tuner.db"
+    rep = make_report("a1aaaaaaaaaa", values={1: 3000.0, 8: 1500.0})
+    scaling = Trial(config={EIC: 1}, value=9.0, status="ok", phase="scaling", started_at=T0, duration_s=1.0,
+                    family="concurrency", metrics={"clients": 16.0})
+    save(db, rep.model_copy(update={"trials": [*rep.trials, scaling]}))
+    p = _prior(db, fp("7001"))
+    assert p.session_id == "a1aaaaaaaaaa" and ({EIC: 1}, 9.0) not in p.observations
+    assert p.observations == [({EIC: 1}, 3000.0), ({EIC: 8}, 1500.0), ({EIC: 1}, 3000.0), ({EIC: 256}, 1000.0)]
+
+
 def test_the_prior_falls_back_to_the_same_device_and_major(tmp_path: Path) -> None:
     db = tmp_path / "tuner.db"
     save(db, make_report("a1aaaaaaaaaa", sysid="1"),

@@ -24,7 +24,7 @@ from tuner.emit.evidence import attach, confirmations, knob_label, min_effect, s
 from tuner.emit.figures import confirmation_figure, effects_figure, history_figure, search_1d, search_2d
 from tuner.emit.svg import Figures, esc, finite, num, ratio
 from tuner.families import REGISTRY
-from tuner.families.base import html_sections, objective_unit
+from tuner.families.base import html_sections, objective_unit, upgrade_report
 from tuner.model import Recommendation, Report
 
 
@@ -232,6 +232,8 @@ def _history_entries(report: Report, history: Sequence[Any]) -> dict[tuple[str, 
 
 
 def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
+    for name in REGISTRY.names():  # a report an older tuner wrote, as each family reads it today
+        report = upgrade_report(REGISTRY.get(name), report)
     floor, stated = min_effect(report)
     confs = confirmations(report.trials)
     attach(report.recommendations, confs)
@@ -267,6 +269,12 @@ def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
         status = {k: sum(1 for x in g.trials if x.status == k) for k in ("failed", "rejected")}
         bad = ", ".join(f"{n} {k}" for k, n in status.items() if n)
         head = f"<h3>{esc(' × '.join(knobs))}{where} <small>({esc(g.family or '')})</small></h3>"
+        decided = "change" if any(r.decision == "change" for r in g.recs) else "keep" if g.recs else None
+        # Folded like the confirmations below, open where the search found a change: the page was ~8,000 px long
+        # with every search drawn, and a kept setting's search is what a reader opens only to check (issue #47).
+        body.append(f"<details{' open' if decided == 'change' else ''}><summary>{head} · {len(g.trials)} probes"
+                    f"{f' · {_tag(decided)}' if decided else ''}</summary>")
+        head = ""
         if len(knobs) == 2:
             body.append(fig(head, search_2d(g, knobs[0], knobs[1], next_no(), unit=unit),
                 f"Each point is one measured search probe ({len(g.trials)}{f', {bad}' if bad else ''}); its colour "
@@ -288,6 +296,7 @@ def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
                     f"{f' ({bad})' if bad else ''} as filled circles and {n_conf} confirmation trials as hollow "
                     "markers, spread sideways around today's value and the candidate. These are measurements; the "
                     f"optimiser's model curve is not stored in the report.{near}{others}"))
+        body.append("</details>")
     if not body:
         body.append("<p>No search probe ran.</p>")
     sections.append(("search", "What was probed", "".join(body)))
@@ -306,11 +315,12 @@ def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
         e = c.recs[0].effect if c.recs else None
         result = (f" Result: {ratio(e.improvement)} (95 % CI {e.ci95[0]:.2f}–{e.ci95[1]:.2f}×, p = {e.p_value:.2g}) — "
                   f"{_tag(c.recs[0].decision)}." if e else "")
-        # Folded, one line each, but for a change: the page was ~7,000 px long with every pair drawn, and a
-        # change's evidence is what a reader opens the page for (issue #47).
+        # Folded, one line each with its result: every pair drawn made the page ~8,000 px long, and the figure
+        # above already shows every confirmation's interval against the minimum effect (issue #47).
         decision = c.recs[0].decision if c.recs else None
-        body.append(f"<details{' open' if decision == 'change' else ''}><summary><h3>"
-                    f"{changed or 'baseline against candidate'}{where}</h3> · {len(c.pairs)} pairs"
+        short = f" · {ratio(e.improvement)} [{e.ci95[0]:.2f}, {e.ci95[1]:.2f}]" if e else ""
+        body.append(f"<details><summary><h3>"
+                    f"{changed or 'baseline against candidate'}{where}</h3> · {len(c.pairs)} pairs{short}"
                     f"{f' · {_tag(decision)}' if decision else ''}</summary>" + fig("",
             confirmation_figure(c, floor, next_no(), unit=unit_of(c.family)),
             f"{len(c.trials)} confirmation trials{f' for {names}' if names else ''}, run in ABBA / BAAB blocks so "

@@ -166,7 +166,8 @@ class Family(Protocol):
     :func:`honours_pins` and :func:`object_scopes`): ``objective_unit: ClassVar[str]``, what a trial's value
     measures (default :data:`OBJECTIVE_UNIT`); ``html_sections(report, figures)``, the HTML report's sections for
     what the family put in the report besides trials and recommendations, as (id, heading, body HTML);
-    ``honours_pins: ClassVar[bool]``, whether its ``run`` re-validates a stored recommendation given as a
+    ``upgrade_report(report)``, an older tuner's report as the family reads it today (e.g. trials it stored
+    under another phase then); ``honours_pins: ClassVar[bool]``, whether its ``run`` re-validates a stored recommendation given as a
     :class:`Pin` (default False); ``object_scopes: ClassVar[tuple[str, ...]]``, the scopes of the objects its
     recommendations name (``"device"``, ``"tablespace"``), so a recommendation on an object is known to be its
     (default none: its recommendations are server-wide settings, owned as the knob catalogue says).
@@ -197,6 +198,12 @@ def html_sections(family: Family, report: Report, figures: Figures) -> list[tupl
     ``html_sections``."""
     hook = getattr(family, "html_sections", None)
     return list(hook(report, figures)) if hook is not None else []
+
+
+def upgrade_report(family: Family, report: Report) -> Report:
+    """``report`` as ``family`` reads a report an older tuner wrote (its ``upgrade_report``; default: as it is)."""
+    hook = getattr(family, "upgrade_report", None)
+    return hook(report) if hook is not None else report
 
 
 def honours_pins(family: Family) -> bool:

@@ -31,7 +31,7 @@ from tuner.core import space
 from tuner.core.decide import decide, recommendation
 from tuner.core.session import Progress, build_optimiser, search
 from tuner.errors import ProbeError, RefusedError, TunerError
-from tuner.families import wal_figures
+from tuner.families import wal_figures, wal_legacy
 from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.knobs import catalog
 from tuner.log import get_logger
@@ -92,7 +92,7 @@ class WalProbe:
         self.applied.update(changed)
 
     async def __call__(
-        self, config: dict[str, Any], *, phase: Literal["search", "confirm"] = "search",
+        self, config: dict[str, Any], *, phase: Literal["search", "confirm", "scaling"] = "search",
         arm: Literal["baseline", "candidate"] | None = None, clients: int | None = None, rows_per_tx: int | None = None,
     ) -> Trial:
         started = datetime.now(UTC)
@@ -116,7 +116,7 @@ class WalProbe:
         return self._trial(config, res.ms_per_tx, "ok", phase, arm, res.metrics(), None, started, t0)
 
     def _trial(self, config: dict[str, Any], value: float | None, status: Literal["ok", "failed", "rejected"],
-               phase: Literal["search", "confirm"], arm: Literal["baseline", "candidate"] | None,
+               phase: Literal["search", "confirm", "scaling"], arm: Literal["baseline", "candidate"] | None,
                metrics: dict[str, float], reason: str | None, started: datetime, t0: float) -> Trial:
         t = Trial(config=dict(config), value=value, status=status, phase=phase, arm=arm, reason=reason,
                   started_at=started, duration_s=round(time.monotonic() - t0, 3), metrics=metrics)
@@ -134,6 +134,7 @@ class Wal:
     objective_unit: ClassVar[str] = "ms per transaction"
     honours_pins: ClassVar[bool] = True  # a stored WAL setting is re-validated by pinning it
     html_sections = staticmethod(wal_figures.html_sections)
+    upgrade_report = staticmethod(wal_legacy.upgrade_report)  # scaling runs stored as search before issue #47
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         return None
@@ -277,16 +278,21 @@ async def _scaling(
 ) -> None:
     wp = policy.wal
     differs = recommended != today
+    # One run per point, marked as such in the report (readings=1) and the figure: repeating each point three
+    # times would add a third to a half of the WAL family's time (~26 s of its ~340 s per arm in the example
+    # report's session) for a curve that decides nothing; the decisions come from the paired confirmations, whose
+    # repeated readings the figure shows as the scale of run-to-run noise.
     progress.phase("wal scaling", len(wp.scaling_clients) * len(wp.scaling_rows_per_tx) * (2 if differs else 1))
     for rows in wp.scaling_rows_per_tx:
         for n in wp.scaling_clients:
             STOP.check()
-            cur = await probe(today, clients=n, rows_per_tx=rows)
+            # phase "scaling": at other loads than the searched one, so never a search observation (issue #47)
+            cur = await probe(today, phase="scaling", clients=n, rows_per_tx=rows)
             result.trials.append(cur)
             progress.advance(f"{n} clients x {rows} rows: {cur.metrics.get('tps', 0):.0f} TPS")
             rec = None
             if differs:
-                rec = await probe(recommended, clients=n, rows_per_tx=rows)
+                rec = await probe(recommended, phase="scaling", clients=n, rows_per_tx=rows)
                 result.trials.append(rec)
             m = cur.metrics
             result.contention.append(WalContentionOut(
@@ -299,6 +305,7 @@ async def _scaling(
             result.scaling.append(WalScalingOut(
                 clients=n, rows_per_tx=rows, tps_current=m.get("tps") if cur.status == "ok" else None,
                 tps_recommended=(rec.metrics.get("tps") if rec is not None and rec.status == "ok" else None),
+                readings=1, reading_s=wp.duration_s,
             ))
 
 

@@ -20,15 +20,64 @@ def html_sections(report: Report, figures: Figures) -> list[tuple[str, str, str]
         body.append(figures.figure("", wal_scaling_figure(report, figures.next_no()),
             "Throughput of concurrent INSERT transactions into a scratch table, per client count and transaction "
             "size, measured under today's settings" + (" and the recommended ones" if any(
-                x.tps_recommended for x in report.wal_scaling) else "") + "."))
+                x.tps_recommended for x in report.wal_scaling) else "") + ". " + _readings_note(report)))
     if report.wal_contention:
         body.append(figures.figure("", wal_contention_figure(report, figures.next_no()),
             "Where load backends spent their time, as shares of sampled backend states: waiting for a WAL "
             "insertion lock, for a WAL write, for a WAL flush (sync), for WAL buffer mapping; the light grey "
             "rest is everything else (running, waiting for the client, other waits)."))
-    if report.wal_summary:
-        body.append(f"<p>{esc(report.wal_summary)}</p>")
-    return [("wal", "WAL", "".join(body))]
+    summary = f"<p>{esc(report.wal_summary)}</p>" if report.wal_summary else ""
+    if not body:
+        return [("wal", "WAL", summary)]
+    # The figures are context, not the decision: folded unless a WAL setting is to change, so the page's first
+    # screens say what to do (issue #47); the summary sentence stays in view.
+    knobs = {k for t in report.trials if t.family == "wal" for k in t.config}
+    change = any(r.decision == "change" and r.knob in knobs for r in report.recommendations)
+    n = len(body)
+    return [("wal", "WAL", summary + f"<details{' open' if change else ''}><summary>throughput and waits per "
+             f"client count ({n} figure{'s' * (n != 1)})</summary>{''.join(body)}</details>")]
+
+
+def _single(report: Report) -> bool:
+    return all(s.readings == 1 for s in report.wal_scaling)
+
+
+def _reading_words(report: Report) -> str:
+    secs = {s.reading_s for s in report.wal_scaling if s.reading_s}
+    return f"one {secs.pop():g}-second reading" if len(secs) == 1 else "one reading"
+
+
+def repeat_spread(report: Report) -> tuple[int, float, float, float, str] | None:
+    """The most repeated configuration among the WAL confirmation's readings: (readings, coefficient of variation
+    of their TPS, lowest TPS, highest TPS, the load they ran), or None when no configuration was read 3+ times."""
+    groups: dict[tuple[str, str], list[tuple[float, str]]] = {}
+    for t in report.trials:
+        tps = t.metrics.get("tps")
+        if t.family != "wal" or t.phase != "confirm" or t.status != "ok" or not tps or not math.isfinite(tps):
+            continue
+        load = f"{t.metrics.get('clients', 0):g} clients x {t.metrics.get('rows_per_tx', 0):g} rows"
+        groups.setdefault((repr(sorted(t.config.items())), load), []).append((tps, load))
+    best = max(groups.values(), key=len, default=[])
+    if len(best) < 3:
+        return None
+    vals = [v for v, _ in best]
+    mean = sum(vals) / len(vals)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1))
+    return len(vals), sd / mean, min(vals), max(vals), best[0][1]
+
+
+def _readings_note(report: Report) -> str:
+    """Says how many readings stand behind each point, and how far repeated readings of one setting scattered."""
+    if not _single(report):
+        return f"Each point stands for up to {max(x.readings for x in report.wal_scaling)} readings."
+    text = (f"Each point is {_reading_words(report)}, not repeated (hollow markers): a difference between two "
+            "points is a difference between two single runs.")
+    spread = repeat_spread(report)
+    if spread is not None:
+        n, cv, lo, hi, load = spread
+        text += (f" For scale: {n} repeated readings of one setting in the confirmation ({esc(load)} per "
+                 f"transaction) varied by {cv:.0%} (coefficient of variation; {lo:.0f}–{hi:.0f} TPS).")
+    return text + " The decisions above rest on the paired confirmations, not on this curve."
 
 
 def _panel_grid(shapes: list[int]) -> tuple[float, int]:
@@ -40,8 +89,11 @@ def wal_scaling_figure(report: Report, figno: int) -> str:
     shapes = sorted({s.rows_per_tx for s in report.wal_scaling})
     panel_w, rows_n = _panel_grid(shapes)
     panel_h = 250.0
-    svg = Svg("wal-scaling", 0, "WAL: transactions per second by client count",
-              esc("one panel per transaction size; today's settings (and the recommended ones, where measured)"))
+    single = _single(report)
+    svg = Svg("wal-scaling", 0, "WAL: transactions per second by client count"
+              + (f" ({_reading_words(report)} per point)" if single else ""),
+              esc("one panel per transaction size; today's settings (and the recommended ones, where measured)"
+                  + ("; each point a single run, not repeated" if single else "")))
     any_rec = any(s.tps_recommended for s in report.wal_scaling)
     for i, shape in enumerate(shapes):
         ox, oy = 10 + (i % 2) * panel_w, (i // 2) * panel_h
@@ -60,19 +112,23 @@ def wal_scaling_figure(report: Report, figno: int) -> str:
         for attr, colour, shape_name, dash in (("tps_current", BLUE, "circle", ""), ("tps_recommended", GREEN, "diamond", "6 4")):
             line = [(x(s.clients), y(getattr(s, attr))) for s in sorted(pts, key=lambda s: s.clients)
                     if finite(getattr(s, attr)) is not None]
-            svg.polyline(line, stroke=colour, dash=dash, width=2)
+            # single runs: a thin line, so the eye reads points, not a measured curve
+            svg.polyline(line, stroke=colour, dash=dash, width=1 if single else 2)
             for s in pts:
                 v = finite(getattr(s, attr))
                 if v is None:
                     continue
-                svg.marker(shape_name, x(s.clients), y(v), colour, cls="pt wal",
+                svg.marker(shape_name, x(s.clients), y(v), colour, cls="pt wal", filled=not single,
                            title=esc(f"{s.clients} clients, {shape} rows/tx: {v:.0f} TPS"
-                                     f" ({'today' if attr == 'tps_current' else 'recommended'})"))
+                                     f" ({'today' if attr == 'tps_current' else 'recommended'}"
+                                     f"{', one reading' if s.readings == 1 else f', {s.readings} readings'})"),
+                           data={"readings": str(s.readings)})
                 if attr == "tps_current":
                     svg.text(x(s.clients), y(v) - 9, f"{v:.0f}", anchor="middle", cls="small")
-    items = [("circle", BLUE, True, "today's settings")]
+    one = " (one reading each)" if single else ""
+    items = [("circle", BLUE, not single, f"today's settings{one}")]
     if any_rec:
-        items.append(("diamond", GREEN, True, "recommended settings"))
+        items.append(("diamond", GREEN, not single, f"recommended settings{one}"))
     svg.height = svg.legend(80, rows_n * panel_h + 4, items)
     return svg.markup(f"fig{figno}")
 

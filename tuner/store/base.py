@@ -421,8 +421,9 @@ class Store(abc.ABC):
             return None
         sid, matched_by = candidates[0]
         rows = await self._fetch(
+            # Only the family's own objective: a scaling trial measured another load (another client count)
             "SELECT config, value, phase, arm, object FROM trials WHERE session_id = $1 AND family = $2 "
-            "AND status = 'ok' ORDER BY seq", sid, family)
+            "AND status = 'ok' AND phase IN ('search', 'confirm') ORDER BY seq", sid, family)
         observations = [(json.loads(c), float(v), o) for c, v, _, _, o in rows if v is not None]
         confirmed = [(json.loads(c), o) for c, _, phase, arm, o in rows if phase == "confirm" and arm == "candidate"]
         started = (await self._fetch("SELECT started_at FROM sessions WHERE id = $1", sid))[0][0]
