@@ -7,7 +7,7 @@ session, re-validation and reload, so a withdrawn recommendation disappears from
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics, generate_latest
@@ -45,6 +45,9 @@ class Metrics:
                                "1 if the last configuration (re)load succeeded, else 0 (the old one stays in force)",
                                registry=r)
         self.reload_ok.set(1)
+        self.in_force = Gauge("tuner_setting_in_force",
+                              "Value the target server runs with now, as the last drift check read it (numeric "
+                              "settings tuner tunes; compare with tuner_recommended_setting)", REC_LABELS, registry=r)
         self.runs = Counter("tuner_runs", "Daemon runs ended, by kind and status", ["target", "kind", "status"],
                             registry=r)
 
@@ -61,6 +64,7 @@ class Metrics:
             except KeyError:
                 pass
         self.set_recommendations(name, ())
+        self.set_in_force(name, {})
         for labels in [k for k in _label_sets(self.runs) if k[0] == name]:
             self.runs.remove(*labels)
 
@@ -77,6 +81,15 @@ class Metrics:
                 self.improvement.labels(*labels).set(r.effect.improvement)
                 self.ci_low.labels(*labels).set(r.effect.ci95[0])
                 self.ci_high.labels(*labels).set(r.effect.ci95[1])
+
+    def set_in_force(self, target: str, values: Mapping[tuple[str, str | None], Any]) -> None:
+        """Replace the target's ``tuner_setting_in_force`` series with ``values`` ((knob, object) -> the server's
+        value now, :func:`tuner.daemon.drift.server_values`); text values (wal_compression's) have no gauge."""
+        for labels in [k for k in _label_sets(self.in_force) if k[0] == target]:
+            self.in_force.remove(*labels)
+        for (knob, obj), value in values.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.in_force.labels(target, knob, obj or "").set(value)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

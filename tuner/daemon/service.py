@@ -150,10 +150,13 @@ class Daemon:
                 t.servers = old.servers
                 self.watch.baseline_path(t).unlink(missing_ok=True)
                 self.metrics.set_recommendations(name, ())
+                self.metrics.set_in_force(name, {})
+                self.state.on_server.pop(name, None)
             else:
                 self.metrics.target(name)
         for name in set(self.targets) - set(targets):
             self.metrics.forget_target(name)
+            self.state.on_server.pop(name, None)
         # (The store cannot change here, so the worker's store handle stays valid.)
         self.cfg = self.state.cfg = cfg
         self.state.targets, self.state.token = targets, token
