@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 REC_LABELS = ("target", "knob", "object")
+RUN_KINDS = ("session", "reprobe", "revalidate")  # tuner.daemon.session_request.SessionRequest.kind
 
 
 class Metrics:
@@ -45,6 +46,10 @@ class Metrics:
                                "1 if the last configuration (re)load succeeded, else 0 (the old one stays in force)",
                                registry=r)
         self.reload_ok.set(1)
+        self.restore_ok = Gauge("tuner_last_restore_successful",
+                                "1 if the last restore from the journal (at start, after each run) put everything "
+                                "back, else 0: something tuner changed is still changed (see /readyz)", registry=r)
+        self.restore_ok.set(1)
         self.in_force = Gauge("tuner_setting_in_force",
                               "Value the target server runs with now, as the last drift check read it (numeric "
                               "settings tuner tunes; compare with tuner_recommended_setting)", REC_LABELS, registry=r)
@@ -56,6 +61,10 @@ class Metrics:
         self.drift_events.labels(name)
         self.probes.labels(name)
         self.running.labels(name).set(0)
+        # The failures at 0 too: an alert on increase() misses a series whose first sample is already 1.
+        for kind in RUN_KINDS:
+            for status in ("failed", "interrupted"):
+                self.runs.labels(name, kind, status)
 
     def forget_target(self, name: str) -> None:
         for metric in (self.drift_events, self.probes, self.running, self.last_session):

@@ -181,8 +181,10 @@ class Daemon:
         with DaemonLock(sdir):
             # Before anything else: whatever a killed session left is put back.
             journal = Journal(sdir, writer=SysfsWriter(self.cfg.readahead.helper_command))
-            for r in journal.recover():
+            restored = journal.recover()
+            for r in restored:
                 log.warning("daemon.restored", detail=r.sentence())
+            self.metrics.restore_ok.set(int(all(r.ok for r in restored)))
             async with contextlib.AsyncExitStack() as stack:
                 stack.push_async_callback(self.worker.close)
                 await self.worker.recover_interrupted()
