@@ -52,6 +52,8 @@ def daemon(config_path: Path | None, sandbox: bool, scale: int | None, listen: s
 
     \b
     HTTP API (listen = "127.0.0.1:8187"; JSON):
+      GET  /       a read-only page for people (targets, what is in force,
+                   the latest session, each knob over sessions)
       GET  /healthz /readyz /metrics (Prometheus)
       GET  /v1/recommendations[?target=NAME]    accepted recommendations, report schema
       GET  /v1/recommendations/NAME?format=conf (or ansible, patroni, sql, …) rendered
