@@ -112,7 +112,7 @@ class Queries:
 
     async def session_html(self, session_id: str) -> str | None:
         """One stored session's HTML report, with its target's history; None when there is no such session."""
-        if not session_id or not all(c in "0123456789abcdef" for c in session_id) or len(session_id) > 32:
+        if not _is_session_id(session_id):
             return None
         async with self.worker.store() as db:
             try:
@@ -131,7 +131,7 @@ class Queries:
         return {"runs": runs, "sessions": [_summary(s) for s in stored]}
 
     async def session(self, session_id: str) -> dict[str, Any] | None:
-        if not session_id or not all(c in "0123456789abcdef" for c in session_id) or len(session_id) > 32:
+        if not _is_session_id(session_id):
             return None
         async with self.worker.store() as db:
             run = next(iter(r for r in await db.runs(self.state.owner, limit=1000) if r["id"] == session_id), None)
@@ -160,6 +160,11 @@ class Queries:
         cur = self.state.current
         if cur is not None and cur.run["id"] == run["id"]:
             run["progress"] = {"phase": cur.phase, "step": cur.step, "probes": cur.probes}
+
+
+def _is_session_id(text: str) -> bool:
+    """Whether ``text`` can be a session id (hexadecimal, at most 32 digits) — before it goes near the store."""
+    return bool(text) and len(text) <= 32 and all(c in "0123456789abcdef" for c in text)
 
 
 def _summary(s: Any) -> dict[str, Any]:
