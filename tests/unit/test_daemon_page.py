@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shutil
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -29,8 +30,8 @@ from tuner.daemon.worker import Worker
 from tuner.store import open_store, target_id
 
 EIC = "effective_io_concurrency"
-needs_chromium = pytest.mark.skipif(chromium.binary() is None, reason="Chromium is not installed (apt-get install "
-                                                                      "chromium)")
+needs_chromium = pytest.mark.skipif(shutil.which("chromium") is None,
+                                    reason="Chromium is not installed (apt-get install chromium)")
 
 
 async def _seeded(tmp: Path, *, name: str = "default", dsn: str = "host=staging dbname=app") -> Queries:
