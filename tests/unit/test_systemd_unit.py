@@ -7,15 +7,16 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 UNIT = REPO / "examples" / "systemd" / "tuner.service"
-EXEC_START = "ExecStart=/usr/local/bin/tuner daemon --config /etc/tuner/tuner.toml"
+EXEC_START = "ExecStart=/opt/tuner/bin/tuner daemon --config /etc/tuner/tuner.toml"
 
-pytestmark = pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+needs_verify = pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 
 
 def verify(tmp_path: Path, text: str) -> list[str]:
@@ -32,12 +33,14 @@ def verify(tmp_path: Path, text: str) -> list[str]:
     return ours
 
 
+@needs_verify
 def test_the_example_unit_verifies_without_warnings(tmp_path: Path) -> None:
     text = UNIT.read_text()
     assert EXEC_START in text
     assert verify(tmp_path, text) == []
 
 
+@needs_verify
 def test_verify_would_catch_a_mistake_in_the_unit(tmp_path: Path) -> None:
     """The filter above is not blind: a misspelt key and a type this systemd does not know are reported."""
     text = UNIT.read_text().replace("NotifyAccess=main", "NotifyAcces=main\nType=notify-sometimes")
@@ -58,3 +61,16 @@ def test_the_unit_says_what_the_daemon_relies_on() -> None:
     assert settings["ProtectKernelTunables"] == "no"  # it writes drop_caches and read_ahead_kb
     assert "ProcSubset" not in settings  # =pid would hide /proc/sys
     assert settings["RestrictAddressFamilies"].split() == ["AF_UNIX", "AF_INET", "AF_INET6"]
+
+
+def test_execstart_is_where_the_documented_install_puts_tuner() -> None:
+    """docs/daemon.md installs into a virtual environment; pip puts the project's console script ``tuner`` in its
+    bin/ (tests/integration/test_wheel.py runs it from there): the unit starts that file, nothing else."""
+    docs = (REPO / "docs" / "daemon.md").read_text()
+    venv = re.search(r"^python3 -m venv (\S+) && \1/bin/pip install ", docs, re.MULTILINE)
+    assert venv is not None, "docs/daemon.md: no 'python3 -m venv DIR && DIR/bin/pip install' line"
+    exec_start = re.search(r"^ExecStart=(\S+) ", UNIT.read_text(), re.MULTILINE)
+    assert exec_start is not None and exec_start.group(1) == f"{venv.group(1)}/bin/tuner"
+    assert f"{venv.group(1)}/bin/tuner daemon --check-config" in docs
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts.get("tuner") == "tuner.cli:main"

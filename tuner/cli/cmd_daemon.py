@@ -20,7 +20,7 @@ from tuner.configured import load_config
 @click.option("--scale", type=click.IntRange(1, 10000), help="The sandbox's dataset size (as for recommend --sandbox).")
 @click.option("--listen", metavar="HOST:PORT", help="The HTTP API's address (overrides [daemon] listen; default 127.0.0.1:8187).")
 @click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False), help="The journal, the lock and the store's directory (overrides [tuner] state_dir).")
-@click.option("--check-config", is_flag=True, help="Validate the configuration (and the token file, windows, schedule, policies), print what the daemon would do, and exit.")
+@click.option("--check-config", is_flag=True, help="Validate the configuration (and the token file, windows, schedule, policies), print what the daemon would do and when each job runs next (warning when the schedule never meets a window), and exit.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Log detail on stderr (default: info; JSON lines unless stderr is a terminal).")
 def daemon(config_path: Path | None, sandbox: bool, scale: int | None, listen: str | None, state_dir: Path | None,
            check_config: bool, log_level: str | None) -> None:
@@ -52,6 +52,8 @@ def daemon(config_path: Path | None, sandbox: bool, scale: int | None, listen: s
 
     \b
     HTTP API (listen = "127.0.0.1:8187"; JSON):
+      GET  /       a read-only page for people (targets, what is in force,
+                   the latest session, each knob over sessions)
       GET  /healthz /readyz /metrics (Prometheus)
       GET  /v1/recommendations[?target=NAME]    accepted recommendations, report schema
       GET  /v1/recommendations/NAME?format=conf (or ansible, patroni, sql, …) rendered
@@ -90,13 +92,16 @@ def daemon(config_path: Path | None, sandbox: bool, scale: int | None, listen: s
     tlog.configure(cfg.tuner.log_level)
     # The daemon's stack (apscheduler, aiohttp, the session stack it warms) is the service's start-up cost, not
     # every command's.
-    from tuner.daemon.service import Daemon, check
+    from tuner.daemon.service import Daemon, check, schedule_warning
 
     lines = check(cfg, sandbox=sandbox)
     if check_config:
         click.echo(f"tuner: the daemon's configuration is valid ({cfg.source or 'defaults'})")
         for line in lines:
             click.echo(f"  {line}")
+        warning = schedule_warning(cfg)
+        if warning:
+            click.echo(f"tuner: warning: {warning}", err=True)
         return
     code = asyncio.run(Daemon(cfg, config_path=config_path, overrides=overrides, sandbox=sandbox).run())
     sys.exit(code)

@@ -1,5 +1,7 @@
 """The daemon's HTTP API (aiohttp): read-only by default, JSON bodies, bearer tokens where they are needed.
 
+    GET  /                         a read-only page for people: targets, what is in force, the latest session,
+                                   each knob over sessions (HTML, no script)
     GET  /healthz                  200 while the process serves (never needs a token)
     GET  /readyz                   200 once the scheduler runs and the store answers, else 503
     GET  /metrics                  Prometheus text format
@@ -8,7 +10,7 @@
                                    one target's accepted recommendations rendered by an emitter (conf, ansible, …):
                                    one file as text (FORMAT's only file, or PATH), else {"files": {path: text}}
     GET  /v1/sessions              the daemon's runs and the stored sessions, newest first
-    GET  /v1/sessions/ID           one run and, once stored, its whole report
+    GET  /v1/sessions/ID           one run and, once stored, its whole report (?format=html: the HTML report)
     GET  /v1/drift                 drift events, newest first, each with what changed from what to what
     POST /v1/sessions              run a session now, in or out of the window (or, with "in_window": true, in the
                                    next one): 202 with its id (token required)
@@ -57,6 +59,8 @@ class Backend(Protocol):
     def metrics(self) -> tuple[bytes, str]: ...
     async def recommendations(self, target: str | None) -> dict[str, Any]: ...
     async def rendered(self, target: str, fmt: str) -> dict[str, str]: ...
+    async def page(self) -> str: ...
+    async def session_html(self, session_id: str) -> str | None: ...
     async def sessions(self, limit: int) -> dict[str, Any]: ...
     async def session(self, session_id: str) -> dict[str, Any] | None: ...
     async def drift(self, limit: int) -> dict[str, Any]: ...
@@ -70,6 +74,26 @@ def _json(data: Any, status: int = 200) -> web.Response:
 def _problem(status: int, message: str, hint: str | None = None) -> web.Response:
     body = {"error": message} | ({"hint": hint} if hint else {})
     return _json(body, status)
+
+
+# An HTML answer is tuner's own page or report: no script, styles inline, figures inline SVG. The policy says so to
+# the browser, so that text from outside which got past the escaping still could not run or load anything.
+HTML_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; "
+               "frame-ancestors 'none'")
+TEXT_TYPES = {".html": "text/html", ".json": "application/json"}  # by file name; anything else is text/plain
+
+
+def _text(text: str, name: str, *, download_name: bool = True) -> web.Response:
+    """A rendered file or page called ``name``: text/html for .html (with :data:`HTML_POLICY`), application/json for
+    .json, text/plain otherwise; with ``download_name``, the name a browser saves it under."""
+    suffix = name[name.rfind("."):] if "." in name else ""
+    resp = web.Response(text=text, content_type=TEXT_TYPES.get(suffix, "text/plain"))
+    resp.headers["X-Content-Type-Options"] = "nosniff"
+    if suffix == ".html":
+        resp.headers["Content-Security-Policy"] = HTML_POLICY
+    if download_name:
+        resp.headers["Content-Disposition"] = f'inline; filename="{name}"'
+    return resp
 
 
 def _limit(request: web.Request, default: int = 50) -> int:
@@ -187,16 +211,24 @@ def build_app(backend: Backend) -> web.Application:
             return _problem(404, f"format {fmt} has no file {wanted!r}", f"its files: {', '.join(files)}")
         if wanted is not None or len(files) == 1:
             name = wanted or next(iter(files))
-            text = files[name]
-            resp = web.Response(text=text, content_type="text/plain")
-            resp.headers["Content-Disposition"] = f'inline; filename="{name}"'
-            return resp
+            return _text(files[name], name)
         return _json({"files": files})
+
+    async def index(request: web.Request) -> web.Response:
+        return _text(await backend.page(), "index.html", download_name=False)
 
     async def sessions(request: web.Request) -> web.Response:
         return _json(await backend.sessions(_limit(request)))
 
     async def session(request: web.Request) -> web.Response:
+        fmt = request.query.get("format", "json")
+        if fmt not in ("json", "html"):
+            return _problem(400, f"a session comes as json or html, not {fmt!r}", "use ?format=html or no format")
+        if fmt == "html":
+            page = await backend.session_html(request.match_info["id"])
+            if page is None:
+                return _problem(404, f"no stored session {request.match_info['id']}", "GET /v1/sessions lists them")
+            return _text(page, f"report-{request.match_info['id']}.html")
         found = await backend.session(request.match_info["id"])
         if found is None:
             return _problem(404, f"no session {request.match_info['id']}", "GET /v1/sessions lists them")
@@ -228,6 +260,7 @@ def build_app(backend: Backend) -> web.Application:
         return resp
 
     app = web.Application(middlewares=[guard], client_max_size=MAX_BODY_BYTES)
+    app.router.add_get("/", index)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)

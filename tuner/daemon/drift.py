@@ -128,6 +128,19 @@ async def observe(dsn: str | None, *, timeout_s: float) -> dict[str, Any]:
     }
 
 
+def server_values(fp: Mapping[str, Any]) -> dict[tuple[str, str | None], Any]:
+    """What a fingerprint says the server runs with now, per (knob, object) as recommendations name them: the
+    catalogued settings (object None, or a tablespace's name) and each device's ``read_ahead_kb`` (its node)."""
+    out: dict[tuple[str, str | None], Any] = {}
+    for key, s in (fp.get("settings") or {}).items():
+        knob, _, obj = key.partition(":")
+        out[(knob, obj or None)] = s.get("value") if isinstance(s, Mapping) else None
+    for d in (fp.get("devices") or {}).values():
+        if isinstance(d, Mapping) and d.get("node") and d.get("read_ahead_kb") is not None:
+            out[("read_ahead_kb", str(d["node"]))] = d["read_ahead_kb"]
+    return out
+
+
 def _version(num: Any) -> str:
     return f"{num // 10000}.{num % 100}" if isinstance(num, int) and num >= 100000 else str(num)
 

@@ -7,13 +7,14 @@ session, re-validation and reload, so a withdrawn recommendation disappears from
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 REC_LABELS = ("target", "knob", "object")
+RUN_KINDS = ("session", "reprobe", "revalidate")  # tuner.daemon.session_request.SessionRequest.kind
 
 
 class Metrics:
@@ -45,6 +46,13 @@ class Metrics:
                                "1 if the last configuration (re)load succeeded, else 0 (the old one stays in force)",
                                registry=r)
         self.reload_ok.set(1)
+        self.restore_ok = Gauge("tuner_last_restore_successful",
+                                "1 if the last restore from the journal (at start, after each run) put everything "
+                                "back, else 0: something tuner changed is still changed (see /readyz)", registry=r)
+        self.restore_ok.set(1)
+        self.in_force = Gauge("tuner_setting_in_force",
+                              "Value the target server runs with now, as the last drift check read it (numeric "
+                              "settings tuner tunes; compare with tuner_recommended_setting)", REC_LABELS, registry=r)
         self.runs = Counter("tuner_runs", "Daemon runs ended, by kind and status", ["target", "kind", "status"],
                             registry=r)
 
@@ -53,6 +61,10 @@ class Metrics:
         self.drift_events.labels(name)
         self.probes.labels(name)
         self.running.labels(name).set(0)
+        # The failures at 0 too: an alert on increase() misses a series whose first sample is already 1.
+        for kind in RUN_KINDS:
+            for status in ("failed", "interrupted"):
+                self.runs.labels(name, kind, status)
 
     def forget_target(self, name: str) -> None:
         for metric in (self.drift_events, self.probes, self.running, self.last_session):
@@ -61,6 +73,7 @@ class Metrics:
             except KeyError:
                 pass
         self.set_recommendations(name, ())
+        self.set_in_force(name, {})
         for labels in [k for k in _label_sets(self.runs) if k[0] == name]:
             self.runs.remove(*labels)
 
@@ -77,6 +90,15 @@ class Metrics:
                 self.improvement.labels(*labels).set(r.effect.improvement)
                 self.ci_low.labels(*labels).set(r.effect.ci95[0])
                 self.ci_high.labels(*labels).set(r.effect.ci95[1])
+
+    def set_in_force(self, target: str, values: Mapping[tuple[str, str | None], Any]) -> None:
+        """Replace the target's ``tuner_setting_in_force`` series with ``values`` ((knob, object) -> the server's
+        value now, :func:`tuner.daemon.drift.server_values`); text values (wal_compression's) have no gauge."""
+        for labels in [k for k in _label_sets(self.in_force) if k[0] == target]:
+            self.in_force.remove(*labels)
+        for (knob, obj), value in values.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.in_force.labels(target, knob, obj or "").set(value)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -8,12 +8,15 @@ from typing import Any
 
 from tuner import emit
 from tuner.config import is_loopback, listen_address
-from tuner.daemon import session_request
-from tuner.daemon.state import DaemonState
+from tuner.daemon import page, session_request
+from tuner.daemon.state import DaemonState, label
 from tuner.daemon.worker import Worker
 from tuner.emit.json import to_dict
 from tuner.errors import ConfigError, DaemonError
 from tuner.store import StoreError
+from tuner.store.views import target_history
+
+PAGE_SESSIONS = 30  # the sessions per target the page draws its history from
 
 
 class Queries:
@@ -87,8 +90,37 @@ class Queries:
                 raise DaemonError(f"target {target} has no stored session yet", status=409,
                                   hint="GET /v1/sessions shows what ran; POST /v1/sessions runs a session now")
             report = await db.report(latest[0].id)
+            history = await target_history(db, report) if fmt == "html" else None
         report = report.model_copy(update={"recommendations": [r for _, r in accepted]})
-        return emit.render(report, fmt)
+        return emit.render(report, fmt, history=history)
+
+    async def page(self) -> str:
+        """The page for people (``GET /``): :mod:`tuner.daemon.page`."""
+        st = self.state
+        views = []
+        async with self.worker.store() as db:
+            for t in st.targets.values():
+                accepted = await db.accepted(t.store_id) if t.store_id else []
+                sessions = await db.sessions(target=t.store_id, limit=PAGE_SESSIONS) if t.store_id else []
+                latest = await db.report(sessions[0].id) if sessions else None
+                checked_at, values = st.on_server.get(t.name, (None, {}))
+                running = st.status() if st.current is not None and st.current.target == t.name else None
+                views.append(page.TargetPage(name=t.name, label=t.label or label(t), in_force=accepted,
+                                             on_server=values, checked_at=checked_at, sessions=sessions,
+                                             latest=latest, running=running))
+        return page.render(views, status=st.status(), generated_at=datetime.now(UTC))
+
+    async def session_html(self, session_id: str) -> str | None:
+        """One stored session's HTML report, with its target's history; None when there is no such session."""
+        if not _is_session_id(session_id):
+            return None
+        async with self.worker.store() as db:
+            try:
+                report = await db.report(session_id)
+            except ConfigError:  # no such session
+                return None
+            history = await target_history(db, report)
+        return emit.render(report, "html", history=history)["report.html"]
 
     async def sessions(self, limit: int) -> dict[str, Any]:
         async with self.worker.store() as db:
@@ -99,7 +131,7 @@ class Queries:
         return {"runs": runs, "sessions": [_summary(s) for s in stored]}
 
     async def session(self, session_id: str) -> dict[str, Any] | None:
-        if not session_id or not all(c in "0123456789abcdef" for c in session_id) or len(session_id) > 32:
+        if not _is_session_id(session_id):
             return None
         async with self.worker.store() as db:
             run = next(iter(r for r in await db.runs(self.state.owner, limit=1000) if r["id"] == session_id), None)
@@ -128,6 +160,11 @@ class Queries:
         cur = self.state.current
         if cur is not None and cur.run["id"] == run["id"]:
             run["progress"] = {"phase": cur.phase, "step": cur.step, "probes": cur.probes}
+
+
+def _is_session_id(text: str) -> bool:
+    """Whether ``text`` can be a session id (hexadecimal, at most 32 digits) — before it goes near the store."""
+    return bool(text) and len(text) <= 32 and all(c in "0123456789abcdef" for c in text)
 
 
 def _summary(s: Any) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from tuner.actuate import Journal, SysfsWriter
 from tuner.config import Config, is_loopback, listen_address, state_dir
 from tuner.configured import load_config
+from tuner.daemon import upcoming
 from tuner.daemon.api import make_runner
 from tuner.daemon.lockfile import DaemonLock
 from tuner.daemon.queries import Queries
@@ -41,7 +42,7 @@ from tuner.timespec import local_timezone, parse_crontab, parse_windows
 
 log = get_logger("tuner.daemon")
 
-__all__ = ["Daemon", "Target", "check", "daemon_owner", "read_token", "targets_of"]
+__all__ = ["Daemon", "Target", "check", "daemon_owner", "read_token", "schedule_warning", "targets_of"]
 
 STOP_WITHIN_S = 30.0
 
@@ -58,15 +59,25 @@ def check(cfg: Config, *, sandbox: bool) -> list[str]:
     for t in targets:
         load_policy(t.cfg.tuner.policy, config_dir=t.cfg.source.parent if t.cfg.source else None)
     windows = parse_windows(cfg.daemon.windows)
+    trigger = parse_crontab(cfg.daemon.schedule) if cfg.daemon.schedule else None
+    now = datetime.now(UTC)
     return [
         f"listen {host}:{port} ({'token required for every endpoint but /healthz' if not is_loopback(host) else 'loopback'}"
         f"{'; POST allowed with the token' if token else '; read-only: no token_file'})",
         f"schedule {cfg.daemon.schedule or 'none'}; windows {', '.join(cfg.daemon.windows) or 'any time'} "
         f"(now {'open' if windows.contains(datetime.now(UTC)) else 'closed'})",
         f"drift check every {cfg.daemon.drift_check_every}; re-validation every {cfg.daemon.revalidate_every}",
+        *upcoming.lines(cfg.daemon.schedule, trigger, windows, cfg.daemon.drift_check_every,
+                        cfg.daemon.revalidate_every, parse_duration(cfg.daemon.revalidate_every), now),
         *(f"target {t.name}: {'a sandbox of its own' if t.sandbox else shown(t.dsn)}; families "
           f"{', '.join(t.cfg.tuner.families)}; policy {t.cfg.tuner.policy}" for t in targets),
     ]
+
+
+def schedule_warning(cfg: Config) -> str | None:
+    """One sentence when ``[daemon] schedule`` never fires inside ``[daemon] windows``, else None."""
+    trigger = parse_crontab(cfg.daemon.schedule) if cfg.daemon.schedule else None
+    return upcoming.never_inside(cfg.daemon.schedule, trigger, parse_windows(cfg.daemon.windows), datetime.now(UTC))
 
 
 @dataclass
@@ -150,10 +161,13 @@ class Daemon:
                 t.servers = old.servers
                 self.watch.baseline_path(t).unlink(missing_ok=True)
                 self.metrics.set_recommendations(name, ())
+                self.metrics.set_in_force(name, {})
+                self.state.on_server.pop(name, None)
             else:
                 self.metrics.target(name)
         for name in set(self.targets) - set(targets):
             self.metrics.forget_target(name)
+            self.state.on_server.pop(name, None)
         # (The store cannot change here, so the worker's store handle stays valid.)
         self.cfg = self.state.cfg = cfg
         self.state.targets, self.state.token = targets, token
@@ -178,8 +192,10 @@ class Daemon:
         with DaemonLock(sdir):
             # Before anything else: whatever a killed session left is put back.
             journal = Journal(sdir, writer=SysfsWriter(self.cfg.readahead.helper_command))
-            for r in journal.recover():
+            restored = journal.recover()
+            for r in restored:
                 log.warning("daemon.restored", detail=r.sentence())
+            self.metrics.restore_ok.set(int(all(r.ok for r in restored)))
             async with contextlib.AsyncExitStack() as stack:
                 stack.push_async_callback(self.worker.close)
                 await self.worker.recover_interrupted()
@@ -223,6 +239,9 @@ class Daemon:
         for t in self.targets.values():
             await self.worker.refresh(t)
         log.info("daemon.ready", listen=f"{host}:{port}", targets=list(self.targets), pid=os.getpid())
+        warning = schedule_warning(self.cfg)
+        if warning:
+            log.warning("daemon.schedule_outside_windows", detail=warning)
         self.notifier.ready(st.status())
         watchdog = asyncio.create_task(self._watchdog())
         worker = asyncio.create_task(self.worker.loop())

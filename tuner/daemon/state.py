@@ -103,6 +103,8 @@ class DaemonState:
     bound: tuple[str, int] | None = None  # the address the API is bound to (a reload cannot move it)
     store_problem: str | None = None  # why the store did not answer the worker last time (for /readyz)
     journal_left: str | None = None  # what the journal still holds after a run (for /readyz)
+    # Per target: what the server runs with now ((knob, object) -> value) and when the drift check read it.
+    on_server: dict[str, tuple[str, dict[tuple[str, str | None], Any]]] = field(default_factory=dict)
 
     def status(self) -> str:
         """What the daemon is doing, for systemd's STATUS= and /readyz."""

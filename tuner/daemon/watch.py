@@ -12,7 +12,7 @@ from typing import Any
 
 from tuner.config import state_dir
 from tuner.daemon import pins as pinning
-from tuner.daemon.drift import Action, action, changes_json, compare, observe, recommendation_key
+from tuner.daemon.drift import Action, action, changes_json, compare, observe, recommendation_key, server_values
 from tuner.daemon.state import DaemonState, Target, label, store_id
 from tuner.daemon.worker import Worker
 from tuner.errors import TunerError
@@ -34,7 +34,11 @@ class DriftWatch:
         return state_dir(self.state.cfg) / f"drift-{target.name}.json"
 
     async def _observe(self, target: Target) -> dict[str, Any]:
-        return await observe(target.dsn, timeout_s=target.cfg.target.connect_timeout_s)
+        fp = await observe(target.dsn, timeout_s=target.cfg.target.connect_timeout_s)
+        values = server_values(fp)  # what is in force on the server: for /metrics and the page
+        self.state.on_server[target.name] = (str(fp.get("observed_at") or ""), values)
+        self.state.metrics.set_in_force(target.name, values)
+        return fp
 
     async def after_run(self, target: Target) -> None:
         """After a run of tuner's own: its restarts are no drift (the baseline takes the new postmaster start and

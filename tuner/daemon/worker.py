@@ -262,7 +262,9 @@ class Worker:
             failed = [r.sentence() for r in journal.recover() if not r.ok]
         except TunerError as exc:
             log.error("daemon.journal", error=str(exc))
+            self.state.metrics.restore_ok.set(0)
             return f"the journal could not be restored: {exc}"
+        self.state.metrics.restore_ok.set(0 if failed else 1)
         if failed:
             self.state.journal_left = f"{len(failed)} journal entries could not be put back, first {failed[0]}"
             return self.state.journal_left

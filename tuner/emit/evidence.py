@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,20 @@ from tuner.model import Recommendation, Report, Trial
 
 DEFAULT_MIN_EFFECT = 1.05
 _MIN_EFFECT = re.compile(r"minimum effect (\d{1,3}(?:\.\d{1,6})?)x")
+
+
+HistoryEntry = tuple[str, str, dict[str, Any]]  # (session id, started_at, one decision as the store lists it)
+
+
+def by_knob(sessions: Iterable[tuple[str, str, Sequence[Any]]]) -> dict[tuple[str, str | None], list[HistoryEntry]]:
+    """Sessions' decisions (session id, started_at, decisions as :class:`tuner.store.SessionSummary` carries them)
+    per knob and object, each list oldest first: what :func:`tuner.emit.figures.history_figure` draws."""
+    out: dict[tuple[str, str | None], list[HistoryEntry]] = {}
+    for sid, started, decisions in sorted(sessions, key=lambda s: s[1]):
+        for d in decisions:
+            if isinstance(d, dict) and d.get("knob"):
+                out.setdefault((str(d["knob"]), d.get("object")), []).append((sid, started, d))
+    return out
 
 
 def knob_label(r: Recommendation) -> str:

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from tuner import __version__
 from tuner.emit import host as host_emit
 from tuner.emit import ranges, sql
-from tuner.emit.evidence import attach, confirmations, knob_label, min_effect, searches
+from tuner.emit.evidence import attach, by_knob, confirmations, knob_label, min_effect, searches
 from tuner.emit.figures import confirmation_figure, effects_figure, history_figure, search_1d, search_2d
 from tuner.emit.svg import Figures, esc, finite, num, ratio
 from tuner.families import REGISTRY
@@ -222,13 +222,7 @@ def _history_entries(report: Report, history: Sequence[Any]) -> dict[tuple[str, 
          "ci95": list(r.effect.ci95) if r.effect else None,
          "near_optimal": list(r.near_optimal) if r.near_optimal else None}
         for r in report.recommendations]))
-    sessions.sort(key=lambda s: s[1])
-    out: dict[tuple[str, str | None], list[tuple[str, str, dict[str, Any]]]] = {}
-    for sid, started, decisions in sessions:
-        for d in decisions:
-            if isinstance(d, dict) and d.get("knob"):
-                out.setdefault((str(d["knob"]), d.get("object")), []).append((sid, started, d))
-    return out
+    return by_knob(sessions)
 
 
 def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
