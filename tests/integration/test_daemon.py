@@ -366,8 +366,12 @@ def test_sigterm_mid_session_restores_and_exits_zero_within_30_s_and_systemd_hea
         status, queued = d.call("POST", "/v1/sessions", body={})
         assert status == 202
         assert wait_for(lambda: (d.run(queued["id"]) or {}).get("status") == "running", 120), d.stderr()
-        time.sleep(3)  # into the probes
-        listen()
+        # Into the probes: the status line comes once the session has started, which a loaded machine can delay
+        # well past a fixed sleep (a load average of 14 took more than 3 s).
+        deadline = time.monotonic() + 90
+        while not any(m.startswith("STATUS=session ") for m in heard) and time.monotonic() < deadline:
+            time.sleep(0.5)
+            listen()
         assert any(m.startswith("STATUS=session ") for m in heard), heard
         code, took = d.stop(signal.SIGTERM)
         assert code == 0 and took < 30, d.stderr()
