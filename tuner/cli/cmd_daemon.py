@@ -12,6 +12,7 @@ import click
 from tuner import log as tlog
 from tuner.cli.common import CONFIG_HELP
 from tuner.configured import load_config
+from tuner.errors import ConfigError
 
 
 @click.command()
@@ -85,6 +86,9 @@ def daemon(config_path: Path | None, sandbox: bool, scale: int | None, listen: s
     if log_level:
         overrides.setdefault("tuner", {})["log_level"] = log_level
     if scale:
+        if not sandbox:
+            raise ConfigError("--scale sizes the dataset of the daemon's own sandbox; a target's data is its own",
+                              hint="add --sandbox, or leave --scale out")
         overrides.setdefault("sandbox", {})["scale"] = scale
     cfg = load_config(config_path, overrides=overrides)
     tlog.configure(cfg.tuner.log_level)

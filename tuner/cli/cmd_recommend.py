@@ -101,8 +101,7 @@ def recommend(**opts: Any) -> None:
                               ("tuner", "policy", "policy"), ("tuner", "log_level", "log_level"), ("output", "format", "fmt")):
         if opts[opt] not in (None, ""):
             overrides.setdefault(section, {})[key] = opts[opt]
-    if opts["device"] and not opts["sandbox"]:
-        raise ConfigError("--device emulates a disk under tuner's own sandbox, not under a target", hint="add --sandbox")
+    sandbox_only(opts)
     if opts["families"]:
         overrides.setdefault("tuner", {})["families"] = list(opts["families"])
     if opts["seed"] is not None:
@@ -134,6 +133,22 @@ def recommend(**opts: Any) -> None:
     if not report.recommendations and any(f.status == "failed" for f in report.families):
         click.echo("tuner: nothing could be measured; the report says why for each family", err=True)
         sys.exit(4)
+
+
+# What each sandbox-only option does, for the sentence that refuses it without --sandbox: silently ignoring it
+# would run against the target with a dataset, version or disk the operator did not get.
+SANDBOX_ONLY = {
+    "device": "--device emulates a disk under tuner's own sandbox, not under a target",
+    "scale": "--scale sizes the dataset of tuner's own sandbox; a target's data is its own",
+    "pg_version": "--pg-version picks the PostgreSQL of tuner's own sandbox; a target runs the version it runs",
+}
+
+
+def sandbox_only(opts: dict[str, Any]) -> None:
+    """Refuse, in one sentence, a sandbox-only option given without ``--sandbox`` (ConfigError, exit 2)."""
+    for name, sentence in SANDBOX_ONLY.items():
+        if opts.get(name) not in (None, "") and not opts["sandbox"]:
+            raise ConfigError(sentence, hint="add --sandbox, or leave the option out")
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
