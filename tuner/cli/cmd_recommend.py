@@ -15,7 +15,8 @@ import click
 
 from tuner import emit
 from tuner import log as tlog
-from tuner.cli.common import CONFIG_HELP, CONFIG_TEXT, EXIT_TEXT, target_history
+from tuner.cli.common import (COLOR_OPTION, CONFIG_HELP, CONFIG_TEXT, EXIT_TEXT, echo_report, target_history,
+                              terminal)
 from tuner.config import SEED_MAX, Config
 from tuner.configured import load_config
 from tuner.emit import FORMATS
@@ -42,6 +43,7 @@ from tuner.store import StoreError, open_store, store_location
 @click.option("--output", type=click.Path(path_type=Path, file_okay=False), help="Also write report.json, recommendation.sql, rollback.sql and report.txt (and readahead.sh, readahead-rollback.sh, 99-tuner-readahead.rules when readahead changes) into DIR, atomically.")
 @click.option("--no-store", is_flag=True, help="Do not store this session (and do not warm-start from stored ones).")
 @click.option("--cold", is_flag=True, help="Start every search cold, even where stored sessions on a matching target could warm-start it (the session is still stored).")
+@COLOR_OPTION
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Log detail on stderr (default: info).")
 def recommend(**opts: Any) -> None:
     """Probe, optimise, confirm and recommend — once.
@@ -124,7 +126,8 @@ def recommend(**opts: Any) -> None:
     if cfg.output.directory is not None:
         written = emit.write_outputs(report, cfg.output.directory, history=history)
         click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
-    click.echo(emit.text(report, cfg.output.format, history=history), nl=False)
+    term = terminal(opts["color"])
+    echo_report(emit.text(report, cfg.output.format, history=history, terminal=term), term)
     if isinstance(stored, TunerError):
         where = f" (it is on stdout{' and in ' + str(cfg.output.directory) if cfg.output.directory else ''})"
         raise type(stored)(f"{stored}; the report was not stored{where}", hint=stored.hint)

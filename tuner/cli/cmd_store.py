@@ -11,8 +11,8 @@ from typing import Any
 import click
 
 from tuner import emit, report_file
-from tuner.cli.common import (CONFIG_TEXT, STORE_TEXT, store_config, target_history, with_store, with_store_options,
-                              write_files)
+from tuner.cli.common import (COLOR_OPTION, CONFIG_TEXT, STORE_TEXT, echo_report, store_config, target_history,
+                              terminal, with_store, with_store_options, write_files)
 from tuner.emit import FORMATS
 from tuner.errors import ConfigError
 from tuner.store import store_location, views
@@ -50,7 +50,9 @@ def history(config_path: Path | None, state_dir: Path | None, target: str | None
 @click.argument("session", required=False)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="The output format, as for 'tuner recommend'.")
 @click.option("--output", type=click.Path(path_type=Path, file_okay=False), help="Also write every output file into DIR, as 'tuner recommend --output' does.")
-def show(config_path: Path | None, state_dir: Path | None, session: str | None, fmt: str, output: Path | None) -> None:
+@COLOR_OPTION
+def show(config_path: Path | None, state_dir: Path | None, session: str | None, fmt: str, output: Path | None,
+         color: str) -> None:
     """Print one stored session's report (default: the newest) in any output format.
 
     SESSION is a session id as 'tuner history' lists it, or a unique prefix of one, or 'latest'.
@@ -67,7 +69,8 @@ def show(config_path: Path | None, state_dir: Path | None, session: str | None, 
     if output is not None:
         written = emit.write_outputs(report, output, history=history)
         click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
-    click.echo(emit.text(report, fmt, history=history), nl=False)
+    term = terminal(color)
+    echo_report(emit.text(report, fmt, history=history, terminal=term), term)
 
 
 @click.command()
@@ -107,8 +110,9 @@ def diff(config_path: Path | None, state_dir: Path | None, first: str, second: s
 @click.option("--output", type=click.Path(path_type=Path, file_okay=False),
               help="Write the format's files and their rollback twins (under rollback/) into DIR, each atomically; "
                    "without it the main file goes to stdout.")
+@COLOR_OPTION
 def export(config_path: Path | None, state_dir: Path | None, fmt: str, source: str | None,
-           output: Path | None) -> None:
+           output: Path | None, color: str) -> None:
     """Render a session's "change" decisions for config management, each with its evidence and a rollback twin.
 
     \b
@@ -134,10 +138,11 @@ def export(config_path: Path | None, state_dir: Path | None, fmt: str, source: s
       tuner export --format patroni --from out/report.json --output /tmp/patroni
     """
     report, history = export_source(config_path, state_dir, source)
-    files = emit.render(report, fmt, history=history)
     if output is None:
-        click.echo(next(iter(files.values()), ""), nl=False)
+        term = terminal(color)
+        echo_report(emit.text(report, fmt, history=history, terminal=term), term)
         return
+    files = emit.render(report, fmt, history=history)
     written = write_files(files, output)
     click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
 

@@ -12,6 +12,7 @@ import click
 from tuner import log as tlog
 from tuner.config import Config
 from tuner.configured import load_config
+from tuner.emit.terminal import COLOR_CHOICES, Terminal, detect
 from tuner.errors import ConfigError, TunerError
 from tuner.files import atomic_write
 from tuner.store import open_store, store_location, target_id
@@ -43,6 +44,23 @@ appear in logs, reports, errors or `config validate --print`."""
 
 
 CONFIG_HELP = "Configuration file (default: ./tuner.toml if present — as root, only if root owns it and only root can write it)."
+
+
+COLOR_OPTION = click.option(
+    "--color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
+    help="Colour the table's decisions: auto (on a terminal, unless NO_COLOR is set; FORCE_COLOR colours a pipe "
+         "too), always or never. JSON, SQL and files are never coloured.")
+
+
+def terminal(color: str) -> Terminal:
+    """Where stdout goes: its width (COLUMNS, else the terminal's, else 120) and whether it takes colour."""
+    return detect(color, sys.stdout)
+
+
+def echo_report(text: str, term: Terminal) -> None:
+    """Print a report: click strips colour codes from anything but a terminal, so a colour decided on (--color
+    always, FORCE_COLOR) is passed on explicitly."""
+    click.echo(text, nl=False, color=True if term.color else None)
 
 
 def fail(err: TunerError) -> None:
