@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from pathlib import Path
@@ -11,8 +10,8 @@ from typing import Any
 import click
 
 from tuner import emit, report_file
-from tuner.cli.common import (COLOR_OPTION, CONFIG_TEXT, STORE_TEXT, echo_report, store_config, target_history,
-                              terminal, with_store, with_store_options, write_files)
+from tuner.cli.common import (COLOR_OPTION, STORE_CONFIG_TEXT, STORE_EXIT_TEXT, STORE_TEXT, echo_report,
+                              store_config, target_history, terminal, with_store, with_store_options, write_files)
 from tuner.emit import FORMATS
 from tuner.errors import ConfigError
 from tuner.store import store_location, views
@@ -116,15 +115,16 @@ def export(config_path: Path | None, state_dir: Path | None, fmt: str, source: s
     """Render a session's "change" decisions for config management, each with its evidence and a rollback twin.
 
     \b
-    Formats and their files (--output DIR writes them all; stdout gets the first):
-      conf     conf.d/99-tuner.conf for include_dir; rollback/conf.d/99-tuner.conf
-      ansible  ansible/tuner-vars.yml + ansible/tuner.yml (community.postgresql); rollback/ansible/
-      patroni  patroni/patroni-config.yaml (patronictl edit-config --apply), patroni/patch-config.json
-               (PATCH /config); rollback/patroni/
-      cnpg     cnpg/cluster-patch.yaml, a merge patch for a CloudNativePG Cluster; rollback/cnpg/
-      zalando  zalando/postgresql-patch.yaml, for a Zalando postgresql resource; rollback/zalando/
-      udev     udev/99-tuner-readahead.rules; rollback/udev/
-      tuned    tuned/tuned.conf, a tuned profile (disk plugin readahead); rollback/tuned/
+    Formats and their files (--output DIR writes them all; stdout gets the
+    first), each with its rollback twin under rollback/:
+      conf     conf.d/99-tuner.conf, for include_dir
+      ansible  ansible/tuner-vars.yml + ansible/tuner.yml (community.postgresql)
+      patroni  patroni/patroni-config.yaml (patronictl edit-config --apply),
+               patroni/patch-config.json (PATCH /config)
+      cnpg     cnpg/cluster-patch.yaml, a merge patch for a CloudNativePG Cluster
+      zalando  zalando/postgresql-patch.yaml, for a Zalando postgresql resource
+      udev     udev/99-tuner-readahead.rules
+      tuned    tuned/tuned.conf, a tuned profile (disk plugin readahead)
 
     Server settings go to conf, ansible, patroni, cnpg and zalando; tablespace options to ansible (and
     sql); a device's readahead to udev, tuned and ansible. What a format cannot express, or a setting its
@@ -133,9 +133,10 @@ def export(config_path: Path | None, state_dir: Path | None, fmt: str, source: s
 
     \b
     Examples:
-      tuner export --format conf                     print conf.d/99-tuner.conf
+      tuner export --format conf        print conf.d/99-tuner.conf
       tuner export --format ansible --from 3f2a91 --output deploy/tuner
-      tuner export --format patroni --from out/report.json --output /tmp/patroni
+      tuner export --format patroni --from out/report.json \\
+          --output /tmp/patroni
     """
     report, history = export_source(config_path, state_dir, source)
     if output is None:
@@ -166,6 +167,5 @@ def export_source(config_path: Path | None, state_dir: Path | None,
     return with_store(cfg, work)  # type: ignore[no-any-return]
 
 
-for _cmd in (history, show, diff):
-    _cmd.help = inspect.cleandoc(_cmd.help or "") + "\n\n" + STORE_TEXT + "\n\n" + CONFIG_TEXT
-export.help = inspect.cleandoc(export.help or "") + "\n\n" + STORE_TEXT + "\n\n" + CONFIG_TEXT
+for _cmd in (history, show, diff, export):
+    _cmd.epilog = STORE_TEXT + "\n\n" + STORE_CONFIG_TEXT + "\n\n" + STORE_EXIT_TEXT
