@@ -13,7 +13,8 @@ from tuner import emit, report_file
 from tuner.cli.common import (COLOR_OPTION, STORE_CONFIG_TEXT, STORE_EXIT_TEXT, STORE_TEXT, echo_report,
                               store_config, target_history, terminal, with_store, with_store_options, write_files)
 from tuner.emit import FORMATS
-from tuner.errors import ConfigError
+from tuner.errors import ConfigError, StoreError
+from tuner.report_check import ReportError
 from tuner.store import store_location, views
 
 
@@ -38,10 +39,23 @@ def history(config_path: Path | None, state_dir: Path | None, target: str | None
                           hint="run 'tuner history' to see the target ids")
 
     async def work(store: Any) -> Any:
-        return await store.sessions(target=target, limit=limit)
+        sessions = await store.sessions(target=target, limit=limit)
+        return sessions, {s.id: why for s in sessions if (why := await _unusable(store, s.id))}
 
-    sessions = with_store(cfg, work)
-    click.echo(views.history_json(sessions) if fmt == "json" else views.history_text(sessions, store_location(cfg)), nl=False)
+    sessions, refused = with_store(cfg, work)
+    click.echo(views.history_json(sessions, refused) if fmt == "json"
+               else views.history_text(sessions, store_location(cfg), refused), nl=False)
+
+
+async def _unusable(store: Any, session_id: str) -> str | None:
+    """Why ``tuner show`` would refuse this stored session's report (tuner.report_check), or None. The listing's
+    decisions come from the same report, so a session whose report tuner could not have written is listed with
+    that sentence instead of them — as in a shared [store] url that another writer tampered with."""
+    try:
+        await store.report(session_id)
+    except (ReportError, StoreError) as exc:
+        return str(exc)
+    return None
 
 
 @click.command()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from tuner.emit import quote
@@ -25,7 +26,11 @@ def _decision(d: dict[str, Any]) -> str:
     return text
 
 
-def history_text(sessions: list[SessionSummary], where: str) -> str:
+def history_text(sessions: list[SessionSummary], where: str, refused: Mapping[str, str] | None = None) -> str:
+    """The listing for people. A session in ``refused`` (id → the sentence of
+    :func:`tuner.report_check.check`) is listed with that sentence instead of its decisions, as `tuner show`
+    would refuse it."""
+    refused = refused or {}
     if not sessions:
         return f"no sessions stored in {where} yet\n"
     lines: list[str] = []
@@ -42,6 +47,9 @@ def history_text(sessions: list[SessionSummary], where: str) -> str:
                 changed = changes(group[i + 1].fingerprint, s.fingerprint)
                 if changed:
                     lines.append(quote.one_line("      changed since " + group[i + 1].id + ": " + "; ".join(changed)))
+            if s.id in refused:
+                lines.append(quote.one_line(f"      not shown: {refused[s.id]}"))
+                continue
             for d in s.decisions or []:
                 lines.append(quote.one_line(f"      {_decision(d)}"))
             if not s.decisions:
@@ -64,8 +72,11 @@ def changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     return out
 
 
-def history_json(sessions: list[SessionSummary]) -> str:
-    return json.dumps([s.__dict__ for s in sessions], indent=2, ensure_ascii=False) + "\n"
+def history_json(sessions: list[SessionSummary], refused: Mapping[str, str] | None = None) -> str:
+    """The listing as JSON; a session in ``refused`` carries ``"refused": sentence`` and no decisions."""
+    refused = refused or {}
+    out = [s.__dict__ | ({"decisions": [], "refused": refused[s.id]} if s.id in refused else {}) for s in sessions]
+    return json.dumps(out, indent=2, ensure_ascii=False) + "\n"
 
 
 def _key(r: Recommendation) -> tuple[str, str | None]:
