@@ -13,6 +13,7 @@ from tuner import emit, report_file
 from tuner.cli.common import (COLOR_OPTION, STORE_CONFIG_TEXT, STORE_EXIT_TEXT, STORE_TEXT, echo_report,
                               store_config, target_history, terminal, with_store, with_store_options, write_files)
 from tuner.emit import FORMATS
+from tuner.emit.tableout import listing
 from tuner.errors import ConfigError, StoreError
 from tuner.report_check import ReportError
 from tuner.store import store_location, views
@@ -23,7 +24,9 @@ from tuner.store import store_location, views
 @click.option("--target", "target", metavar="ID", help="Only this target's sessions (its id from this listing, or a prefix).")
 @click.option("--limit", type=click.IntRange(1, 10000), default=20, show_default=True, help="Most sessions to list.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True, help="Text for people, or JSON.")
-def history(config_path: Path | None, state_dir: Path | None, target: str | None, limit: int, fmt: str) -> None:
+@COLOR_OPTION
+def history(config_path: Path | None, state_dir: Path | None, target: str | None, limit: int, fmt: str,
+            color: str) -> None:
     """List stored sessions, newest first, grouped by target: when, what ran, and each decision with its
     improvement, 95 % interval and near-optimal range.
 
@@ -43,8 +46,11 @@ def history(config_path: Path | None, state_dir: Path | None, target: str | None
         return sessions, {s.id: why for s in sessions if (why := await _unusable(store, s.id))}
 
     sessions, refused = with_store(cfg, work)
-    click.echo(views.history_json(sessions, refused) if fmt == "json"
-               else views.history_text(sessions, store_location(cfg), refused), nl=False)
+    if fmt == "json":
+        click.echo(views.history_json(sessions, refused), nl=False)
+        return
+    term = terminal(color)
+    echo_report(listing(views.history_lines(sessions, store_location(cfg), refused), term), term)
 
 
 async def _unusable(store: Any, session_id: str) -> str | None:

@@ -72,12 +72,13 @@ class Out:
     def _style(self, key: str | None) -> str:
         return STYLES.get(key or "", "") if self.terminal.color else ""
 
-    def say(self, line: str, *, mark: tuple[int, int, str] | None = None, hang: int = 2) -> None:
+    def say(self, line: str, *, mark: tuple[int, int, str] | None = None, key: str | None = None,
+            hang: int = 2) -> None:
         """Print ``line`` (outside text, made one line) wrapped to the width; ``mark`` (start, end, style key)
-        colours a span of its first line — a decision or a status word."""
+        colours a span of its first line — a decision or a status word —, ``key`` the whole line."""
         lines = wrap(quote.one_line(line), self.terminal.width, hang=hang)
         for i, piece in enumerate(lines):
-            text = Text(piece, no_wrap=True, overflow="ignore")
+            text = Text(piece, style=self._style(key), no_wrap=True, overflow="ignore")
             if i == 0 and mark is not None and mark[1] <= len(piece):
                 text.stylize(self._style(mark[2]), mark[0], mark[1])
             self._console.print(text)
@@ -113,3 +114,11 @@ class Out:
     def text(self) -> str:
         """What was printed: lines without trailing spaces (rich pads a table's title to the table's width)."""
         return "\n".join(_TRAILING.sub(r"\1", line) for line in self._buf.getvalue().split("\n"))
+
+
+def listing(lines: Sequence[tuple[str, str | None]], terminal: Terminal) -> str:
+    """Lines (text, style key or None) fitted to ``terminal``: wrapped with a hanging indent, coloured by key."""
+    out = Out(terminal)
+    for text, key in lines:
+        out.say(text, key=key)
+    return out.text() + "\n"
