@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import statistics
 import subprocess
@@ -82,6 +83,17 @@ def test_recommend_on_a_pg15_sandbox_end_to_end(base_dir: Path, tmp_path: Path) 
     # Stored, so the HTML report has its target's history (this sandbox's first and only session).
     html = (out_dir / "report.html").read_text()
     assert "Over sessions" in html and "the history starts here" in html
+    # The session's own report, read back from the store, fits the terminal it is shown on (issue #47 item 4),
+    # decisions coloured only when asked for.
+    for columns in ("100", "64"):
+        shown = subprocess.run([sys.executable, "-m", "tuner", "show", "latest", "--color", "always"],
+                               capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                               env=_env(base_dir, tmp_path / "state", COLUMNS=columns))
+        assert shown.returncode == 0, shown.stderr
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", shown.stdout)
+        assert max(len(line) for line in plain.splitlines()) <= int(columns), plain
+        assert "\x1b[" in shown.stdout and "…" not in plain
+        assert all(r["knob"] in plain for r in doc["recommendations"])
     assert not list(base_dir.iterdir()) and not processes_under(base_dir)
 
 

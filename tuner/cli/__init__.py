@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
-
 import click
 
 from tuner import __version__
@@ -12,12 +10,12 @@ from tuner.cli.cmd_daemon import daemon
 from tuner.cli.cmd_recommend import recommend
 from tuner.cli.cmd_restore import prune, restore
 from tuner.cli.cmd_store import diff, export, history, show
-from tuner.cli.common import CONFIG_TEXT, EXIT_TEXT, Group
+from tuner.cli.common import CONFIG_TEXT, EXIT_SUMMARY, Group
 
 
 __all__ = ["main", "recommend", "restore", "prune", "history", "show", "diff", "export", "config", "daemon"]
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 80})
 @click.version_option(__version__, prog_name="tuner")
 def main() -> None:
     """tuner — measured I/O settings for PostgreSQL.
@@ -30,16 +28,21 @@ def main() -> None:
 
     \b
     Start here:
-      tuner recommend --sandbox           try it on a throwaway PostgreSQL that tuner starts itself
+      tuner recommend --sandbox       try it on a PostgreSQL tuner starts itself
       tuner recommend --dsn 'host=standby1 dbname=app' --format sql
-      tuner config validate --print       show the effective configuration
-      tuner restore                       put back what a killed session changed (readahead, WAL settings)
-      tuner history                       stored sessions and their decisions; tuner show / diff / prune
-      tuner daemon --config /etc/tuner/tuner.toml   run it as a service (schedule, drift, HTTP API)
-    """
+      tuner config validate --print   the effective configuration
+      tuner restore                   put back what a killed session changed
+      tuner history                   stored sessions (then show, diff, prune)
+      tuner daemon --config /etc/tuner/tuner.toml    run it as a service
 
+    \b
+    Shell completion (click's own): add a line to the shell's start-up file
+      ~/.bashrc:  eval "$(_TUNER_COMPLETE=bash_source tuner)"
+      ~/.zshrc:   eval "$(_TUNER_COMPLETE=zsh_source tuner)"
+      ~/.config/fish/config.fish:  _TUNER_COMPLETE=fish_source tuner | source
+    """
 
 
 for _command in (recommend, restore, prune, history, show, diff, export, config, daemon):
     main.add_command(_command)
-main.help = inspect.cleandoc(main.help or "") + "\n\n" + CONFIG_TEXT + "\n\n" + EXIT_TEXT
+main.epilog = CONFIG_TEXT + "\n\n" + EXIT_SUMMARY

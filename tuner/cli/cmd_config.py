@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 from typing import Any
 
@@ -43,4 +42,11 @@ def _redacted(data: Any) -> Any:
     return redact.text(data) if isinstance(data, str) else data
 
 
-validate.help = inspect.cleandoc(validate.help or "") + "\n\n" + CONFIG_TEXT
+VALIDATE_EXIT_TEXT = """\b
+Exit status:
+  0  the configuration and its policy are valid
+  2  they are not: one sentence names the first problem and its source"""
+
+validate.epilog = CONFIG_TEXT + "\n\n" + VALIDATE_EXIT_TEXT
+config.epilog = """\b
+Exit status: as each subcommand's --help says (validate: 0 valid, 2 not)."""

@@ -15,7 +15,8 @@ import click
 
 from tuner import emit
 from tuner import log as tlog
-from tuner.cli.common import CONFIG_HELP, CONFIG_TEXT, EXIT_TEXT, target_history
+from tuner.cli.common import (COLOR_OPTION, CONFIG_HELP, CONFIG_TEXT, EXIT_TEXT, Sectioned, echo_report,
+                              target_history, terminal)
 from tuner.config import SEED_MAX, Config
 from tuner.configured import load_config
 from tuner.emit import FORMATS
@@ -27,73 +28,73 @@ from tuner.stop import STOP
 from tuner.store import StoreError, open_store, store_location
 
 
-@click.command()
-@click.option("--config", "config_path", type=click.Path(path_type=Path), help=CONFIG_HELP)
-@click.option("--dsn", help="Target connection string or URI (overrides [target] dsn). Must be a hot standby or a marked staging clone.")
-@click.option("--sandbox", is_flag=True, help="Create a throwaway primary + hot standby, tune the standby, then remove everything.")
-@click.option("--scale", type=click.IntRange(1, 10000), help="Sandbox dataset size, pgbench-style (100,000 accounts per unit; default 50 ≈ 640 MB).")
-@click.option("--pg-version", type=int, help="Sandbox PostgreSQL major version, 15-19 (overrides [sandbox] pg_version; built on first use, then cached).")
-@click.option("--device", help="With --sandbox, the kind of disk its loop device emulates (root): local (default), ram, hdd, iops=N, mbps=N, latency=Xms, comma-separated, e.g. latency=1ms,iops=3000.")
-@click.option("--family", "families", multiple=True, type=click.Choice(REGISTRY.names()), help="Knob family to tune (repeatable; default: all the target allows).")
-@click.option("--policy", help="Policy name (default, ssd, network, hdd) or path to a policy TOML file.")
-@click.option("--budget", type=click.IntRange(3, 500), help="Most optimisation probes per family (overrides the policy).")
-@click.option("--seed", type=click.IntRange(0, SEED_MAX), help="Seed for the optimiser (results are reproducible for a given seed and target).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), help="What to print on stdout (default: table).")
-@click.option("--output", type=click.Path(path_type=Path, file_okay=False), help="Also write report.json, recommendation.sql, rollback.sql and report.txt (and readahead.sh, readahead-rollback.sh, 99-tuner-readahead.rules when readahead changes) into DIR, atomically.")
-@click.option("--no-store", is_flag=True, help="Do not store this session (and do not warm-start from stored ones).")
-@click.option("--cold", is_flag=True, help="Start every search cold, even where stored sessions on a matching target could warm-start it (the session is still stored).")
-@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Log detail on stderr (default: info).")
+SECTIONS = (
+    ("Target", ("config_path", "dsn", "policy")),
+    ("Sandbox (tuner's own throwaway primary and hot standby)", ("sandbox", "scale", "pg_version", "device")),
+    ("Search", ("families", "budget", "seed", "cold")),
+    ("Output", ("fmt", "output", "color", "no_store", "log_level")),
+)
+
+
+@click.command(cls=Sectioned, sections=SECTIONS)
+@click.option("--config", "config_path", type=click.Path(path_type=Path), metavar="PATH",
+              help="Configuration file (default: ./tuner.toml).")
+@click.option("--dsn", metavar="DSN", help="Target connection string or URI (overrides [target] dsn): a hot "
+                                           "standby or a marked staging clone.")
+@click.option("--policy", metavar="NAME|PATH", help="Policy: default, ssd, network, hdd, or a policy file.")
+@click.option("--sandbox", is_flag=True, help="Tune a throwaway primary + hot standby, then remove them.")
+@click.option("--scale", type=click.IntRange(1, 10000), metavar="N",
+              help="Its dataset size, pgbench-style (default 50 ≈ 640 MB).")
+@click.option("--pg-version", type=int, metavar="N", help="Its PostgreSQL major, 15-19 (built on first use).")
+@click.option("--device", metavar="KIND", help="As root: the disk it emulates — local, ram, hdd, iops=N, mbps=N, "
+                                               "latency=Xms, comma-separated.")
+@click.option("--family", "families", multiple=True, type=click.Choice(REGISTRY.names()), metavar="NAME",
+              help=f"{', '.join(REGISTRY.names())} (repeatable; default: all the target allows).")
+@click.option("--budget", type=click.IntRange(3, 500), metavar="N", help="Most optimisation probes per family.")
+@click.option("--seed", type=click.IntRange(0, SEED_MAX), metavar="N", help="Seed for the optimiser.")
+@click.option("--cold", is_flag=True, help="Do not warm-start from stored sessions (still store this one).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), metavar="NAME",
+              help="What stdout gets: table (default), json, sql, html, or an export format.")
+@click.option("--output", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
+              help="Also write the report's files (JSON, text, HTML, SQL and rollback, readahead scripts) into "
+                   "DIR, atomically.")
+@COLOR_OPTION
+@click.option("--no-store", is_flag=True, help="Do not store this session (nor warm-start).")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), metavar="LEVEL",
+              help="debug, info (default), warning, error: detail on stderr.")
 def recommend(**opts: Any) -> None:
     """Probe, optimise, confirm and recommend — once.
 
-    For each knob family, tuner plans a cold-cache workload from the target's own statistics, empties
-    the caches before every probe, lets a Gaussian-process optimiser choose the values to probe, and
-    confirms the best one against today's value in ABBA-ordered pairs until the 95 % interval decides.
+    For each knob family, tuner plans a cold-cache workload from the target's
+    own statistics, empties the caches before every probe, lets a
+    Gaussian-process optimiser choose the values to probe, and confirms the
+    best one against today's value in ABBA-ordered pairs until the 95 %
+    interval decides. The report goes to stdout; logs (one line per probe)
+    to stderr, as JSON when stderr is not a terminal.
 
     \b
     Families (--family; default: every family the target allows):
-      concurrency  effective_io_concurrency, by SET in the probe session: nothing persistent changes.
-                   Sparse bitmap heap scans over the largest relations. Fine on a hot standby.
-                   On 17+ also a cold sequential scan (weights in the policy's [concurrency]), searched
-                   jointly with io_combine_limit; on 18 io_workers (ALTER SYSTEM + reload, journaled,
-                   on tuner's sandbox or a marked clone) and, with restarts allowed, io_method screened.
-                   On 17+ with pg_buffercache, shared buffers are emptied by eviction, not a restart.
-      readahead    read_ahead_kb of each block device under the data directory, pg_wal and the
-                   tablespaces, jointly with effective_io_concurrency where a bitmap scan exists
-                   (cold sequential + bitmap scans, fresh connections). Needs tuner on the staging
-                   host as root (or [readahead] helper_command); skipped with a reason otherwise.
-                   Every change is journaled first and restored at the end, on Ctrl-C and SIGTERM,
-                   and after a crash by the next start or `tuner restore`. Recommends blockdev/sysfs
-                   commands with a udev rule, and per-tablespace ALTER TABLESPACE where tablespaces
-                   live on their own devices.
-      wal          commit_delay / wal_writer_delay (searched), wal_compression and, with restarts,
-                   wal_buffers (screened), under concurrent 10- and 1000-row inserts into a scratch
-                   schema; reports the WALInsert / WALWrite / WALSync wait shares and TPS per client
-                   count. Needs a writable clone marked tuner.role = 'staging' (the sandbox marks its
-                   primary); skipped on a hot standby. ALTER SYSTEM changes are journaled and
-                   postgresql.auto.conf is put back byte for byte. Durability settings never change.
-      replay       maintenance_io_concurrency on a hot standby (recovery prefetch, 15+): the time the
-                   standby takes to replay a fixed stream of random-page updates made on its primary,
-                   with replay paused and the standby's caches emptied before each probe. Needs the
-                   sandbox (its primary and standby) and tuner on the host; the setting is journaled
-                   (ALTER SYSTEM on the standby), and the standby is left replaying, as it was.
+      concurrency  effective_io_concurrency (17+ io_combine_limit, 18
+                   io_workers and io_method) by SET: fine on a hot standby
+      readahead    read_ahead_kb of the devices under the data directory,
+                   pg_wal and tablespaces; tuner on the staging host as root
+      wal          commit_delay, wal_writer_delay, wal_compression,
+                   wal_buffers; a writable clone marked tuner.role='staging'
+      replay       maintenance_io_concurrency: a standby's replay time
+                   (the sandbox's primary and standby)
+    A family the target does not allow is skipped with the reason. Every
+    persistent change is journaled first and put back (`tuner restore` after
+    a crash); durability settings never change. Details: docs/guide.md.
 
-    Results go to stdout; logs (one line per probe) go to stderr — JSON when stderr is not a terminal.
-
-    Every session is stored (tuner.db in the state directory, or the PostgreSQL database of [store]
-    url): `tuner history`, `tuner show` and `tuner diff` read it back. Where a stored session ran on a
-    matching target (the same system identifier, else the same device model, file system and
-    PostgreSQL major), a search starts warm from its trials: it re-measures today's value and that
-    session's winner first, rescales the stored times to today's, and needs fewer probes. --cold
-    turns that off; --no-store turns the store off. A store that cannot be read stops the run
-    before anything is probed (exit 2); one that fails when the report is written leaves the
-    report on stdout and in --output, says so, and exits 2.
+    Every session is stored (`tuner history`, `show`, `diff` read it back);
+    a later search on a matching target starts warm from it.
 
     \b
     Examples:
       tuner recommend --sandbox
       tuner recommend --sandbox --scale 10 --format json
-      tuner recommend --dsn postgresql://tuner@standby1/app --policy ssd --output /var/lib/tuner/out
+      tuner recommend --dsn postgresql://tuner@standby1/app --policy ssd \\
+          --output /var/lib/tuner/out
     """
     overrides: dict[str, dict[str, Any]] = {}
     for section, key, opt in (("target", "dsn", "dsn"), ("sandbox", "scale", "scale"), ("sandbox", "device", "device"),
@@ -101,8 +102,7 @@ def recommend(**opts: Any) -> None:
                               ("tuner", "policy", "policy"), ("tuner", "log_level", "log_level"), ("output", "format", "fmt")):
         if opts[opt] not in (None, ""):
             overrides.setdefault(section, {})[key] = opts[opt]
-    if opts["device"] and not opts["sandbox"]:
-        raise ConfigError("--device emulates a disk under tuner's own sandbox, not under a target", hint="add --sandbox")
+    sandbox_only(opts)
     if opts["families"]:
         overrides.setdefault("tuner", {})["families"] = list(opts["families"])
     if opts["seed"] is not None:
@@ -125,7 +125,8 @@ def recommend(**opts: Any) -> None:
     if cfg.output.directory is not None:
         written = emit.write_outputs(report, cfg.output.directory, history=history)
         click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
-    click.echo(emit.text(report, cfg.output.format, history=history), nl=False)
+    term = terminal(opts["color"])
+    echo_report(emit.text(report, cfg.output.format, history=history, terminal=term), term)
     if isinstance(stored, TunerError):
         where = f" (it is on stdout{' and in ' + str(cfg.output.directory) if cfg.output.directory else ''})"
         raise type(stored)(f"{stored}; the report was not stored{where}", hint=stored.hint)
@@ -134,6 +135,22 @@ def recommend(**opts: Any) -> None:
     if not report.recommendations and any(f.status == "failed" for f in report.families):
         click.echo("tuner: nothing could be measured; the report says why for each family", err=True)
         sys.exit(4)
+
+
+# What each sandbox-only option does, for the sentence that refuses it without --sandbox: silently ignoring it
+# would run against the target with a dataset, version or disk the operator did not get.
+SANDBOX_ONLY = {
+    "device": "--device emulates a disk under tuner's own sandbox, not under a target",
+    "scale": "--scale sizes the dataset of tuner's own sandbox; a target's data is its own",
+    "pg_version": "--pg-version picks the PostgreSQL of tuner's own sandbox; a target runs the version it runs",
+}
+
+
+def sandbox_only(opts: dict[str, Any]) -> None:
+    """Refuse, in one sentence, a sandbox-only option given without ``--sandbox`` (ConfigError, exit 2)."""
+    for name, sentence in SANDBOX_ONLY.items():
+        if opts.get(name) not in (None, "") and not opts["sandbox"]:
+            raise ConfigError(sentence, hint="add --sandbox, or leave the option out")
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -198,4 +215,4 @@ def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None, store: 
         sys.exit(128 + (STOP.signal or signal.SIGTERM))
 
 
-recommend.help = inspect.cleandoc(recommend.help or "") + "\n\n" + CONFIG_TEXT + "\n\n" + EXIT_TEXT
+recommend.epilog = CONFIG_TEXT + "\n\n" + EXIT_TEXT

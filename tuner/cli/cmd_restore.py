@@ -3,7 +3,6 @@ from the store."""
 
 from __future__ import annotations
 
-import inspect
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,8 @@ import click
 
 from tuner import log as tlog
 from tuner.actuate import Journal, JournalError, SysfsWriter
-from tuner.cli.common import CONFIG_HELP, CONFIG_TEXT, STORE_TEXT, store_config, with_store, with_store_options
+from tuner.cli.common import (CONFIG_HELP, CONFIG_TEXT, STORE_CONFIG_TEXT, STORE_EXIT_TEXT, STORE_TEXT, store_config,
+                              with_store, with_store_options)
 from tuner.config import Config
 from tuner.config import state_dir as configured_state_dir
 from tuner.configured import load_config
@@ -45,18 +45,12 @@ def restore(config_path: Path | None, state_dir: Path | None, dsn: str | None, f
 
     \b
     Examples:
-      tuner restore                           the default state directory (/var/lib/tuner as root)
+      tuner restore                    the default state directory
       tuner restore --state-dir /srv/tuner
-      tuner restore --dsn 'host=staging1 dbname=app'   where the journal's DSN needs other options
-      tuner restore --forget 2                drop entry 2 (put back by hand) without writing it
-      tuner restore --forget all              drop the whole journal, even a damaged one
-
-    \b
-    Exit status:
-      0  everything put back (or dropped), or nothing to restore
-      1  an entry could not be put back (it stays in the journal), or another tuner holds the journal
-      2  bad input: the journal is damaged or not tuner's, a configuration or --forget value is wrong
-      3  only refusals by the interlock: an ALTER SYSTEM entry's server is not a marked staging clone
+      tuner restore --forget 2         drop entry 2 (put back by hand)
+      tuner restore --forget all       drop the whole journal, even damaged
+      tuner restore --dsn 'host=staging1 dbname=app'
+                                       where the journal's DSN needs more
     """
     overrides = {"tuner": {"state_dir": str(state_dir)}} if state_dir else None
     cfg = load_config(config_path, overrides=overrides)
@@ -93,6 +87,17 @@ def restore(config_path: Path | None, state_dir: Path | None, dsn: str | None, f
         f"(pid {owner.get('pid')}) handled; {journal.path} removed",
         err=True,
     )
+
+
+RESTORE_EXIT_TEXT = """\b
+Exit status:
+  0  everything put back (or dropped), or nothing to restore
+  1  an entry could not be put back (it stays in the journal), or another
+     tuner holds the journal
+  2  bad input: the journal is damaged or not tuner's, a configuration or
+     --forget value is wrong
+  3  only refusals by the interlock: an ALTER SYSTEM entry's server is not
+     a marked staging clone"""
 
 
 def _writer(cfg: Config) -> Any:
@@ -133,5 +138,5 @@ def prune(config_path: Path | None, state_dir: Path | None, older_than: str, dry
                f"{counts['kept']} older session(s) that are a target's newest or hold a recommendation in force")
 
 
-restore.help = inspect.cleandoc(restore.help or "") + "\n\n" + CONFIG_TEXT
-prune.help = inspect.cleandoc(prune.help or "") + "\n\n" + STORE_TEXT + "\n\n" + CONFIG_TEXT
+restore.epilog = CONFIG_TEXT + "\n\n" + RESTORE_EXIT_TEXT
+prune.epilog = STORE_TEXT + "\n\n" + STORE_CONFIG_TEXT + "\n\n" + STORE_EXIT_TEXT

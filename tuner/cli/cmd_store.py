@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from pathlib import Path
@@ -11,10 +10,12 @@ from typing import Any
 import click
 
 from tuner import emit, report_file
-from tuner.cli.common import (CONFIG_TEXT, STORE_TEXT, store_config, target_history, with_store, with_store_options,
-                              write_files)
+from tuner.cli.common import (COLOR_OPTION, STORE_CONFIG_TEXT, STORE_EXIT_TEXT, STORE_TEXT, echo_report,
+                              store_config, target_history, terminal, with_store, with_store_options, write_files)
 from tuner.emit import FORMATS
-from tuner.errors import ConfigError
+from tuner.emit.tableout import listing
+from tuner.errors import ConfigError, StoreError
+from tuner.report_check import ReportError
 from tuner.store import store_location, views
 
 
@@ -23,7 +24,9 @@ from tuner.store import store_location, views
 @click.option("--target", "target", metavar="ID", help="Only this target's sessions (its id from this listing, or a prefix).")
 @click.option("--limit", type=click.IntRange(1, 10000), default=20, show_default=True, help="Most sessions to list.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True, help="Text for people, or JSON.")
-def history(config_path: Path | None, state_dir: Path | None, target: str | None, limit: int, fmt: str) -> None:
+@COLOR_OPTION
+def history(config_path: Path | None, state_dir: Path | None, target: str | None, limit: int, fmt: str,
+            color: str) -> None:
     """List stored sessions, newest first, grouped by target: when, what ran, and each decision with its
     improvement, 95 % interval and near-optimal range.
 
@@ -39,10 +42,26 @@ def history(config_path: Path | None, state_dir: Path | None, target: str | None
                           hint="run 'tuner history' to see the target ids")
 
     async def work(store: Any) -> Any:
-        return await store.sessions(target=target, limit=limit)
+        sessions = await store.sessions(target=target, limit=limit)
+        return sessions, {s.id: why for s in sessions if (why := await _unusable(store, s.id))}
 
-    sessions = with_store(cfg, work)
-    click.echo(views.history_json(sessions) if fmt == "json" else views.history_text(sessions, store_location(cfg)), nl=False)
+    sessions, refused = with_store(cfg, work)
+    if fmt == "json":
+        click.echo(views.history_json(sessions, refused), nl=False)
+        return
+    term = terminal(color)
+    echo_report(listing(views.history_lines(sessions, store_location(cfg), refused), term), term)
+
+
+async def _unusable(store: Any, session_id: str) -> str | None:
+    """Why ``tuner show`` would refuse this stored session's report (tuner.report_check), or None. The listing's
+    decisions come from the same report, so a session whose report tuner could not have written is listed with
+    that sentence instead of them — as in a shared [store] url that another writer tampered with."""
+    try:
+        await store.report(session_id)
+    except (ReportError, StoreError) as exc:
+        return str(exc)
+    return None
 
 
 @click.command()
@@ -50,7 +69,9 @@ def history(config_path: Path | None, state_dir: Path | None, target: str | None
 @click.argument("session", required=False)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="The output format, as for 'tuner recommend'.")
 @click.option("--output", type=click.Path(path_type=Path, file_okay=False), help="Also write every output file into DIR, as 'tuner recommend --output' does.")
-def show(config_path: Path | None, state_dir: Path | None, session: str | None, fmt: str, output: Path | None) -> None:
+@COLOR_OPTION
+def show(config_path: Path | None, state_dir: Path | None, session: str | None, fmt: str, output: Path | None,
+         color: str) -> None:
     """Print one stored session's report (default: the newest) in any output format.
 
     SESSION is a session id as 'tuner history' lists it, or a unique prefix of one, or 'latest'.
@@ -67,7 +88,8 @@ def show(config_path: Path | None, state_dir: Path | None, session: str | None, 
     if output is not None:
         written = emit.write_outputs(report, output, history=history)
         click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
-    click.echo(emit.text(report, fmt, history=history), nl=False)
+    term = terminal(color)
+    echo_report(emit.text(report, fmt, history=history, terminal=term), term)
 
 
 @click.command()
@@ -107,20 +129,22 @@ def diff(config_path: Path | None, state_dir: Path | None, first: str, second: s
 @click.option("--output", type=click.Path(path_type=Path, file_okay=False),
               help="Write the format's files and their rollback twins (under rollback/) into DIR, each atomically; "
                    "without it the main file goes to stdout.")
+@COLOR_OPTION
 def export(config_path: Path | None, state_dir: Path | None, fmt: str, source: str | None,
-           output: Path | None) -> None:
+           output: Path | None, color: str) -> None:
     """Render a session's "change" decisions for config management, each with its evidence and a rollback twin.
 
     \b
-    Formats and their files (--output DIR writes them all; stdout gets the first):
-      conf     conf.d/99-tuner.conf for include_dir; rollback/conf.d/99-tuner.conf
-      ansible  ansible/tuner-vars.yml + ansible/tuner.yml (community.postgresql); rollback/ansible/
-      patroni  patroni/patroni-config.yaml (patronictl edit-config --apply), patroni/patch-config.json
-               (PATCH /config); rollback/patroni/
-      cnpg     cnpg/cluster-patch.yaml, a merge patch for a CloudNativePG Cluster; rollback/cnpg/
-      zalando  zalando/postgresql-patch.yaml, for a Zalando postgresql resource; rollback/zalando/
-      udev     udev/99-tuner-readahead.rules; rollback/udev/
-      tuned    tuned/tuned.conf, a tuned profile (disk plugin readahead); rollback/tuned/
+    Formats and their files (--output DIR writes them all; stdout gets the
+    first), each with its rollback twin under rollback/:
+      conf     conf.d/99-tuner.conf, for include_dir
+      ansible  ansible/tuner-vars.yml + ansible/tuner.yml (community.postgresql)
+      patroni  patroni/patroni-config.yaml (patronictl edit-config --apply),
+               patroni/patch-config.json (PATCH /config)
+      cnpg     cnpg/cluster-patch.yaml, a merge patch for a CloudNativePG Cluster
+      zalando  zalando/postgresql-patch.yaml, for a Zalando postgresql resource
+      udev     udev/99-tuner-readahead.rules
+      tuned    tuned/tuned.conf, a tuned profile (disk plugin readahead)
 
     Server settings go to conf, ansible, patroni, cnpg and zalando; tablespace options to ansible (and
     sql); a device's readahead to udev, tuned and ansible. What a format cannot express, or a setting its
@@ -129,15 +153,17 @@ def export(config_path: Path | None, state_dir: Path | None, fmt: str, source: s
 
     \b
     Examples:
-      tuner export --format conf                     print conf.d/99-tuner.conf
+      tuner export --format conf        print conf.d/99-tuner.conf
       tuner export --format ansible --from 3f2a91 --output deploy/tuner
-      tuner export --format patroni --from out/report.json --output /tmp/patroni
+      tuner export --format patroni --from out/report.json \\
+          --output /tmp/patroni
     """
     report, history = export_source(config_path, state_dir, source)
-    files = emit.render(report, fmt, history=history)
     if output is None:
-        click.echo(next(iter(files.values()), ""), nl=False)
+        term = terminal(color)
+        echo_report(emit.text(report, fmt, history=history, terminal=term), term)
         return
+    files = emit.render(report, fmt, history=history)
     written = write_files(files, output)
     click.echo(f"tuner: wrote {', '.join(str(p) for p in written)}", err=True)
 
@@ -161,6 +187,5 @@ def export_source(config_path: Path | None, state_dir: Path | None,
     return with_store(cfg, work)  # type: ignore[no-any-return]
 
 
-for _cmd in (history, show, diff):
-    _cmd.help = inspect.cleandoc(_cmd.help or "") + "\n\n" + STORE_TEXT + "\n\n" + CONFIG_TEXT
-export.help = inspect.cleandoc(export.help or "") + "\n\n" + STORE_TEXT + "\n\n" + CONFIG_TEXT
+for _cmd in (history, show, diff, export):
+    _cmd.epilog = STORE_TEXT + "\n\n" + STORE_CONFIG_TEXT + "\n\n" + STORE_EXIT_TEXT

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,38 +13,80 @@ import click
 from tuner import log as tlog
 from tuner.config import Config
 from tuner.configured import load_config
+from tuner.emit.terminal import COLOR_CHOICES, Terminal, detect
 from tuner.errors import ConfigError, TunerError
 from tuner.files import atomic_write
 from tuner.store import open_store, store_location
 from tuner.store.views import target_history  # noqa: F401 (the commands import it from here)
 
 
+# Every help text here is written for an 80-column terminal: click indents it by 2, so a line is at most 78
+# characters (tests/unit/test_cli_help.py checks every command at several widths).
 EXIT_TEXT = """\b
 Exit status:
-  0  done — also when the decision is "keep what you have"
-  1  unexpected failure (the target could not be reached, a probe setup failed, a bug)
+  0  done, also when the decision is "keep what you have"
+  1  unexpected failure: the target unreachable, a probe setup failed, a bug
   2  bad input: configuration, policy or command-line value
-  3  refused by the safety interlock (a primary, or a writable server without the staging marker),
-     before anything changed — or the server stopped being what it cleared mid-session (a standby
-     promoted, the marker removed): the session stopped, wrote nothing more to it and put back what it could
-  4  nothing could be measured: no recommendation, and a family failed (the report says why and how to fix it)
-  129, 130, 143  stopped by SIGHUP, Ctrl-C or SIGTERM; everything tuner changed was put back"""
+  3  refused by the safety interlock before anything changed, or the server
+     stopped being what it cleared mid-session (a standby promoted, the
+     marker removed): stopped, and what tuner changed was put back
+  4  nothing could be measured: a family failed (the report says why)
+  129, 130, 143  stopped by SIGHUP, Ctrl-C or SIGTERM; everything put back"""
 
+# For `tuner --help`: each command's own help lists the statuses it uses.
+EXIT_SUMMARY = """\b
+Exit status: 0 done; 1 unexpected failure; 2 bad input; 3 refused by the
+  safety interlock; 4 nothing could be measured; 129, 130, 143 stopped by a
+  signal. Each command's --help says which it uses and when."""
+
+# For the commands that only read the store (history, show, diff, export, prune).
+STORE_EXIT_TEXT = """\b
+Exit status:
+  0  done
+  1  unexpected failure (a bug)
+  2  bad input: configuration, an option, an unknown session; a store that
+     cannot be reached or read (damaged, or written by a newer tuner); a
+     report tuner could not have written; a directory that cannot be
+     written"""
+
+# What a configuration file, the environment and the options are, and how a connection string is read: for the
+# commands that read the whole configuration and connect (recommend, restore, daemon, config validate).
 CONFIG_TEXT = """\b
-Configuration (later wins):
-  tuner.toml (./tuner.toml, or --config PATH)  <  TUNER_SECTION__KEY environment  <  options
-  e.g. TUNER_TARGET__DSN='host=staging-db dbname=app'  TUNER_SANDBOX__SCALE=10
-  As root, ./tuner.toml is read only when root owns it and nobody else can write it (else a
-  warning says it was ignored); pass --config ./tuner.toml to use it anyway.
-  Every number has bounds, e.g. --seed 0..4294967295, [target] connect_timeout_s up to 3600;
-  inf and nan are refused. An out-of-range value names its source and the bound.
-Connection: libpq conventions — a DSN or postgresql:// URI, PGHOST/PGPORT/PGUSER/PGDATABASE/
-PGPASSWORD, ~/.pgpass. Keywords asyncpg cannot honour (keepalives, hostaddr, require_auth …)
-are refused, not ignored; options='-c name=value' is sent as libpq sends it. Passwords never
-appear in logs, reports, errors or `config validate --print`."""
+Configuration (later wins): tuner.toml (./tuner.toml, or --config PATH)
+  < TUNER_SECTION__KEY environment < options, e.g. TUNER_SANDBOX__SCALE=10.
+  As root, ./tuner.toml is read only when root owns it and nobody else
+  can write it. Every number has bounds, e.g. --seed 0..4294967295;
+  inf and nan are refused, and an out-of-range value names its source.
+Connection: libpq conventions (a DSN or URI, PG* variables, ~/.pgpass);
+  keywords asyncpg cannot honour (keepalives, hostaddr, require_auth …)
+  are refused, not ignored. Passwords never appear in logs or reports."""
+
+# The store's readers need only where the store is: the rest of the configuration is not theirs.
+STORE_CONFIG_TEXT = """\b
+Configuration: only [store] and [tuner] state_dir are read — from
+  tuner.toml (./tuner.toml, or --config PATH) < TUNER_* environment
+  < options; 'tuner config validate --help' says how they are read."""
 
 
-CONFIG_HELP = "Configuration file (default: ./tuner.toml if present — as root, only if root owns it and only root can write it)."
+CONFIG_HELP = ("Configuration file (default: ./tuner.toml if present — as root, only if root owns it and only root "
+               "can write it).")
+
+
+COLOR_OPTION = click.option(
+    "--color", type=click.Choice(COLOR_CHOICES), default="auto", metavar="WHEN",
+    help="Colour the table's decisions: auto (default: on a terminal, unless NO_COLOR is set; FORCE_COLOR "
+         "colours a pipe too), always, never. Never JSON, SQL or files.")
+
+
+def terminal(color: str) -> Terminal:
+    """Where stdout goes: its width (COLUMNS, else the terminal's, else 120) and whether it takes colour."""
+    return detect(color, sys.stdout)
+
+
+def echo_report(text: str, term: Terminal) -> None:
+    """Print a report: click strips colour codes from anything but a terminal, so a colour decided on (--color
+    always, FORCE_COLOR) is passed on explicitly."""
+    click.echo(text, nl=False, color=True if term.color else None)
 
 
 def fail(err: TunerError) -> None:
@@ -60,6 +103,24 @@ def usage(err: click.UsageError) -> None:
         raise err
     where = err.ctx.command_path if err.ctx else "tuner"
     fail(ConfigError(err.format_message().rstrip("."), hint=f"see '{where} --help'"))
+
+
+class Sectioned(click.Command):
+    """A command whose options are listed under headings, as a man page groups them: ``sections`` is (heading,
+    option names) in order; options in no section (--help among them) follow under "Other options"."""
+
+    def __init__(self, *args: Any, sections: Sequence[tuple[str, Sequence[str]]] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sections = sections
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        records = {p.name: p.get_help_record(ctx) for p in self.get_params(ctx)}
+        placed = {name for _, names in self.sections for name in names}
+        for heading, names in (*self.sections, ("Other options", [n for n in records if n not in placed])):
+            rows = [r for n in names if (r := records.get(n)) is not None]
+            if rows:
+                with formatter.section(heading):
+                    formatter.write_dl(rows)
 
 
 class Group(click.Group):
@@ -92,10 +153,11 @@ class Group(click.Group):
 
 
 STORE_TEXT = """\b
-The store: tuner.db (SQLite) in the state directory — /var/lib/tuner as root, else
-~/.local/state/tuner — or [store] path; or a PostgreSQL database shared by a fleet: [store] url
-(tables in its schema 'tuner'). A damaged store, or one written by a newer tuner, is refused with
-one sentence (exit 2) and never changed."""
+The store: tuner.db (SQLite) in the state directory — /var/lib/tuner as
+  root, else ~/.local/state/tuner — or [store] path; or a PostgreSQL
+  database shared by a fleet: [store] url (tables in its schema 'tuner').
+  A damaged store, or one written by a newer tuner, is refused with one
+  sentence (exit 2) and never changed."""
 
 
 def store_config(config_path: Path | None, state_dir: Path | None) -> Config:

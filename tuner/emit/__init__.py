@@ -23,6 +23,7 @@ from tuner.emit.json import JsonReport
 from tuner.emit.patroni import Patroni
 from tuner.emit.sql import Sql
 from tuner.emit.table import TableReport
+from tuner.emit.terminal import Terminal
 from tuner.emit.tuned import Tuned
 from tuner.emit.udev import Udev
 from tuner.emit.zalando import Zalando
@@ -60,9 +61,14 @@ def render(report: Report, fmt: str, *, history: list[SessionSummary] | None = N
     return dict(emitter.render(report))
 
 
-def text(report: Report, fmt: str, *, history: list[SessionSummary] | None = None) -> str:
-    """What ``--format fmt`` prints on stdout."""
-    return next(iter(render(report, fmt, history=history).values()))
+def text(report: Report, fmt: str, *, history: list[SessionSummary] | None = None,
+         terminal: Terminal | None = None) -> str:
+    """What ``--format fmt`` prints on stdout. On a ``terminal``, an emitter that has ``on_terminal`` (the table)
+    fits its width and colours; every other format is the same text as its file (JSON, SQL are never coloured)."""
+    emitter: Any = EMITTERS[fmt]
+    if terminal is not None and hasattr(emitter, "on_terminal"):
+        return str(emitter.on_terminal(check(report), terminal))
+    return next(iter(render(report, fmt, history=history).values()), "")  # a format with no file says nothing
 
 
 def write_outputs(report: Report, directory: Path, *, history: list[SessionSummary] | None = None) -> list[Path]:

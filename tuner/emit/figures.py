@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from tuner.emit import wording
 from tuner.emit.evidence import Confirmation, Search, knob_label, point_data, point_kind, point_title
 from tuner.emit.svg import (
     BLACK,
@@ -338,10 +339,11 @@ def effects_figure(recs: Sequence[Recommendation], floor: float, figno: int) -> 
         cy = top + row_h * (i + 0.5)
         if i % 2 == 0:
             svg.rect(8, cy - row_h / 2, W - 16, row_h, fill="#000000", opacity=0.03)
-        label = f"{knob_label(r)}: {r.current} → {r.recommended}"
+        label = wording.decided(r, knob_label(r), arrow="→")
         svg.text(left - 10, cy - 2, short(knob_label(r), 38), anchor="end", title=esc(label), cls="small",
                  weight="600")
-        svg.text(left - 10, cy + 12, short(f"{r.current} → {r.recommended}", 38), anchor="end", cls="small")
+        moved = f"{r.current} → {r.recommended}" if r.decision == "change" else wording.kept(r, why=False)
+        svg.text(left - 10, cy + 12, short(moved, 38), anchor="end", cls="small")
         change = r.decision == "change"
         colour = GREEN if change else BLACK
         svg.line(x(e.ci95[0]), cy, x(e.ci95[1]), cy, stroke=colour, width=2.5)

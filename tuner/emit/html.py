@@ -113,7 +113,10 @@ def summary(report: Report, floor: float, floor_stated: bool) -> tuple[str, str]
     def effect_text(r: Recommendation) -> str:
         e = r.effect
         assert e is not None
-        return (f"<strong>{esc(knob_label(r))}</strong> {esc(r.current)} → {esc(r.recommended)}: "
+        # A keep's candidate is named as what was tried against today's value, never as "today → candidate".
+        moved = (f"{esc(r.current)} → {esc(r.recommended)}" if r.decision == "change"
+                 else f"{esc(r.recommended)} against today's {esc(r.current)}")
+        return (f"<strong>{esc(knob_label(r))}</strong> {moved}: "
                 f"{ratio(e.improvement)} faster (95 % CI {e.ci95[0]:.2f}–{e.ci95[1]:.2f}× over {e.n_pairs} pairs)")
 
     if changes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tuner.emit import host as host_emit
-from tuner.emit import quote, ranges
+from tuner.emit import quote, ranges, wording
 from tuner.model import Recommendation, Report
 
 
@@ -77,7 +77,7 @@ def _label(rec: Recommendation) -> str:
 
 
 def _evidence(rec: Recommendation) -> list[str]:
-    lines = [f"{_label(rec)}: {rec.current} -> {rec.recommended} ({rec.decision})"]
+    lines = [wording.decided(rec, _label(rec)) + (" (change)" if rec.decision == "change" else "")]
     if rec.effect is not None:
         e = rec.effect
         lines.append(

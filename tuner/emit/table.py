@@ -1,5 +1,13 @@
 """The terminal report: a table of recommendations with their evidence, devices, WAL scaling, what was put back.
 
+It is a list of sections (:data:`SECTIONS`), each a function that writes its part of one report to a
+:class:`~tuner.emit.tableout.Out`; a new part of the report is one function and one entry in the list.
+
+Everything fits the width it is given (:class:`tuner.emit.terminal.Terminal`): lines wrap with a hanging indent,
+and a table too wide even with its wrappable cells folded is printed as one stanza per row instead of with cut
+cells. Decisions are coloured when the terminal takes colour; report.txt and ``--format table`` into a pipe are
+plain, at 120 columns.
+
 Much of it is text from outside (reasons, names, version strings). rich would read ``[...]`` in it as markup —
 and a stray ``[/x]`` raises at the very end of a run — so nothing here is printed as a markup string: every line
 and cell is a :class:`rich.text.Text` of :func:`tuner.emit.quote.one_line` (no control characters, no escape
@@ -8,76 +16,88 @@ sequences for the terminal).
 
 from __future__ import annotations
 
-import io
+from collections.abc import Callable
 from typing import ClassVar
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
 from tuner.emit import host as host_emit
-from tuner.emit import quote, ranges, sql
-from tuner.model import Report
+from tuner.emit import ranges, sql, wording
+from tuner.emit.tableout import Out, Row
+from tuner.emit.terminal import Terminal
+from tuner.model import Recommendation, Report
 
 
-def _text(value: object) -> Text:
-    return Text(quote.one_line(value))
-
-
-def to_table(report: Report, *, width: int = 120) -> str:
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-
-    def say(line: str) -> None:
-        console.print(_text(line))
-
+def _header(report: Report, out: Out) -> None:
     t, s = report.target, report.session
-    say(
-        f"tuner session {s.id} · PostgreSQL {t.server_version} ({t.mode}) · policy {s.policy} · "
-        f"{s.probes} probes in {s.duration_s:.0f} s"
-    )
+    out.say(f"tuner session {s.id} · PostgreSQL {t.server_version} ({t.mode}) · policy {s.policy} · "
+            f"{s.probes} probes in {s.duration_s:.0f} s")
+
+
+_EFFECT = "improvement (95% CI)"
+_COLUMNS = ("knob", "current", "recommended", "near-optimal", _EFFECT, "pairs", "decision")
+# The knob (a device's path after it), the range ("plateau 1..10000") and the effect with its interval may wrap
+# at their spaces; the other cells never do. So the table fits 100 columns for the shipped knobs, and a narrower
+# terminal gets a stanza per recommendation.
+_WRAPS = frozenset({"knob", "near-optimal", _EFFECT})
+
+
+def _label(r: Recommendation) -> str:
+    return f"{r.knob} ({r.object})" if r.object else r.knob
+
+
+def _row(r: Recommendation) -> Row:
+    e = r.effect
+    decision = "CHANGE" if r.decision == "change" else "keep"
+    return Row(cells=(
+        _label(r), str(r.current), ranges.recommended_cell(r), ranges.cell(r),
+        # The interval as one word, so a narrow column puts it under the improvement rather than splitting it.
+        f"{e.improvement:.2f}x [{e.ci95[0]:.2f}–{e.ci95[1]:.2f}]" if e else "-",
+        str(e.n_pairs) if e else "-", decision,
+    ), styles={6: r.decision}, stanza=_stanza(r))
+
+
+def _stanza(r: Recommendation) -> list[tuple[str, str | None]]:
+    """The row as lines for a terminal too narrow for the table: the decision first, then its evidence."""
+    e = r.effect
+    if r.decision == "change":
+        first = (f"{_label(r)}: CHANGE {r.current} -> {ranges.recommended_cell(r)}", "change")
+    else:
+        first = (f"{_label(r)}: {wording.kept(r, why=False)}", "keep")
+    evidence = [f"{e.improvement:.2f}x, 95% CI [{e.ci95[0]:.2f}, {e.ci95[1]:.2f}], {e.n_pairs} pairs"] if e else []
+    if r.near_optimal is not None:
+        evidence.append(f"near-optimal {ranges.cell(r)}")
+    return [first] + ([("  " + "; ".join(evidence), None)] if evidence else [])
+
+
+def _recommendations(report: Report, out: Out) -> None:
     now = [r for r in report.recommendations if r.requires != "restart"]
     later = [r for r in report.recommendations if r.requires == "restart"]
     for title, recs in ((None, now), ("needs restart (each measured in its own paired trials)", later)):
-        if not recs:
-            continue
-        table = Table(show_lines=False, title=title, title_justify="left")
-        # The knob (a device's path after it) and the range ("plateau 1..10000") may wrap; the other cells never
-        # do, and a narrow terminal folds those two before it cuts a header short ("decisi…").
-        table.add_column("knob")
-        for col in ("current", "recommended", "near-optimal", "improvement", "95% CI", "pairs", "decision"):
-            table.add_column(col, no_wrap=col != "near-optimal")
-        for r in recs:
-            e = r.effect
-            table.add_row(*map(_text, (
-                f"{r.knob} ({r.object})" if r.object else r.knob,
-                str(r.current),
-                ranges.recommended_cell(r),
-                ranges.cell(r),
-                f"{e.improvement:.2f}x" if e else "-",
-                f"[{e.ci95[0]:.2f}, {e.ci95[1]:.2f}]" if e else "-",
-                str(e.n_pairs) if e else "-",
-                r.decision.upper() if r.decision == "change" else "keep",
-            )))
-        console.print(table)
+        if recs:
+            out.table(title, _COLUMNS, [_row(r) for r in recs], wraps=_WRAPS)
+
+
+def _notes(report: Report, out: Out) -> None:
     for r in report.recommendations:
-        say(f"{r.knob}{f' ({r.object})' if r.object else ''}: {r.reason}")
+        out.say(f"{_label(r)}: {r.reason}")
         for note in ranges.notes(r):
-            say(f"  {note}")
+            out.say(f"  {note}")
         reload = " SELECT pg_reload_conf();" if r.scope == "system" else ""
         where = "  (on the primary)" if r.run_on == "primary" else ""
         host, apply = host_emit.commands(r), sql.apply_sql(r)
         if host is not None:
-            say(f"  apply:    {host.apply_blockdev}   (as root on {report.session.host})")
-            say(f"  persist:  {host.udev_rule}")
-            say(f"  rollback: {host.rollback_blockdev}")
+            out.say(f"  apply:    {host.apply_blockdev}   (as root on {report.session.host})")
+            out.say(f"  persist:  {host.udev_rule}")
+            out.say(f"  rollback: {host.rollback_blockdev}")
         elif apply:
-            say(f"  apply:    {apply}{reload}{where}")
-            say(f"  rollback: {sql.rollback_sql(r)}{reload}")
+            out.say(f"  apply:    {apply}{reload}{where}")
+            out.say(f"  rollback: {sql.rollback_sql(r)}{reload}")
         elif why := sql.not_rendered(r):
-            say(f"  not written: {why}")
+            out.say(f"  not written: {why}")
         if r.together_with and r.decision == "change":
-            say(f"  confirmed together with {', '.join(r.together_with)}: apply both")
+            out.say(f"  confirmed together with {', '.join(r.together_with)}: apply both")
+
+
+def _devices(report: Report, out: Out) -> None:
     for d in report.devices:
         line = f"device {d.device or '-'} ({', '.join(d.roles)}): {d.status}"
         if d.status == "probed":
@@ -93,40 +113,73 @@ def to_table(report: Report, *, width: int = 120) -> str:
             line += (": " + ", ".join(figures)) if figures else ""
         else:
             line += f" — {d.reason}"
-        say(line)
+        out.say(line)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0%}"
+
+
+# Numbers never wrap; the headers may, at their spaces ("TPS" over "recommended").
+_SCALING = ("clients", "rows/tx", "TPS today", "TPS recommended", "insert locks", "WAL write", "WAL sync")
+
+
+def _scaling(report: Report, out: Out) -> None:
     if report.wal_scaling:
-        wt = Table(title="WAL scaling: TPS and where load backends waited (today's settings)", title_justify="left")
-        for col in ("clients", "rows/tx", "TPS today", "TPS recommended", "insert locks", "WAL write", "WAL sync"):
-            wt.add_column(col, no_wrap=True, justify="right")
-        for sc, co in zip(report.wal_scaling, report.wal_contention, strict=False):
-            pct = lambda v: "-" if v is None else f"{v:.0%}"  # noqa: E731
-            wt.add_row(*map(_text, (
-                str(sc.clients), str(sc.rows_per_tx), f"{sc.tps_current:.0f}" if sc.tps_current else "-",
-                f"{sc.tps_recommended:.0f}" if sc.tps_recommended else "-", pct(co.wal_insert_wait_share),
-                pct(co.wal_write_wait_share), pct(co.wal_sync_wait_share))))
-        console.print(wt)
+        _scaling_table(report, out)
     if report.wal_summary:
-        say(report.wal_summary)
-    if report.replay is not None:
-        r = report.replay
+        out.say(report.wal_summary)
 
-        def rate(v: float | None) -> str:
-            return "-" if v is None else f"{v:.2f}"
 
-        say(f"replay: {rate(r.mb_per_s_current)} MB/s of WAL at maintenance_io_concurrency = "
+def _scaling_table(report: Report, out: Out) -> None:
+    rows = [Row(cells=(str(sc.clients), str(sc.rows_per_tx), f"{sc.tps_current:.0f}" if sc.tps_current else "-",
+                       f"{sc.tps_recommended:.0f}" if sc.tps_recommended else "-", _pct(co.wal_insert_wait_share),
+                       _pct(co.wal_write_wait_share), _pct(co.wal_sync_wait_share)))
+            for sc, co in zip(report.wal_scaling, report.wal_contention, strict=False)]
+    out.table("WAL scaling: TPS and where load backends waited (today's settings)",
+              _SCALING, rows, wraps=_SCALING, right=True)
+
+
+def _recovery(report: Report, out: Out) -> None:
+    if report.replay is None:
+        return
+    r = report.replay
+
+    def rate(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    out.say(f"replay: {rate(r.mb_per_s_current)} MB/s of WAL at maintenance_io_concurrency = "
             f"{r.maintenance_io_concurrency_current} today, {rate(r.mb_per_s_recommended)} MB/s at "
             f"{r.maintenance_io_concurrency_recommended} (recommended); {r.pages} random pages per "
             f"{rate(r.wal_mb)} MB stream; recovery_prefetch = {r.recovery_prefetch}")
+
+
+def _restored(report: Report, out: Out) -> None:
     for text in report.restored:
-        say(f"restored: {text}")
+        out.say(f"restored: {text}")
+
+
+def _families(report: Report, out: Out) -> None:
     for f in report.families:
         if f.status != "done":
-            say(f"family {f.family}: {f.status} — {f.reason}")
+            head = f"family {f.family}: "
+            out.say(f"{head}{f.status} — {f.reason}", mark=(len(head), len(head) + len(f.status), f.status))
         if f.warm_start:
-            say(f"family {f.family}: warm start from {f.warm_start}")
+            out.say(f"family {f.family}: warm start from {f.warm_start}")
     if not report.recommendations:
-        say("No recommendation: nothing could be measured (see the families above).")
-    return buf.getvalue()
+        out.say("No recommendation: nothing could be measured (see the families above).")
+
+
+Section = Callable[[Report, Out], None]
+SECTIONS: list[Section] = [_header, _recommendations, _notes, _devices, _scaling, _recovery, _restored, _families]
+
+
+def to_table(report: Report, terminal: Terminal | None = None) -> str:
+    """The report as text for ``terminal`` (default: report.txt's — 120 columns, no colour)."""
+    out = Out(terminal or Terminal())
+    for section in SECTIONS:
+        section(report, out)
+    return out.text()
 
 
 class TableReport:
@@ -137,3 +190,7 @@ class TableReport:
 
     def render(self, report: Report) -> dict[str, str]:
         return {"report.txt": to_table(report)}
+
+    def on_terminal(self, report: Report, terminal: Terminal) -> str:
+        """What ``--format table`` prints on ``terminal``: its width, its colours."""
+        return to_table(report, terminal)
