@@ -224,6 +224,12 @@ def unmet_needs(needs: Needs, ctx: FamilyContext) -> str | None:
     return None
 
 
+def why_skipped(family: Family, ctx: FamilyContext) -> str | None:
+    """Why ``family`` will not run in this session (its needs, then its own ``applicable``), or None: the one
+    decision ``tuner recommend`` acts on and ``tuner check`` reports."""
+    return unmet_needs(family.needs, ctx) or family.applicable(ctx)
+
+
 def skipped(name: str, reason: str, **section: Any) -> FamilyResult:
     return FamilyResult(FamilyOutcome(family=name, status="skipped", reason=reason), section=dict(section))
 
