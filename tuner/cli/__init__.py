@@ -7,6 +7,7 @@ import inspect
 import click
 
 from tuner import __version__
+from tuner.cli.cmd_check import check
 from tuner.cli.cmd_config import config
 from tuner.cli.cmd_daemon import daemon
 from tuner.cli.cmd_recommend import recommend
@@ -15,7 +16,7 @@ from tuner.cli.cmd_store import diff, export, history, show
 from tuner.cli.common import CONFIG_TEXT, EXIT_TEXT, Group
 
 
-__all__ = ["main", "recommend", "restore", "prune", "history", "show", "diff", "export", "config", "daemon"]
+__all__ = ["main", "recommend", "restore", "prune", "history", "show", "diff", "export", "config", "daemon", "check"]
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="tuner")
@@ -31,6 +32,7 @@ def main() -> None:
     \b
     Start here:
       tuner recommend --sandbox           try it on a throwaway PostgreSQL that tuner starts itself
+      tuner check --dsn 'host=standby1 dbname=app'   what a session would do there
       tuner recommend --dsn 'host=standby1 dbname=app' --format sql
       tuner config validate --print       show the effective configuration
       tuner restore                       put back what a killed session changed (readahead, WAL settings)
@@ -40,6 +42,6 @@ def main() -> None:
 
 
 
-for _command in (recommend, restore, prune, history, show, diff, export, config, daemon):
+for _command in (recommend, check, restore, prune, history, show, diff, export, config, daemon):
     main.add_command(_command)
 main.help = inspect.cleandoc(main.help or "") + "\n\n" + CONFIG_TEXT + "\n\n" + EXIT_TEXT

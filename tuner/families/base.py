@@ -11,6 +11,7 @@ implements :class:`Family`, plus one line in :data:`tuner.families.REGISTRY`.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import asyncpg
 
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Report, Trial
+from tuner.preview import FamilyPlan
 from tuner.store.base import Prior, Store, StoreError
 from tuner.target.guard import Guard
 
@@ -169,7 +171,9 @@ class Family(Protocol):
     ``honours_pins: ClassVar[bool]``, whether its ``run`` re-validates a stored recommendation given as a
     :class:`Pin` (default False); ``object_scopes: ClassVar[tuple[str, ...]]``, the scopes of the objects its
     recommendations name (``"device"``, ``"tablespace"``), so a recommendation on an object is known to be its
-    (default none: its recommendations are server-wide settings, owned as the knob catalogue says).
+    (default none: its recommendations are server-wide settings, owned as the knob catalogue says);
+    ``preflight(ctx)``, what ``tuner check`` shows of a family that would run — its workload, the checks only it
+    makes, one probe's duration — found without changing anything (:func:`preflight`; default: nothing more).
     """
 
     name: ClassVar[str]
@@ -207,6 +211,16 @@ def honours_pins(family: Family) -> bool:
 def object_scopes(family: Family) -> tuple[str, ...]:
     """The scopes of the objects ``family``'s recommendations name (its ``object_scopes``; default none)."""
     return tuple(getattr(family, "object_scopes", ()))
+
+
+async def preflight(family: Family, ctx: FamilyContext) -> FamilyPlan:
+    """What ``tuner check`` shows of ``family``, which would run on this target: its ``preflight`` hook's plan (sync
+    or async), else a plan that says only that it runs."""
+    hook = getattr(family, "preflight", None)
+    if hook is None:
+        return FamilyPlan(family=family.name, runs=True, reason="runs (it shows nothing more before it probes)")
+    plan = hook(ctx)
+    return await plan if inspect.isawaitable(plan) else plan
 
 
 def unmet_needs(needs: Needs, ctx: FamilyContext) -> str | None:

@@ -27,7 +27,7 @@ from tuner.core import space
 from tuner.core.decide import Decision, decide, recommendation
 from tuner.core.session import Probe, build_optimiser, search
 from tuner.errors import ProbeError
-from tuner.families import aio, concurrency_figures
+from tuner.families import aio, concurrency_figures, previews
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Trial
@@ -59,6 +59,9 @@ class Concurrency:
     def applicable(self, ctx: FamilyContext) -> str | None:
         dim = space.dimension(KNOB, ctx.policy, ctx.facts)
         return dim if isinstance(dim, str) else None
+
+    async def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:  # what `tuner check` shows; changes nothing
+        return await previews.scans(ctx, self.name, with_seq_scan if ctx.facts.server_version_num >= READ_STREAMS else None)
 
     async def run(self, ctx: FamilyContext) -> FamilyResult:
         facts, policy = ctx.facts, ctx.policy
