@@ -96,8 +96,9 @@ def check(**opts: Any) -> None:
 def render(found: Preflight, *, width: int = 80) -> str:
     """The preflight as text for a terminal ``width`` columns wide (at least 60)."""
     width = max(60, width)
-    out = [f"tuner check: {found.target}" + (f" (PostgreSQL {found.server_version}"
-           f"{', ' + found.mode.replace('_', ' ') if found.mode else ''})" if found.server_version else "")]
+    head = f"tuner check: {found.target}" + (f" (PostgreSQL {found.server_version}"
+           f"{', ' + found.mode.replace('_', ' ') if found.mode else ''})" if found.server_version else "")
+    out = textwrap.wrap(head, width, subsequent_indent="  ")
 
     def row(name: str, status: str, text: str, indent: int = 0) -> None:
         head = f"{' ' * indent}{name:<{18 - indent}} {status:<5} "
@@ -139,7 +140,7 @@ def render(found: Preflight, *, width: int = 80) -> str:
 
 
 def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+    return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 check.help = inspect.cleandoc(check.help or "") + "\n\n" + CHECK_EXIT_TEXT

@@ -79,7 +79,8 @@ async def scans(ctx: FamilyContext, name: str, with_seq_scan: SeqScan | None) ->
             checks.append(Check(name=f"{aio.METHOD} (18+)", status="ok",
                                 detail=f"screened: {', '.join(methods)} against today's {io[aio.METHOD]['setting']}"))
         checks += [Check(name="asynchronous I/O", status="skip", detail=n) for n in notes]
-    return FamilyPlan(family=name, runs=True, reason=f"{len(queries)} cold-cache queries per probe", workload=sql,
+    return FamilyPlan(family=name, runs=True, reason=f"{len(queries)} cold-cache "
+                      f"{'query' if len(queries) == 1 else 'queries'} per probe", workload=sql,
                       checks=checks, probe_s=probe_s)
 
 
