@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from tuner import log as tlog
-from tuner.cli.common import CONFIG_HELP
+from tuner.cli.common import CONFIG_HELP, require_target
 from tuner.configured import load_config
 from tuner.errors import ConfigError
 from tuner.families import REGISTRY
@@ -78,9 +78,7 @@ def check(**opts: Any) -> None:
     cfg = load_config(opts["config_path"], overrides=overrides)
     tlog.configure(cfg.tuner.log_level)
     policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
-    if not opts["sandbox"] and not cfg.target.dsn:
-        raise ConfigError("no target: give --dsn, set [target] dsn in tuner.toml, or use --sandbox",
-                          hint="tuner check --dsn 'host=standby1 dbname=app'")
+    require_target(cfg, sandbox=opts["sandbox"])
     found = asyncio.run(run_preflight(cfg, policy, use_sandbox=opts["sandbox"],
                                       families=opts["families"] or cfg.tuner.families, budget=opts["budget"]))
     if opts["fmt"] == "json":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,16 @@ appear in logs, reports, errors or `config validate --print`."""
 
 
 CONFIG_HELP = "Configuration file (default: ./tuner.toml if present — as root, only if root owns it and only root can write it)."
+
+
+def require_target(cfg: Config, *, sandbox: bool) -> None:
+    """A target to connect to: --sandbox, a DSN, or libpq's own PG* variables; else one sentence (exit 2)."""
+    if not sandbox and not cfg.target.dsn:
+        if not any(k in os.environ for k in ("PGHOST", "PGSERVICE", "PGDATABASE", "PGPORT")):
+            raise ConfigError(
+                "no target: give --dsn, set [target] dsn in tuner.toml, set PGHOST, or use --sandbox",
+                hint="tuner recommend --sandbox tries it on a throwaway PostgreSQL",
+            )
 
 
 def fail(err: TunerError) -> None:
