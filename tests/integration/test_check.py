@@ -149,3 +149,30 @@ def test_a_role_without_the_grants_is_told_each_grant_that_fixes_it(sandbox15: R
         assert not plan["runs"] and "staging host" in plan["reason"], plan
     finally:
         sandbox15.run(_sql(sb.dsn("primary"), "DROP ROLE tuner_bare"))
+
+
+def test_a_pg18_sandbox_check_shows_the_asynchronous_io_screening_and_leaves_nothing_behind(
+        base_dir: Path, tmp_path: Path, pg18: Any) -> None:
+    """--sandbox: the check creates tuner's own sandbox, as a session would, checks its standby and removes it; on
+    18 it says which asynchronous-I/O settings the session would search or screen (aio.py's own decisions)."""
+    base = base_dir / "check18"
+    base.mkdir()
+    try:
+        out = tuner(tmp_path, "check", "--sandbox", "--scale", "1", "--family", "concurrency", "--format", "json",
+                    TUNER_SANDBOX__BASE_DIR=str(base), TUNER_SANDBOX__BIN_DIR=str(pg18.bin_dir))
+        left = list(base.iterdir())
+    finally:
+        if not any(base.iterdir()):
+            base.rmdir()
+    assert not left, left  # the check's sandbox was removed
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = json.loads(out.stdout)
+    assert found["server_version"].startswith("18") and found["mode"] == "hot_standby"
+    assert {c["name"]: c["status"] for c in found["checks"]}["shared buffers"] == "ok", found["checks"]
+    (plan,) = found["families"]
+    assert plan["runs"], plan
+    names = {c["name"] for c in plan["checks"]}
+    # io_workers is searched on tuner's own sandbox (ALTER SYSTEM there is journaled), io_method screened with
+    # restarts allowed; a sequential scan joins the bitmap scans from 17.
+    assert "io_workers (18+)" in names and "io_method (18+)" in names, plan["checks"]
+    assert any(sql.startswith("SELECT count(*) FROM") for sql in plan["workload"]), plan["workload"]
