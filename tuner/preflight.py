@@ -27,6 +27,10 @@ from tuner.target.facts import TargetFacts
 from tuner.target.server import Servers, servers
 
 
+SANDBOX_NOTE = ("tuner check created its own sandbox for the check and removed it; it ran read-only queries there "
+                "and changed nothing on the host")
+
+
 async def run(cfg: Config, policy: Policy, *, use_sandbox: bool, families: Iterable[str],
               budget: int | None = None) -> Preflight:
     """Check the configured target (or a sandbox, created and removed as a session would) for a session over
@@ -73,7 +77,8 @@ async def _check(cfg: Config, policy: Policy, where: Servers, chosen: list[Famil
         plans.append(FamilyPlan(family=family.name, runs=False, reason=why_not) if why_not
                      else await preflight(family, ctx))
     return Preflight(target=label, server_version=facts.server_version, mode=clearance.mode, checks=checks,
-                     families=plans, missing=missing or [], estimate=estimate(policy, budget, plans))
+                     families=plans, missing=missing or [], estimate=estimate(policy, budget, plans),
+                     **({"changed_nothing": SANDBOX_NOTE} if use_sandbox else {}))
 
 
 def _connection(facts: TargetFacts) -> Check:
@@ -172,7 +177,8 @@ def estimate(policy: Policy, budget: int | None, plans: list[FamilyPlan]) -> Est
            f") and {confirm[0]}-{confirm[1]} confirmation trials ([budget] confirm_min_pairs-confirm_max_pairs, two "
            "trials a pair); a joint search or a later stage (io_workers, io_method, scaling runs) adds more. Time per "
            "probe: one warm, read-only run of the family's workload in this check (a generated load: its policy's "
-           "duration); a real probe also empties the caches and reads from disk, so the time is a lower bound"
+           "duration; a family with neither: the slowest of those); a real probe also empties the caches and reads "
+           "from disk, so the time is a lower bound"
            + ("" if timed else "; no workload could be timed"))
     return Estimate(probes_low=len(running) * per_family[0], probes_high=len(running) * per_family[1],
                     duration_low_s=low, duration_high_s=high, how=how)

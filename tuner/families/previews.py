@@ -119,4 +119,6 @@ def devices(ctx: FamilyContext, name: str) -> FamilyPlan:
 def load(name: str, what: str, probe_s: float | None = None) -> FamilyPlan:
     """A family that generates its own load (``what``, one sentence), whose probes last ``probe_s`` by its policy
     (None: not known without running it)."""
-    return FamilyPlan(family=name, runs=True, reason=what, workload=[what], probe_s=probe_s)
+    how_long = f", {probe_s:g} s per probe by the policy" if probe_s is not None else ""
+    return FamilyPlan(family=name, runs=True, reason=f"generates its own load{how_long}", workload=[what],
+                      probe_s=probe_s)

@@ -142,7 +142,7 @@ class Wal:
         """What `tuner check` shows: the load, and how long each probe lasts by the policy."""
         wp = ctx.policy.wal
         return previews.load(self.name, f"{wp.clients} clients inserting {wp.rows_per_tx}-row transactions into a "
-                             f"scratch schema, {wp.warmup_s:g} + {wp.duration_s:g} s per probe; then scaling runs at "
+                             f"scratch schema ({wp.warmup_s:g} s warm-up, {wp.duration_s:g} s measured); then scaling runs at "
                              f"{', '.join(map(str, wp.scaling_clients))} clients", wp.warmup_s + wp.duration_s)
 
     async def run(self, ctx: FamilyContext) -> FamilyResult:
