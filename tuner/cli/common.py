@@ -37,10 +37,10 @@ Configuration (later wins):
   warning says it was ignored); pass --config ./tuner.toml to use it anyway.
   Every number has bounds, e.g. --seed 0..4294967295, [target] connect_timeout_s up to 3600;
   inf and nan are refused. An out-of-range value names its source and the bound.
-Connection: libpq conventions — a DSN or postgresql:// URI, PGHOST/PGPORT/PGUSER/PGDATABASE/
-PGPASSWORD, ~/.pgpass. Keywords asyncpg cannot honour (keepalives, hostaddr, require_auth …)
-are refused, not ignored; options='-c name=value' is sent as libpq sends it. Passwords never
-appear in logs, reports, errors or `config validate --print`."""
+Connection: read by libpq itself — a DSN or postgresql:// URI, a service, PGHOST/PGPORT/
+PGUSER/PGDATABASE/PGPASSWORD, ~/.pgpass. A keyword asyncpg cannot honour (keepalives=1,
+require_auth …) is refused, not ignored; options='-c name=value' is sent as libpq sends it.
+Passwords never appear in logs, reports, errors or `config validate --print`."""
 
 
 CONFIG_HELP = "Configuration file (default: ./tuner.toml if present — as root, only if root owns it and only root can write it)."
