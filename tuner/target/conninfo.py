@@ -91,7 +91,7 @@ def parse(dsn: str) -> dict[str, str]:
 HINT = "use key=value pairs (host=… dbname=…) or a postgresql:// URI, as psql takes them"
 
 
-def _service_files(given: Mapping[str, str], environ: Mapping[str, str]) -> list[Path]:
+def _service_files(environ: Mapping[str, str]) -> list[Path]:
     user = environ.get("PGSERVICEFILE") or str(Path(environ.get("HOME") or Path.home()) / ".pg_service.conf")
     return [Path(user), Path(environ.get("PGSYSCONFDIR") or SYSCONFDIR) / "pg_service.conf"]
 
@@ -134,7 +134,7 @@ def resolve(dsn: str, environ: Mapping[str, str] | None = None) -> dict[str, str
     out = {k: env[var] for k, var in _libpq_options() if var and k not in ASYNCPG and k != "service" and var in env}
     name = given.pop("service", None) or env.get("PGSERVICE")
     if name:
-        for path in _service_files(given, env):
+        for path in _service_files(env):
             if (values := read_service(name, path)) is not None:
                 out.update(values)
                 break
@@ -168,7 +168,8 @@ def for_asyncpg(params: Mapping[str, str], environ: Mapping[str, str] | None = N
             continue
         elif value.lower() not in AS_ASYNCPG_DOES.get(key, ()):
             allowed = AS_ASYNCPG_DOES.get(key)
-            raise _refused(key, f"= {value!r}" if allowed and key not in ("password",) else "",
+            # The value is shown only for keywords with allowed values (none of them a secret).
+            raise _refused(key, f"= {value!r}" if allowed else "",
                            f"remove it{'; asyncpg does only ' + ', '.join(allowed) if allowed else ''}")
     return kept
 
