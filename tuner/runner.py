@@ -17,10 +17,9 @@ from typing import Any
 from tuner.actuate import Journal, SysfsWriter
 from tuner.config import Config, state_dir
 from tuner.core.session import NullProgress, Progress
-from tuner.errors import RefusedError
 from tuner.families import REGISTRY
-from tuner.families.base import (Endpoint, FamilyContext, FamilyResult, Pin, Registry, WarmStart, skipped,
-                                 unmet_needs)
+from tuner.endpoints import endpoint
+from tuner.families.base import FamilyContext, FamilyResult, Pin, Registry, WarmStart, skipped, why_skipped
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
 from tuner.policy import Policy
@@ -28,52 +27,10 @@ from tuner.stop import STOP
 from tuner.store import Store, target_id
 from tuner.store.base import no_lock
 from tuner.store.fingerprint import fingerprint
-from tuner.target import interlock
-from tuner.target.connection import connect, redact, server_address
-from tuner.target.facts import TargetFacts, gather
-from tuner.target.guard import Guard
-from tuner.target.server import Restart, Servers, servers
+from tuner.target.connection import redact, server_address
+from tuner.target.server import Servers, servers
 
 log = get_logger("tuner.runner")
-
-WRITES_NEED = (f"it writes, and the target is a hot standby: point tuner at a writable clone marked "
-               f"{interlock.MARKER} = '{interlock.MARKER_VALUE}'")
-
-
-async def _endpoint(cfg: Config, dsn: str | None, restart: Restart | None, *, writable: bool,
-                    sandbox: bool) -> tuple[Endpoint, Any]:
-    """Connect, learn the server and check the interlock. The read-only target must pass it (else
-    :class:`RefusedError`); a writable endpoint that does not pass carries the refusal for the families that need
-    it. Every later connection and restart goes through the endpoint's :class:`Guard`."""
-    conn = await connect(dsn, timeout_s=cfg.target.connect_timeout_s)
-    try:
-        facts: TargetFacts = await gather(conn)
-    finally:
-        await conn.close()
-    if writable and facts.in_recovery:
-        return Endpoint(dsn, None, facts, refusal=WRITES_NEED), None
-    try:
-        # A sandbox's primary is tuner's own, and its own standby streams from it.
-        clearance = interlock.check(facts, client_sets_marker=interlock.client_sets_marker(dsn), allow_replicas=sandbox)
-    except RefusedError as exc:
-        if not writable:
-            raise
-        return Endpoint(dsn, None, facts, refusal=str(exc)), None
-    guard = Guard(dsn, facts, clearance, timeout_s=cfg.target.connect_timeout_s, allow_replicas=sandbox)
-    return Endpoint(dsn, _guarded(restart, guard) if restart else None, facts, guard=guard), clearance
-
-
-def _guarded(restart: Restart, guard: Guard) -> Restart:
-    """``restart``, only after the guard found the server still what was cleared (a promoted standby is not
-    restarted)."""
-
-    async def checked() -> None:
-        await guard.check()
-        log.debug("restart", dsn=redact(guard.dsn))
-        await restart()
-
-    return checked
-
 
 def _merge(into: dict[str, Any], result: FamilyResult) -> None:
     for key, value in result.section.items():
@@ -145,13 +102,13 @@ async def recommend(
             try:
                 await locks.enter_async_context(near)
                 allow = policy.guardrails.allow_restart
-                target, clearance = await _endpoint(cfg, where.dsn, where.restart if allow else None, writable=False,
+                target, clearance = await endpoint(cfg, where.dsn, where.restart if allow else None, writable=False,
                                                     sandbox=use_sandbox)
                 log.info("target", dsn=redact(where.dsn), server_version=target.facts.server_version,
                          mode=clearance.mode, reason=clearance.reason)
                 writable = None
                 if writes:
-                    writable, _ = await _endpoint(cfg, where.writable_dsn,
+                    writable, _ = await endpoint(cfg, where.writable_dsn,
                                                   where.writable_restart if allow else None, writable=True,
                                                   sandbox=use_sandbox)
                 label = (f"sandbox PostgreSQL {target.facts.major}" if use_sandbox
@@ -167,7 +124,7 @@ async def recommend(
                 async with busy:
                     for family in chosen:
                         STOP.check()
-                        why_not = unmet_needs(family.needs, ctx) or family.applicable(ctx)
+                        why_not = why_skipped(family, ctx)
                         result = skipped(family.name, why_not) if why_not else await family.run(ctx)
                         log.info("family", family=family.name, status=result.outcome.status,
                                  reason=result.outcome.reason)

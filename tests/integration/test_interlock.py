@@ -62,7 +62,7 @@ def test_a_primary_with_a_marker_from_outside_its_configuration_files_is_refused
     assert "Traceback" not in out.stderr and out.stdout == ""
     if how.startswith("uri parameter"):
         # A URI cannot carry a setting at all: refused as bad input before any connection.
-        assert out.returncode == 2 and "unknown keyword" in out.stderr, out.stderr[-2000:]
+        assert out.returncode == 2 and "invalid URI query parameter" in out.stderr, out.stderr[-2000:]
         return
     assert out.returncode == 3, (out.returncode, out.stderr[-2000:])
     why = "ALTER DATABASE/ROLE" if how == "alter database" else "this connection's own options"

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from tuner.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
-CONFIG_BLOCK = "Connection: libpq conventions"
+CONFIG_BLOCK = "Connection: read by libpq itself"
 
 
 def commands(group: click.Group = main, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -55,7 +55,7 @@ def test_the_store_readers_do_not_carry_the_connection_block(path: tuple[str, ..
     assert "only [store] and [tuner] state_dir are read" in text
 
 
-@pytest.mark.parametrize("path", [(), ("recommend",), ("restore",), ("daemon",), ("config", "validate")])
+@pytest.mark.parametrize("path", [(), ("recommend",), ("check",), ("restore",), ("daemon",), ("config", "validate")])
 def test_the_commands_that_read_the_whole_configuration_carry_its_block(path: tuple[str, ...]) -> None:
     assert CONFIG_BLOCK in helptext(path)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from tuner import __version__
+from tuner.cli.cmd_check import check
 from tuner.cli.cmd_config import config
 from tuner.cli.cmd_daemon import daemon
 from tuner.cli.cmd_recommend import recommend
@@ -13,7 +14,7 @@ from tuner.cli.cmd_store import diff, export, history, show
 from tuner.cli.common import CONFIG_TEXT, EXIT_SUMMARY, Group
 
 
-__all__ = ["main", "recommend", "restore", "prune", "history", "show", "diff", "export", "config", "daemon"]
+__all__ = ["main", "recommend", "restore", "prune", "history", "show", "diff", "export", "config", "daemon", "check"]
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 80})
 @click.version_option(__version__, prog_name="tuner")
@@ -29,6 +30,7 @@ def main() -> None:
     \b
     Start here:
       tuner recommend --sandbox       try it on a PostgreSQL tuner starts itself
+      tuner check --dsn 'host=standby1 dbname=app'   what a session would do
       tuner recommend --dsn 'host=standby1 dbname=app' --format sql
       tuner config validate --print   the effective configuration
       tuner restore                   put back what a killed session changed
@@ -43,6 +45,6 @@ def main() -> None:
     """
 
 
-for _command in (recommend, restore, prune, history, show, diff, export, config, daemon):
+for _command in (recommend, check, restore, prune, history, show, diff, export, config, daemon):
     main.add_command(_command)
 main.epilog = CONFIG_TEXT + "\n\n" + EXIT_SUMMARY

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import os
 import signal
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ import click
 from tuner import emit
 from tuner import log as tlog
 from tuner.cli.common import (COLOR_OPTION, CONFIG_HELP, CONFIG_TEXT, EXIT_TEXT, Sectioned, echo_report,
-                              target_history, terminal)
+                              require_target, target_history, terminal)
 from tuner.config import SEED_MAX, Config
 from tuner.configured import load_config
 from tuner.emit import FORMATS
@@ -112,12 +111,7 @@ def recommend(**opts: Any) -> None:
     cfg = load_config(opts["config_path"], overrides=overrides)
     tlog.configure(cfg.tuner.log_level)
     policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
-    if not opts["sandbox"] and not cfg.target.dsn:
-        if not any(k in os.environ for k in ("PGHOST", "PGSERVICE", "PGDATABASE", "PGPORT")):
-            raise ConfigError(
-                "no target: give --dsn, set [target] dsn in tuner.toml, set PGHOST, or use --sandbox",
-                hint="tuner recommend --sandbox tries it on a throwaway PostgreSQL",
-            )
+    require_target(cfg, sandbox=opts["sandbox"])
     report, stored, history = _run(cfg, policy, sandbox=opts["sandbox"], budget=opts["budget"],
                                    store=not opts["no_store"], warm_start=not opts["cold"])
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -57,9 +58,10 @@ Configuration (later wins): tuner.toml (./tuner.toml, or --config PATH)
   As root, ./tuner.toml is read only when root owns it and nobody else
   can write it. Every number has bounds, e.g. --seed 0..4294967295;
   inf and nan are refused, and an out-of-range value names its source.
-Connection: libpq conventions (a DSN or URI, PG* variables, ~/.pgpass);
-  keywords asyncpg cannot honour (keepalives, hostaddr, require_auth …)
-  are refused, not ignored. Passwords never appear in logs or reports."""
+Connection: read by libpq itself: a DSN or postgresql:// URI, a service,
+  PG* variables, ~/.pgpass. A keyword asyncpg cannot honour (keepalives=1,
+  require_auth ...) is refused, not ignored. Passwords never appear in
+  logs, reports, errors or `config validate --print`."""
 
 # The store's readers need only where the store is: the rest of the configuration is not theirs.
 STORE_CONFIG_TEXT = """\b
@@ -87,6 +89,16 @@ def echo_report(text: str, term: Terminal) -> None:
     """Print a report: click strips colour codes from anything but a terminal, so a colour decided on (--color
     always, FORCE_COLOR) is passed on explicitly."""
     click.echo(text, nl=False, color=True if term.color else None)
+
+
+def require_target(cfg: Config, *, sandbox: bool) -> None:
+    """A target to connect to: --sandbox, a DSN, or libpq's own PG* variables; else one sentence (exit 2)."""
+    if not sandbox and not cfg.target.dsn:
+        if not any(k in os.environ for k in ("PGHOST", "PGSERVICE", "PGDATABASE", "PGPORT")):
+            raise ConfigError(
+                "no target: give --dsn, set [target] dsn in tuner.toml, set PGHOST, or use --sandbox",
+                hint="tuner recommend --sandbox tries it on a throwaway PostgreSQL",
+            )
 
 
 def fail(err: TunerError) -> None:

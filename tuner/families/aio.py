@@ -8,16 +8,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tuner import sqlfiles
 from tuner.core import space
 from tuner.families import iouring
 from tuner.families.base import FamilyContext
 from tuner.model import Trial
 from tuner.optimiser import Dimension
+from tuner.probes import workload
 from tuner.target.sandbox.own import is_own_sandbox
 
 WORKERS = "io_workers"
 METHOD = "io_method"
 POOL_MIN, POOL_MAX = "io_min_workers", "io_max_workers"  # 19+: the self-sizing pool that replaces io_workers
+IO_SETTINGS = ("io_max_combine_limit", METHOD, WORKERS, "io_combine_limit", POOL_MIN, POOL_MAX, *iouring.SLOT_SETTINGS)
+
+
+async def io_settings(conn: Any) -> dict[str, dict[str, Any]]:
+    """The server's asynchronous-I/O settings (17+) by name, as pg_settings shows them (read-only)."""
+    sql = sqlfiles.load(str(Path(workload.__file__).parent), "io_settings")
+    return {r["name"]: dict(r) for r in await conn.fetch(sql, list(IO_SETTINGS))}
 
 
 def alter_system_refusal(ctx: FamilyContext) -> str | None:

@@ -11,6 +11,7 @@ implements :class:`Family`, plus one line in :data:`tuner.families.REGISTRY`.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import asyncpg
 
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Report, Trial
+from tuner.preview import FamilyPlan
 from tuner.store.base import Prior, Store, StoreError
 from tuner.target.guard import Guard
 
@@ -170,7 +172,9 @@ class Family(Protocol):
     under another phase then); ``honours_pins: ClassVar[bool]``, whether its ``run`` re-validates a stored recommendation given as a
     :class:`Pin` (default False); ``object_scopes: ClassVar[tuple[str, ...]]``, the scopes of the objects its
     recommendations name (``"device"``, ``"tablespace"``), so a recommendation on an object is known to be its
-    (default none: its recommendations are server-wide settings, owned as the knob catalogue says).
+    (default none: its recommendations are server-wide settings, owned as the knob catalogue says);
+    ``preflight(ctx)``, what ``tuner check`` shows of a family that would run — its workload, the checks only it
+    makes, one probe's duration — found without changing anything (:func:`preflight`; default: nothing more).
     """
 
     name: ClassVar[str]
@@ -216,6 +220,16 @@ def object_scopes(family: Family) -> tuple[str, ...]:
     return tuple(getattr(family, "object_scopes", ()))
 
 
+async def preflight(family: Family, ctx: FamilyContext) -> FamilyPlan:
+    """What ``tuner check`` shows of ``family``, which would run on this target: its ``preflight`` hook's plan (sync
+    or async), else a plan that says only that it runs."""
+    hook = getattr(family, "preflight", None)
+    if hook is None:
+        return FamilyPlan(family=family.name, runs=True, reason="runs (it shows nothing more before it probes)")
+    plan = hook(ctx)
+    return await plan if inspect.isawaitable(plan) else plan
+
+
 def unmet_needs(needs: Needs, ctx: FamilyContext) -> str | None:
     """The first of ``needs`` the context does not meet, as a sentence; None when all are met."""
     endpoint = ctx.writable if needs.writable else ctx.target
@@ -229,6 +243,12 @@ def unmet_needs(needs: Needs, ctx: FamilyContext) -> str | None:
     if needs.superuser and not endpoint.facts.is_superuser:
         return "it needs a superuser on the server it probes"
     return None
+
+
+def why_skipped(family: Family, ctx: FamilyContext) -> str | None:
+    """Why ``family`` will not run in this session (its needs, then its own ``applicable``), or None: the one
+    decision ``tuner recommend`` acts on and ``tuner check`` reports."""
+    return unmet_needs(family.needs, ctx) or family.applicable(ctx)
 
 
 def skipped(name: str, reason: str, **section: Any) -> FamilyResult:

@@ -23,12 +23,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from tuner import sqlfiles
 from tuner.core import space
 from tuner.core.decide import Decision, decide, recommendation
 from tuner.core.session import Probe, build_optimiser, search
 from tuner.errors import ProbeError
-from tuner.families import aio, concurrency_figures, iouring
+from tuner.families import aio, concurrency_figures, previews
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Trial
@@ -47,7 +46,6 @@ WORKERS = "io_workers"
 METHOD = "io_method"
 READ_STREAMS = 170000  # sequential scans go through read streams from 17
 WEIGHTED = "weighted_execution_time_ms"
-_PROBES_SQL = str(Path(workload.__file__).parent)
 
 
 class Concurrency:
@@ -61,6 +59,9 @@ class Concurrency:
     def applicable(self, ctx: FamilyContext) -> str | None:
         dim = space.dimension(KNOB, ctx.policy, ctx.facts)
         return dim if isinstance(dim, str) else None
+
+    async def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:  # what `tuner check` shows; changes nothing
+        return await previews.scans(ctx, self.name, with_seq_scan if ctx.facts.server_version_num >= READ_STREAMS else None)
 
     async def run(self, ctx: FamilyContext) -> FamilyResult:
         facts, policy = ctx.facts, ctx.policy
@@ -76,9 +77,8 @@ class Concurrency:
             except ProbeError as exc:
                 return skipped(self.name, f"{exc} ({exc.hint})" if exc.hint else str(exc))
             if streams:
-                names = [ICL_CAP, METHOD, WORKERS, ICL, aio.POOL_MIN, aio.POOL_MAX, *iouring.SLOT_SETTINGS]
-                io = {r["name"]: dict(r) for r in await conn.fetch(sqlfiles.load(_PROBES_SQL, "io_settings"), names)}
-                queries = await _with_seq_scan(conn, ctx, queries)
+                io = await aio.io_settings(conn)
+                queries = await with_seq_scan(conn, ctx, queries)
             files = [f for q in queries if q.relation for f in await workload.relation_files(conn, local, q.relation)]
         workload_sql = [q.sql for q in queries]
         os_method = choose_os_method(local, files)
@@ -152,7 +152,7 @@ def _probe(ctx: FamilyContext, queries: list[workload.ProbeQuery], cache: CacheC
     )
 
 
-async def _with_seq_scan(conn: Any, ctx: FamilyContext, queries: list[workload.ProbeQuery]) -> list[workload.ProbeQuery]:
+async def with_seq_scan(conn: Any, ctx: FamilyContext, queries: list[workload.ProbeQuery]) -> list[workload.ProbeQuery]:
     """17+: the generated bitmap scans and a cold sequential scan of the largest table, each with the policy's
     weight — where a knob the family searches here acts on sequential scans. Custom queries are the workload as
     they are."""

@@ -30,7 +30,7 @@ from tuner.config import Config
 from tuner.core import space
 from tuner.core.decide import Decision, decide
 from tuner.core.session import build_optimiser, search
-from tuner.families import readahead_figures
+from tuner.families import previews, readahead_figures
 from tuner.families.base import OBJECTIVE_UNIT, FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.knobs.devices import BlockDevice, DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
 from tuner.log import get_logger
@@ -149,6 +149,10 @@ class Readahead:
         if RA not in ctx.policy.search:
             return f"the policy does not search {RA}"
         return None
+
+    def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:
+        """What `tuner check` shows: the devices, and whether tuner may write each one's readahead."""
+        return previews.devices(ctx, self.name)
 
     async def run(self, ctx: FamilyContext) -> FamilyResult:
         cfg, policy, facts = ctx.cfg, ctx.policy, ctx.facts

@@ -23,6 +23,7 @@ from tuner.core import space
 from tuner.core.decide import Decision, decide, recommendation
 from tuner.core.session import build_optimiser, search
 from tuner.errors import ProbeError, RefusedError, TunerError
+from tuner.families import previews
 from tuner.families.base import (
     Endpoint,
     FamilyContext,
@@ -73,6 +74,11 @@ class Replay:
             return ("tuner is not running on the standby's host: it empties the standby's page cache and reads its "
                     "startup process's I/O counters there")
         return None
+
+    def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:
+        """What `tuner check` shows: the WAL stream each probe replays."""
+        return previews.load(self.name, f"one-row updates of {ctx.policy.replay.pages} random heap pages on the "
+                             "primary, replayed by the paused standby from a cold cache")
 
     async def run(self, ctx: FamilyContext) -> FamilyResult:
         primary, standby = ctx.writable, ctx.target

@@ -31,7 +31,7 @@ from tuner.core import space
 from tuner.core.decide import decide, recommendation
 from tuner.core.session import Progress, build_optimiser, search
 from tuner.errors import ProbeError, RefusedError, TunerError
-from tuner.families import wal_figures, wal_legacy
+from tuner.families import previews, wal_figures, wal_legacy
 from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.knobs import catalog
 from tuner.log import get_logger
@@ -138,6 +138,13 @@ class Wal:
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         return None
+
+    def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:
+        """What `tuner check` shows: the load, and how long each probe lasts by the policy."""
+        wp = ctx.policy.wal
+        return previews.load(self.name, f"{wp.clients} clients inserting {wp.rows_per_tx}-row transactions into a "
+                             f"scratch schema ({wp.warmup_s:g} s warm-up, {wp.duration_s:g} s measured); then scaling runs at "
+                             f"{', '.join(map(str, wp.scaling_clients))} clients", wp.warmup_s + wp.duration_s)
 
     async def run(self, ctx: FamilyContext) -> FamilyResult:
         where = ctx.writable

@@ -187,7 +187,7 @@ class CacheControl:
             evict, why_not = None, ("the I/O workers (io_method = worker) keep their files open: only a restart "
                                     "makes them see a new readahead")
         else:
-            evict, why_not = await _eviction(facts, relations, connector)
+            evict, why_not = await eviction(facts, relations, connector)
         cache = cls(restart=restart, os_method=os_method, files=list(files), evict=evict)
         if evict is not None:
             log.info("plan.cache", cache=cache.describe(), relations=len(evict.relations) or "all")
@@ -208,7 +208,7 @@ def _workers_read(facts: TargetFacts) -> bool:
     return facts.major >= 18 and (method is None or method.setting == "worker")
 
 
-async def _eviction(
+async def eviction(
     facts: TargetFacts, relations: Sequence[str | None], connector: Connector
 ) -> tuple[Eviction | None, str]:
     """The eviction this target allows, or None and the reason."""

@@ -1,0 +1,185 @@
+"""``tuner check``: everything a session would decide before its first probe, decided by the code the session runs
+(:mod:`tuner.endpoints` for the connection, the facts and the interlock; :func:`tuner.families.base.why_skipped`
+for each family; the families' ``preflight`` hooks for their workloads, the OS cache method, device access and the
+asynchronous-I/O screening) — and nothing changed: read-only queries and file-system tests, no probe, no cache
+emptied, no setting, journal or store written."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from collections.abc import Iterable
+
+from tuner.actuate import Journal, SysfsWriter
+from tuner.config import Config, state_dir
+from tuner.core.progress import NullProgress
+from tuner.endpoints import clear, endpoint, learn
+from tuner.errors import RefusedError
+from tuner.families import REGISTRY
+from tuner.families.base import Endpoint, Family, FamilyContext, preflight, why_skipped
+from tuner.policy import Policy
+from tuner.preview import Check, Estimate, FamilyPlan, Grant, Preflight
+from tuner.probes.cache import can_drop_caches, eviction
+from tuner.target import privileges
+from tuner.target.connection import connect, redact
+from tuner.target.facts import TargetFacts
+from tuner.target.server import Servers, servers
+
+
+SANDBOX_NOTE = ("tuner check created its own sandbox for the check and removed it; it ran read-only queries there "
+                "and changed nothing on the host")
+
+
+async def run(cfg: Config, policy: Policy, *, use_sandbox: bool, families: Iterable[str],
+              budget: int | None = None) -> Preflight:
+    """Check the configured target (or a sandbox, created and removed as a session would) for a session over
+    ``families``. A refusal by the interlock is a failed check in the result, not an exception."""
+    chosen = REGISTRY.ordered(tuple(families))
+    writes = any(f.needs.writable for f in chosen)
+    async with servers(cfg, use_sandbox=use_sandbox, progress=NullProgress(), writable=writes) as where:
+        return await _check(cfg, policy, where, chosen, use_sandbox=use_sandbox, budget=budget, writes=writes)
+
+
+async def _check(cfg: Config, policy: Policy, where: Servers, chosen: list[Family], *, use_sandbox: bool,
+                 budget: int | None, writes: bool) -> Preflight:
+    label = "sandbox (created for the check, then removed)" if use_sandbox else " ".join(redact(where.dsn).split())
+    facts = await learn(cfg, where.dsn)
+    checks = [_connection(facts)]
+    missing = await _privileges(cfg, where.dsn, facts)
+    allow = policy.guardrails.allow_restart
+    try:
+        target, clearance = clear(cfg, where.dsn, facts, where.restart if allow else None, writable=False,
+                                  sandbox=use_sandbox)
+    except RefusedError as exc:
+        checks.append(Check(name="interlock", status="fail", detail=str(exc), fix=exc.hint))
+        stopped = [FamilyPlan(family=f.name, runs=False, reason="the interlock refused the target: a session stops "
+                              "before it probes anything") for f in chosen]
+        return Preflight(target=label, server_version=facts.server_version, mode=None, checks=checks,
+                         families=stopped, missing=missing or [], estimate=None)
+    assert clearance is not None
+    checks.append(Check(name="interlock", status="ok", detail=clearance.reason))
+    writable: Endpoint | None = None
+    if writes:
+        writable, _ = await endpoint(cfg, where.writable_dsn, where.writable_restart if allow else None,
+                                     writable=True, sandbox=use_sandbox)
+        checks.append(Check(name="writable server", status="skip" if writable.refusal else "ok",
+                            detail=writable.refusal or "cleared for the families that write (journaled, put back)"))
+    journal = Journal(state_dir(cfg), writer=SysfsWriter(cfg.readahead.helper_command))
+    checks += host_checks(cfg, policy, facts, journal, sandbox=use_sandbox)
+    checks.append(await _buffers(facts, target))
+    ctx = FamilyContext(cfg=cfg, policy=policy, target=target, writable=writable, journal=journal,
+                        progress=NullProgress(), budget=budget, sandbox=use_sandbox, own_devices=where.own_devices,
+                        sandbox_dir=where.sandbox_dir)
+    plans = []
+    for family in chosen:
+        why_not = why_skipped(family, ctx)
+        plans.append(FamilyPlan(family=family.name, runs=False, reason=why_not) if why_not
+                     else await preflight(family, ctx))
+    return Preflight(target=label, server_version=facts.server_version, mode=clearance.mode, checks=checks,
+                     families=plans, missing=missing or [], estimate=estimate(policy, budget, plans),
+                     **({"changed_nothing": SANDBOX_NOTE} if use_sandbox else {}))
+
+
+def _connection(facts: TargetFacts) -> Check:
+    who = f"role {facts.user}{' (superuser)' if facts.is_superuser else ''}"
+    return Check(name="connection", status="ok",
+                 detail=f"PostgreSQL {facts.server_version}, database {facts.database}, {who}")
+
+
+async def _privileges(cfg: Config, dsn: str | None, facts: TargetFacts) -> list[Grant] | None:
+    conn = await connect(dsn, timeout_s=cfg.target.connect_timeout_s)
+    try:
+        return await privileges.check(conn, facts)
+    finally:
+        await conn.close()
+
+
+def host_checks(cfg: Config, policy: Policy, facts: TargetFacts, journal: Journal, *, sandbox: bool) -> list[Check]:
+    """The host's part: is tuner on the staging host, may it restart the server and empty the page cache, does a
+    journal wait to be put back; and what a role without superuser loses."""
+    local = facts.local_data_directory()
+    out = [Check(name="staging host", status="ok", detail=f"tuner runs on the server's host (data directory {local})")
+           if local else
+           Check(name="staging host", status="warn", detail="the server's data directory was not found here with its "
+                 "system identifier: families that read its files or empty its caches are skipped",
+                 fix="run tuner on the staging server's host (as root), with the privileges below")]
+    out.append(Check(name="superuser", status="ok", detail="the role is a superuser") if facts.is_superuser else
+               Check(name="superuser", status="warn", detail="not a superuser: pg_buffercache eviction, ALTER SYSTEM "
+                     "on the server-wide knobs and the families that write are not available",
+                     fix="nothing to grant: these need a superuser (or a staging clone where tuner may have one)"))
+    out.append(_restart(cfg, policy, sandbox=sandbox))
+    if local is None:
+        out.append(Check(name="OS page cache", status="skip", detail="not on the staging host"))
+    elif can_drop_caches():
+        out.append(Check(name="OS page cache", status="ok", detail="emptied with /proc/sys/vm/drop_caches (root)"))
+    else:
+        out.append(Check(name="OS page cache", status="warn", detail="not root: emptied with posix_fadvise(DONTNEED) "
+                         "on the probed relation files, where this user may read them", fix="run tuner as root"))
+    if journal.path.exists():
+        out.append(Check(name="journal", status="warn", detail=f"{journal.path} holds changes an earlier session "
+                         "left: a session puts them back first", fix="tuner restore (puts them back now)"))
+    return out
+
+
+def _restart(cfg: Config, policy: Policy, *, sandbox: bool) -> Check:
+    if not policy.guardrails.allow_restart:
+        return Check(name="restart", status="warn", detail="the policy does not allow restarts "
+                     "(guardrails.allow_restart): restart-level settings are not screened")
+    if sandbox:
+        return Check(name="restart", status="ok", detail="tuner restarts its own sandbox")
+    command = cfg.target.restart_command
+    if not command:
+        return Check(name="restart", status="warn", detail="no [target] restart_command: shared buffers are emptied "
+                     "only by pg_buffercache eviction, and restart-level settings are not screened",
+                     fix="set [target] restart_command, e.g. 'systemctl restart postgresql@15-main'")
+    try:
+        program = shlex.split(command)[0]
+    except (ValueError, IndexError):
+        program = command
+    found = shutil.which(program) or (os.sep in program and os.access(program, os.X_OK))
+    if not found:
+        return Check(name="restart", status="warn", detail=f"[target] restart_command runs {program}, which is not "
+                     "found or not executable here", fix="give the command's full path")
+    return Check(name="restart", status="ok", detail=f"[target] restart_command: {command} (not run by the check)")
+
+
+async def _buffers(facts: TargetFacts, target: Endpoint) -> Check:
+    evict, why_not = await eviction(facts, [None], target.connect)
+    if evict is not None:
+        return Check(name="shared buffers", status="ok", detail=f"emptied with {evict.function} (pg_buffercache)")
+    if target.restart is not None:
+        return Check(name="shared buffers", status="ok", detail=f"emptied by a restart ({why_not})")
+    return Check(name="shared buffers", status="warn", detail=f"not emptied between probes ({why_not}); probes "
+                 "that find their blocks cached are rejected",
+                 fix="on 17+ install pg_buffercache (a superuser probes), or set [target] restart_command")
+
+
+def estimate(policy: Policy, budget: int | None, plans: list[FamilyPlan]) -> Estimate | None:
+    """The session's size from the policy's budgets, per family that runs, and its duration from each family's
+    measured (or, for a generated load, configured) probe time; pure."""
+    running = [p for p in plans if p.runs]
+    if not running:
+        return None
+    b = policy.budget
+    search = (min(b.min_probes, budget or b.probes), budget or b.probes)
+    confirm = (2 * b.confirm_min_pairs, 2 * b.confirm_max_pairs)
+    per_family = (search[0] + confirm[0], search[1] + confirm[1])
+    timed = [p.probe_s for p in running if p.probe_s is not None]
+    low: float | None = None
+    high: float | None = None
+    if timed:
+        fallback = max(timed)  # a family without a time of its own: the slowest measured
+        seconds = [p.probe_s if p.probe_s is not None else fallback for p in running]
+        low = round(sum(per_family[0] * s for s in seconds), 1)
+        high = round(sum(per_family[1] * s for s in seconds), 1)
+    how = (f"per family: {search[0]}-{search[1]} search probes ({'--budget' if budget else '[budget] min_probes-probes'}"
+           f") and {confirm[0]}-{confirm[1]} confirmation trials ([budget] confirm_min_pairs-confirm_max_pairs, two "
+           "trials a pair); a joint search or a later stage (io_workers, io_method, scaling runs) adds more. Time per "
+           "probe: one warm, read-only run of the family's workload in this check (a generated load: its policy's "
+           "duration; a family with neither: the slowest of those); a real probe also empties the caches and reads "
+           "from disk, so the time is a lower bound"
+           + ("" if timed else "; no workload could be timed"))
+    return Estimate(probes_low=len(running) * per_family[0], probes_high=len(running) * per_family[1],
+                    duration_low_s=low, duration_high_s=high, how=how)
+
