@@ -117,6 +117,10 @@ def to_table(report: Report, *, width: int = 120) -> str:
             f"{r.maintenance_io_concurrency_current} today, {rate(r.mb_per_s_recommended)} MB/s at "
             f"{r.maintenance_io_concurrency_recommended} (recommended); {r.pages} random pages per "
             f"{rate(r.wal_mb)} MB stream; recovery_prefetch = {r.recovery_prefetch}")
+    if report.device_profile is not None:
+        say(f"device profile: {report.device_profile}")
+    for io in report.io_regime:
+        say(f"I/O regime{f' ({io.family})' if io.family else ''}: {io.sentence}")
     for text in report.restored:
         say(f"restored: {text}")
     for f in report.families:
