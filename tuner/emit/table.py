@@ -119,8 +119,8 @@ def to_table(report: Report, *, width: int = 120) -> str:
             f"{rate(r.wal_mb)} MB stream; recovery_prefetch = {r.recovery_prefetch}")
     if report.device_profile is not None:
         say(f"device profile: {report.device_profile}")
-    for io in report.io_regime:
-        say(f"I/O regime{f' ({io.family})' if io.family else ''}: {io.sentence}")
+    for regime in report.io_regime:
+        say(f"I/O regime{f' ({regime.family})' if regime.family else ''}: {regime.sentence}")
     for text in report.restored:
         say(f"restored: {text}")
     for f in report.families:
