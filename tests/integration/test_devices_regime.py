@@ -10,8 +10,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.integration.conftest import tuner_env, wait_for
-from tests.integration.test_devices_sandbox import _leftovers, _nothing_left
+from tests.integration.conftest import processes_under, tuner_env, wait_for
+from tuner.target.sandbox import loopdisk
+from tuner.target.sandbox.device.throttle import cgroup_root
+
+
+def _left(base_dir: Path, sandbox: str) -> list[object]:
+    """What of this session's sandbox is still there: its cgroup (by its own name: other engineers' sandboxes may
+    run beside it), mounts, loop devices and processes under ``base_dir``."""
+    root = cgroup_root()
+    cgroups = [p.name for p in root[0].glob(f"tuner-{sandbox}")] if root else []
+    mounts = [ln for ln in Path("/proc/self/mounts").read_text().splitlines() if str(base_dir) in ln]
+    return [x for x in (cgroups, mounts, loopdisk.backed_by(base_dir), processes_under(base_dir)) if x]
 
 
 def _session(base_dir: Path, tmp_path: Path, device: str) -> dict[str, Any]:
@@ -32,7 +42,9 @@ def _session(base_dir: Path, tmp_path: Path, device: str) -> dict[str, Any]:
     assert 'data-figure="io-regime"' in (out / "report.html").read_text()
     ok = [t for t in doc["trials"] if t["status"] == "ok"]
     assert ok and all(t["metrics"]["disk_reads"] > 0 for t in ok)  # every probe's scans read the loop device
-    assert wait_for(lambda: _nothing_left(base_dir), 30), _leftovers(base_dir)
+    sandbox = Path(next(json.loads(ln)["dir"] for ln in proc.stderr.splitlines()
+                        if '"sandbox.removed"' in ln)).name
+    assert wait_for(lambda: not _left(base_dir, sandbox), 30), _left(base_dir, sandbox)
     return regime  # type: ignore[no-any-return]
 
 
