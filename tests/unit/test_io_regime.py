@@ -105,6 +105,30 @@ def test_reads_pinned_at_the_profile_s_iops_cap_are_iops_bound_and_say_no_settin
     assert r.read_iops == pytest.approx(298.4)
 
 
+# iops=3000 at scale 10, today's eic 1 (the confirmation's baseline arm), as measured: the windows hold planning
+# and bitmap building too, so per-probe rates spread 2,209-3,336 under the cap
+IOPS_3000_TODAY = [_probe(1, r, lat, arm="baseline") for r, lat in
+                   ((2542.3, 0.16), (2647.8, 0.18), (3336.2, 0.10), (2209.4, 0.25), (2276.4, 0.16), (2311.9, 0.23))]
+
+
+def test_a_cap_is_judged_on_the_upper_quartile_of_today_s_probes() -> None:
+    [r] = assess(IOPS_3000_TODAY, profile=parse_profile("iops=3000"))
+    assert r.regime == "iops" and r.cap_iops == 3000 and r.read_iops == pytest.approx(2427.1, abs=0.1)
+    assert "reads ran at 2,427 IOPS" in r.sentence and "cap of 3,000 IOPS" in r.sentence
+    # the same rates on a disk capped at 4,000 are not at its cap
+    assert assess(IOPS_3000_TODAY, profile=parse_profile("iops=4000"))[0].regime != "iops"
+
+
+def test_readahead_s_large_requests_at_the_profile_s_throughput_cap_are_throughput_bound() -> None:
+    # mbps=125 at scale 10, today's eic 1, as measured: ~1 MiB readahead requests at 138-150 MiB/s (blk-throttle
+    # lets a slice's budget through at once), far more bytes than the scan's pages
+    points = [_probe(1, r, lat, kib=kib, busy=0.07, arm="baseline") for r, lat, kib in
+              ((137.8, 1.81, 1064.8), (149.7, 2.51, 1023.3), (134.2, 1.92, 1073.4), (133.3, 1.72, 1073.4))]
+    [r] = assess(points, profile=parse_profile("mbps=125"))
+    assert r.regime == "throughput" and r.cap_mib_s == 125 and "cap of 125 MiB/s" in r.sentence
+    assert "reading fewer bytes would" in r.sentence
+
+
 def test_the_same_reads_without_a_profile_are_not_called_a_cap() -> None:
     # The throttle is above the loop device, so its counters show an idle device: nothing says "cap" there.
     [r] = assess(IOPS_300)
@@ -131,6 +155,9 @@ def test_a_latency_layer_with_room_for_more_reads_at_once_is_latency_bound() -> 
     [r] = assess(points, profile=parse_profile("latency=1ms"))
     assert r.regime == "latency" and r.read_iops == pytest.approx(897.5)
     assert "with room for more concurrency" in r.sentence and "reached 23,500 IOPS" in r.sentence
+    [capped] = assess(points, profile=parse_profile("latency=1ms,iops=20000"))
+    assert capped.regime == "latency" and capped.sentence.endswith("the device's cap of 20,000 (profile "
+                                                                   "latency=1ms,iops=20000)")
 
 
 def test_a_rate_flat_while_reads_in_flight_grow_is_a_cap_inferred_on_a_real_volume() -> None:
