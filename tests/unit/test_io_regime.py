@@ -9,6 +9,9 @@ flight; a real capped volume queues at the device, so its rate is flat while lat
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -240,3 +243,21 @@ def test_the_html_panel_draws_each_probe_against_the_cap() -> None:
     assert page.count('class="io-probe"') == len(IOPS_300)
     assert "cap 300 IOPS (profile)" in page and "<code>iops=300</code>" in page
     assert 'id="io-regime"' not in to_html(_report(IOPS_300))  # an older report: no panel
+
+
+def test_under_a_throughput_cap_the_panel_draws_mib_s_against_the_cap() -> None:
+    points = [_probe(e, 125 * 1024 / kib * 0.97, 0.3, kib=kib) for e, kib in ((0, 64.0), (1, 8.0), (128, 16.0))]
+    regime = assess(points, profile=parse_profile("mbps=125"))
+    page = to_html(_report(points, device_profile="mbps=125", io_regime=regime))
+    assert "cap 125 MiB/s (profile)" in page and "read MiB/s" in page
+
+
+def test_chromium_parses_the_panel_into_one_figure_with_every_probe(tmp_path: Path) -> None:
+    # The consumer of report.html is a browser: headless Chromium's DOM must hold the figure and every marker.
+    regime = assess(IOPS_300, profile=parse_profile("iops=300"), device="loop3")
+    page = tmp_path / "report.html"
+    page.write_text(to_html(_report(IOPS_300, device_profile="iops=300", io_regime=regime)))
+    dom = subprocess.run([shutil.which("chromium") or "chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                          "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    [fig] = re.findall(r'<svg[^>]*data-figure="io-regime".*?</svg>', dom, flags=re.S)
+    assert fig.count('class="io-probe"') == len(IOPS_300) and "cap 300 IOPS (profile)" in fig

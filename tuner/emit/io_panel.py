@@ -1,7 +1,7 @@
 """The HTML report's I/O panel: what the data device did during each probe, and the regime line that follows.
 
-Per workload (a family's probes with device readings): one figure — each probe's read IOPS against its mean reads
-in flight, with the cap the reads ran at as a dashed line — and a folded table of every probe's figures. A flat row
+Per workload (a family's probes with device readings): one figure — each probe's read rate (MiB/s under a
+throughput cap, else IOPS) against its mean reads in flight, with the cap the reads ran at as a dashed line — and a folded table of every probe's figures. A flat row
 of points under the line while the reads in flight spread sideways is a cap; points climbing to the right are a
 device that answers more reads at once (latency-bound). The figures are the device's own counters
 (:mod:`tuner.probes.diskstat`), the sentence is the report's ``io_regime`` (:mod:`tuner.core.regime`).
@@ -34,28 +34,31 @@ def _config(t: Trial) -> str:
 
 
 def figure(regime: IoRegimeOut, probes: Sequence[Trial], no: int) -> str:
-    """Read IOPS against reads in flight, one marker per probe, the cap as a dashed line."""
+    """The capped rate (MiB/s for a throughput cap, else IOPS) against reads in flight, one marker per probe, the
+    cap as a dashed line."""
     left, right, top, bottom = 78.0, 740.0, 20.0, 250.0
+    key, unit, cap = ((MIB_S, "MiB/s", regime.cap_mib_s) if regime.regime == "throughput"
+                      else (IOPS, "IOPS", regime.cap_iops))
     depth = [t.metrics[IN_FLIGHT] for t in probes]
-    rates = [t.metrics[IOPS] for t in probes] + ([regime.cap_iops] if regime.cap_iops else [])
+    rates = [t.metrics.get(key, 0.0) for t in probes] + ([cap] if cap else [])
     x = Linear(0.0, max(depth) * 1.05 or 1.0, left, right)
     y = Linear(0.0, max(rates) * 1.1 or 1.0, bottom, top)
-    svg = Svg("io-regime", bottom + 90, f"Read IOPS against reads in flight, {len(probes)} probes",
+    svg = Svg("io-regime", bottom + 90, f"Read {unit} against reads in flight, {len(probes)} probes",
               esc(regime.sentence))
-    svg.axis_y(y, left, "read IOPS", grid_to=right)
+    svg.axis_y(y, left, f"read {unit}", grid_to=right)
     svg.axis_x(x, bottom, "mean reads in flight (read ticks / wall time)")
-    if regime.cap_iops:
-        svg.line(left, y(regime.cap_iops), right, y(regime.cap_iops), stroke=VERMILLION, width=1.5, dash="6 4")
-        svg.label(right - 4, y(regime.cap_iops) - 6,
-                  esc(f"cap {regime.cap_iops:,.0f} IOPS ({regime.cap_source})"), 30, anchor="end", fill=VERMILLION)
+    if cap:
+        svg.line(left, y(cap), right, y(cap), stroke=VERMILLION, width=1.5, dash="6 4")
+        svg.label(right - 4, y(cap) - 6, esc(f"cap {cap:,.0f} {unit} ({regime.cap_source})"), 30, anchor="end",
+                  fill=VERMILLION)
     for t in probes:
         m = t.metrics
-        svg.styled(_kind(t), x(m[IN_FLIGHT]), y(m[IOPS]), cls="io-probe", data={"config": _config(t)},
+        svg.styled(_kind(t), x(m[IN_FLIGHT]), y(m.get(key, 0.0)), cls="io-probe", data={"config": _config(t)},
                    title=esc(f"{_config(t)}: {m[IOPS]:,.0f} IOPS, {m.get(MIB_S, 0):,.1f} MiB/s, "
                              f"{m[IN_FLIGHT]:.2f} in flight, {m.get(LATENCY_MS, 0):.3f} ms per read"))
     kinds = [k for k in ("search", "baseline", "candidate") if any(_kind(t) == k for t in probes)]
     items = [(STYLE[k][0], STYLE[k][1], STYLE[k][2], esc(STYLE[k][3])) for k in kinds]
-    if regime.cap_iops:
+    if cap:
         items.append(("dash", VERMILLION, False, "the cap the reads ran at"))
     svg.legend(left, bottom + 60, items)
     return svg.markup(f"fig{no}")
@@ -86,11 +89,11 @@ def io_sections(report: Report, figures: Figures) -> list[tuple[str, str, str]]:
         if not probes:
             body.append(line)
             continue
-        device = f" of {esc(regime.device)}" if regime.device else ""
+        device = f" ({esc(regime.device)})" if regime.device else ""
         body.append(line + figures.figure(
             "", figure(regime, probes, figures.next_no()),
-            f"The data device{device}'s own counters (/sys/block/…/stat) over each probe's scans: read IOPS "
-            "against the mean number of reads in flight. Points flat under a dashed cap while they spread "
+            f"The data device's own counters{device}, /sys/block/…/stat, over each probe's scans: the read rate "
+            "(MiB/s under a throughput cap, else IOPS) against the mean number of reads in flight. Points flat under a dashed cap while they spread "
             "sideways: the device's cap, which no setting raises; points climbing to the right: a device that "
             "answers more reads at once, so more concurrency pays.") + table(probes))
     profile = (f"<p class=meta>Device profile of this sandbox session: <code>{esc(report.device_profile)}</code>"
