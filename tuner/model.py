@@ -235,7 +235,8 @@ class IoRegimeOut(_Frozen):
     family: str | None = Field(description="the family whose probes were read (None: no reading at all)")
     regime: Literal["latency", "iops", "throughput", "cpu", "unmeasured"]
     sentence: str = Field(description="the line the table, the HTML report and the API show")
-    device: str | None = Field(default=None, description="kernel name of the device read (loop3, nvme0n1p2)")
+    device: str | None = Field(default=None, description="kernel names of the devices read, joined by + "
+                                  "(loop3; vda+loop5 with a tablespace on loop5)")
     probes: int = Field(default=0, description="probes with a device reading")
     read_iops: float | None = None
     read_mib_s: float | None = None

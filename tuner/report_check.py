@@ -109,8 +109,8 @@ def _io(report: Report) -> Iterator[str]:
             yield f"device_profile {shown(report.device_profile)} is not a device profile tuner writes"
     for i, r in enumerate(report.io_regime):
         at = f"io_regime[{i}]"
-        if r.device is not None and not _DEVICE_NAME.fullmatch(r.device):
-            yield f"{at}.device {shown(r.device)} is not a kernel device name"
+        if r.device is not None and not all(_DEVICE_NAME.fullmatch(n) for n in r.device.split("+")):
+            yield f"{at}.device {shown(r.device)} is not kernel device names joined by +"
         if r.family is not None and any(unsafe(ch) for ch in r.family):
             yield f"{at}.family {shown(r.family)} has a line break or a control character"
         numbers = [r.read_iops, r.read_mib_s, r.kib_per_read, r.reads_in_flight, r.read_latency_ms, r.busy_share,

@@ -161,7 +161,8 @@ async def recommend(
                 fp = fingerprint(target.facts, label=label)
                 history = WarmStart(store, fp, session_id) if store and warm_start and cfg.store.warm_start else None
                 # The data directory's device, read around every cold probe's scans (the report's I/O regime).
-                disk, disk_note = data_disk(target.facts.local_data_directory())
+                disk, disk_note = data_disk(target.facts.local_data_directory(),
+                                            [ts.location for ts in target.facts.tablespaces])
                 log.info("disk", reading=disk_note)
                 ctx = FamilyContext(cfg=cfg, policy=policy, target=target, writable=writable, journal=journal,
                                     progress=progress, budget=budget, sandbox=use_sandbox,

@@ -60,15 +60,24 @@ def test_figures_follow_the_formulas_of_stat_rst() -> None:
 def test_a_window_sums_the_scans_of_a_probe_and_a_failed_reading_gives_none(tmp_path: Path) -> None:
     stat = tmp_path / "stat"
     clock = iter([0.0, 1.0, 5.0, 6.0]).__next__
-    w = DiskWindow(DiskReader("loop9", stat), clock=clock)
+    w = DiskWindow(DiskReader(("loop9",), (stat,)), clock=clock)
     for reads in (100, 400, 1000, 1300):  # two scans of 300 reads each, a cache drop in between
         stat.write_text(f"{reads} 0 {reads * 16} {reads} 0 0 0 0 0 {reads} {reads}\n")
         (w.start if reads in (100, 1000) else w.stop)()
     assert w.metrics()[diskstat.READS] == 600 and w.metrics()[diskstat.WINDOW_S] == 2.0
-    gone = DiskWindow(DiskReader("loop9", tmp_path / "absent"))
+    gone = DiskWindow(DiskReader(("loop9",), (tmp_path / "absent",)))
     gone.start()
     gone.stop()
     assert gone.metrics() == {} and DiskWindow(None).metrics() == {}
+
+
+def test_devices_beside_each_other_add_their_counts_and_keep_the_busier_one_s_busy_time(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_text("100 0 1600 50 0 0 0 0 0 400 60\n")
+    b.write_text("300 0 4800 90 0 0 0 0 0 700 95\n")
+    assert DiskReader(("vda", "loop5"), (a, b)).read() == DiskStat(400, 6400, 140, 700, 155)
+    assert DiskReader(("vda", "loop5"), (a, b)).name == "vda+loop5"
+    assert DiskReader(("vda", "loop5"), (a, tmp_path / "gone")).read() is None
 
 
 def test_the_data_directory_s_own_device_is_read_and_a_remote_one_is_said_absent(tmp_path: Path) -> None:
@@ -78,7 +87,9 @@ def test_the_data_directory_s_own_device_is_read_and_a_remote_one_is_said_absent
         assert reader is None and "without a block device" in note
     else:
         assert reader is not None and reader.read() is not None
-        assert reader.stat_path == Path(f"/sys/dev/block/{os.major(st)}:{os.minor(st)}/stat")
+        assert reader.stat_paths == (Path(f"/sys/dev/block/{os.major(st)}:{os.minor(st)}/stat"),)
+        # a tablespace on the same device is that device, read once
+        assert data_disk(tmp_path, [str(tmp_path), ""])[0] == reader
     reader, note = data_disk(None)
     assert reader is None and note.startswith("no device reading: tuner does not run on the server's host")
 

@@ -13,10 +13,12 @@ the differences give, over the window's wall time Δt:
 * busy share = Δio_ticks / Δt (the part of the window with anything in flight at all: a device far from busy
   during a read workload is not what limits it).
 
-The device is the one the data directory's file system sits on, by its own ``MAJ:MIN`` (a partition's own
-counters, not its disk's; a loop device in the sandbox). Where the data directory is not on this host, or sits
-on a file system without a block device (NFS, overlayfs, tmpfs), there is no reading and :func:`data_disk` says
-why in one sentence: nothing is guessed.
+The devices are those the data directory's and each tablespace's file systems sit on, by their own ``MAJ:MIN``
+(a partition's own counters, not its disk's; a loop device in the sandbox). Tablespaces on other devices are read
+too — a probe's tables may live there — and the devices' counters add up (``io_ticks``: the largest, the time
+any of them was busy). Where the data directory is not on this host, or sits on a file system without a block
+device (NFS, overlayfs, tmpfs), there is no reading and :func:`data_disk` says why in one sentence: nothing is
+guessed.
 
 Everything but :meth:`DiskStat.read` is pure; ``sys_root`` is a parameter, so the logic is tested on a tree
 shaped like sysfs.
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,8 +66,16 @@ class DiskStat:
                         self.time_in_queue_ms - earlier.time_in_queue_ms)
 
     def plus(self, other: DiskStat) -> DiskStat:
+        """Two windows of one device, one after the other."""
         return DiskStat(self.reads + other.reads, self.sectors_read + other.sectors_read,
                         self.read_ms + other.read_ms, self.io_ticks_ms + other.io_ticks_ms,
+                        self.time_in_queue_ms + other.time_in_queue_ms)
+
+    def beside(self, other: DiskStat) -> DiskStat:
+        """Two devices over the same window: counts add up, the busy time is the busier one's (a lower bound of
+        the time any of them was busy; the sum could exceed the window)."""
+        return DiskStat(self.reads + other.reads, self.sectors_read + other.sectors_read,
+                        self.read_ms + other.read_ms, max(self.io_ticks_ms, other.io_ticks_ms),
                         self.time_in_queue_ms + other.time_in_queue_ms)
 
 
@@ -89,39 +99,63 @@ def figures(delta: DiskStat, window_s: float) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class DiskReader:
-    """Where one block device's counters are read: ``stat`` under its sysfs directory."""
+    """Where the counters of the devices under the data directory and its tablespaces are read: ``stat`` under
+    each one's sysfs directory."""
 
-    name: str  # kernel name: loop3, vda1, nvme0n1, dm-0
-    stat_path: Path
+    names: tuple[str, ...]  # kernel names: loop3, vda1, nvme0n1, dm-0
+    stat_paths: tuple[Path, ...]
+
+    @property
+    def name(self) -> str:
+        return "+".join(self.names)
 
     def read(self) -> DiskStat | None:
-        """The counters now; None if the device went away (a detached loop device)."""
-        text = read_text(self.stat_path)
-        try:
-            return DiskStat.parse(text) if text else None
-        except ValueError:
-            return None
+        """The counters now (added over the devices); None if a device went away (a detached loop device)."""
+        total: DiskStat | None = None
+        for path in self.stat_paths:
+            text = read_text(path)
+            try:
+                now = DiskStat.parse(text) if text else None
+            except ValueError:
+                now = None
+            if now is None:
+                return None
+            total = now if total is None else total.beside(now)
+        return total
 
 
-def data_disk(local_data_directory: Path | None, *, sys_root: Path = Path("/sys")) -> tuple[DiskReader | None, str]:
-    """The reader for the device the data directory's file system sits on, with a phrase naming it; or None and
-    one sentence saying why there is no reading."""
+def _majmin(path: Path) -> tuple[str | None, str | None]:
+    """(MAJ:MIN, None) of the device ``path`` sits on, or (None, why not)."""
+    try:
+        dev = os.stat(path).st_dev
+    except OSError as exc:
+        return None, f"cannot stat {path} ({exc.strerror or exc})"
+    if os.major(dev) == 0:
+        return None, f"{path} is on a file system without a block device of its own (NFS, overlayfs, tmpfs, btrfs)"
+    return f"{os.major(dev)}:{os.minor(dev)}", None
+
+
+def data_disk(local_data_directory: Path | None, tablespaces: Iterable[str] = (), *,
+              sys_root: Path = Path("/sys")) -> tuple[DiskReader | None, str]:
+    """The reader for the devices the data directory and the tablespaces at ``tablespaces`` (locations) sit on,
+    with a phrase naming them; or None and one sentence saying why there is no reading. A tablespace whose device
+    cannot be read is left out (the data directory's decides)."""
     if local_data_directory is None:
         return None, ("no device reading: tuner does not run on the server's host (its data directory is not "
                       "here), so what limits the reads is not measured")
-    try:
-        dev = os.stat(local_data_directory).st_dev
-    except OSError as exc:
-        return None, f"no device reading: cannot stat {local_data_directory} ({exc.strerror or exc})"
-    majmin = f"{os.major(dev)}:{os.minor(dev)}"
-    if os.major(dev) == 0:
-        return None, (f"no device reading: {local_data_directory} is on a file system without a block device of "
-                      "its own (NFS, overlayfs, tmpfs, btrfs)")
-    link = sys_root / "dev" / "block" / majmin
-    stat = link / "stat"
-    if read_text(stat) is None:
+    majmin, why = _majmin(local_data_directory)
+    if majmin is None:
+        return None, f"no device reading: {why}"
+    found: dict[str, Path] = {}
+    for mm in [majmin, *(m for m, _ in map(_majmin, map(Path, filter(None, tablespaces))) if m)]:
+        stat = sys_root / "dev" / "block" / mm / "stat"
+        if mm not in found and read_text(stat) is not None:
+            found[mm] = stat
+    if majmin not in found:
         return None, f"no device reading: block device {majmin} has no readable stat file in sysfs"
-    return DiskReader(name=link.resolve().name, stat_path=stat), f"block device {link.resolve().name} ({majmin})"
+    names = tuple(p.parent.resolve().name for p in found.values())
+    return (DiskReader(names=names, stat_paths=tuple(found.values())),
+            f"block device {'+'.join(names)} ({', '.join(found)})")
 
 
 class DiskWindow:
