@@ -196,6 +196,19 @@ def test_a_device_idle_most_of_the_time_is_cpu_bound() -> None:
     assert r.regime == "cpu" and "only 30% of the time" in r.sentence
 
 
+def test_an_idle_device_that_deeper_probes_outran_is_not_cpu_bound() -> None:
+    # mbps=125 under a load average of 19, as measured: eic 1 one read at a time, the device busy 22-67 % of the
+    # time; eic 64 read at 7,700-15,900 IOPS — each synchronous read's wait was the limit, not the CPU
+    today = [_probe(1, r, lat, busy=b, arm="baseline") for r, lat, b in
+             ((3314.8, 0.08, 0.24), (3931.4, 0.12, 0.40), (1614.0, 0.15, 0.22), (1947.2, 0.18, 0.32),
+              (1742.4, 0.39, 0.67), (1819.6, 0.12, 0.22))]
+    deeper = [_probe(64, r, lat, busy=b, arm="candidate") for r, lat, b in
+              ((13974.1, 1.03, 0.49), (7717.9, 2.01, 0.57), (15905.1, 1.78, 0.73))]
+    [r] = assess(today + deeper, profile=parse_profile("mbps=125"))
+    assert r.regime == "latency" and "reached 15,905 IOPS" in r.sentence
+    assert assess(today, profile=parse_profile("mbps=125"))[0].regime == "cpu"  # without them: nothing outran it
+
+
 def test_few_probes_do_not_make_a_cap() -> None:
     points = [_probe(e, 3000.0, lat) for e, lat in ((1, 1.0), (64, 10.0))]
     assert classify("concurrency", points).regime == "latency"

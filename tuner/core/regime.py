@@ -15,9 +15,13 @@ workload out. The regimes, asked in this order:
    each read waited longer: the queue is at the device, not in the workload. IOPS flat: IOPS-bound; MiB/s flat
    while IOPS moved (request sizes differed): throughput-bound. The cap is the 90th percentile of the rate.
 3. **CPU-bound** — the device had nothing in flight for more than half the time (busy share below
-   :data:`BUSY`): the reads are not what the workload waits for.
-4. **Latency-bound** — busy, not at a cap: each read's wait is the limit, and more reads at once raise the
-   rate (the probes that had more in flight say by how much).
+   :data:`BUSY`) and the probes with :data:`DEEPER` times today's reads in flight did not read faster by
+   :data:`FLAT` (median): the reads are not what the workload waits
+   for. (mbps=125 under a load average of 19: eic 1 kept the device busy 28 % of the time at ~1,900 IOPS, yet
+   eic 64 read at 7,700-15,900 — one read at a time, each wait added to the CPU's work: not CPU-bound.)
+4. **Latency-bound** — not at a cap, and either busy or outrun by probes with more reads at once: each read's
+   wait is the limit, and more reads at once raise the rate (the probes that had more in flight say by how
+   much).
 
 Figures describe today's settings: the confirmation's baseline-arm probes, else every probe with a reading.
 """
@@ -89,6 +93,10 @@ def classify(family: str | None, points: Sequence[Trial], *, profile: DeviceProf
     m = {k: _med(today, k) for k in (IOPS, MIB_S, KIB_PER_READ, IN_FLIGHT, LATENCY_MS, BUSY_KEY)}
     iops, mib, busy = m[IOPS] or 0.0, m[MIB_S] or 0.0, m[BUSY_KEY] or 0.0
     peak = max(t.metrics[IOPS] for t in points)
+    # Probes that had clearly more reads in flight than today's (DEEPER x), and the median rate they reached.
+    deeper_iops = [t.metrics[IOPS] for t in points if t.metrics.get(IN_FLIGHT, 0.0) >= DEEPER * (m[IN_FLIGHT] or 0.0)
+              and t.metrics.get(IN_FLIGHT, 0.0) > 0]
+    outran = bool(deeper_iops) and statistics.median(deeper_iops) >= FLAT * max(iops, 1e-9)
     base = dict(family=family, device=device, probes=len(points), read_iops=round(iops, 1), read_mib_s=round(mib, 2),
                 kib_per_read=_r(m[KIB_PER_READ]), reads_in_flight=_r(m[IN_FLIGHT], 2),
                 read_latency_ms=_r(m[LATENCY_MS], 3), busy_share=round(busy, 3), peak_read_iops=round(peak, 1))
@@ -131,17 +139,16 @@ def classify(family: str | None, points: Sequence[Trial], *, profile: DeviceProf
                                sentence=f"reads ran at {at}, flat from {span}: the device's ceiling is about "
                                f"{cap:,.1f} MiB/s; {ADVICE_MIB}")
 
-    # 3. The device mostly idle.
-    if busy < BUSY:
+    # 3. The device mostly idle, and no probe read much faster.
+    if busy < BUSY and not outran:
         return IoRegimeOut(**base, regime="cpu",
                            sentence=f"the device had reads in flight only {busy:.0%} of the time, at {at}: the "
                            "workload waits on the CPU, not on the disk; I/O settings can gain little here, a faster "
                            "CPU or fewer pages to read would")
 
     # 4. Busy, not at a cap: each read's wait is the limit.
-    more = (f"; probes with more reads in flight reached {peak:,.0f} IOPS" if peak >= FLAT * max(iops, 1e-9)
-            else "")
-    if more and profile is not None and profile.read_iops and peak >= AT_CAP * profile.read_iops:
+    more = f"; probes with more reads in flight reached {max(deeper_iops):,.0f} IOPS" if outran else ""
+    if more and profile is not None and profile.read_iops and max(deeper_iops) >= AT_CAP * profile.read_iops:
         more += f", the device's cap of {profile.read_iops:,} (profile {profile})"
     return IoRegimeOut(**base, regime="latency",
                        sentence=f"reads ran at {at} with {m[IN_FLIGHT] or 0:.1f} in flight on average, not at a "
