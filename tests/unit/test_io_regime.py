@@ -168,9 +168,9 @@ def test_a_latency_layer_with_room_for_more_reads_at_once_is_latency_bound() -> 
               _probe(0, 2400.0, 1.2), _probe(128, 22000.0, 1.6, arm="candidate"), _probe(512, 23500.0, 1.7)]
     [r] = assess(points, profile=parse_profile("latency=1ms"))
     assert r.regime == "latency" and r.read_iops == pytest.approx(897.5)
-    assert "with room for more concurrency" in r.sentence and "reached 23,500 IOPS" in r.sentence
+    assert "with room for more concurrency" in r.sentence and "ran at 22,000 IOPS (median)" in r.sentence
     [capped] = assess(points, profile=parse_profile("latency=1ms,iops=20000"))
-    assert capped.regime == "latency" and capped.sentence.endswith("the device's cap of 20,000 (profile "
+    assert capped.regime == "latency" and capped.sentence.endswith("up to the device's cap of 20,000 (profile "
                                                                    "latency=1ms,iops=20000)")
 
 
@@ -205,7 +205,7 @@ def test_an_idle_device_that_deeper_probes_outran_is_not_cpu_bound() -> None:
     deeper = [_probe(64, r, lat, busy=b, arm="candidate") for r, lat, b in
               ((13974.1, 1.03, 0.49), (7717.9, 2.01, 0.57), (15905.1, 1.78, 0.73))]
     [r] = assess(today + deeper, profile=parse_profile("mbps=125"))
-    assert r.regime == "latency" and "reached 15,905 IOPS" in r.sentence
+    assert r.regime == "latency" and "ran at 10,846 IOPS (median)" in r.sentence
     assert assess(today, profile=parse_profile("mbps=125"))[0].regime == "cpu"  # without them: nothing outran it
 
 
