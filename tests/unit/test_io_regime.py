@@ -207,6 +207,9 @@ def test_an_idle_device_that_deeper_probes_outran_is_not_cpu_bound() -> None:
     [r] = assess(today + deeper, profile=parse_profile("mbps=125"))
     assert r.regime == "latency" and "ran at 10,846 IOPS (median)" in r.sentence
     assert assess(today, profile=parse_profile("mbps=125"))[0].regime == "cpu"  # without them: nothing outran it
+    # where the deeper probes' median reaches a profile's throughput cap, the line says so
+    [capped] = assess(today + deeper, profile=parse_profile("mbps=100"))
+    assert capped.sentence.endswith("85 MiB/s: up to the device's cap of 100 MiB/s (profile mbps=100)")
 
 
 def test_few_probes_do_not_make_a_cap() -> None:

@@ -94,8 +94,9 @@ def classify(family: str | None, points: Sequence[Trial], *, profile: DeviceProf
     iops, mib, busy = m[IOPS] or 0.0, m[MIB_S] or 0.0, m[BUSY_KEY] or 0.0
     peak = max(t.metrics[IOPS] for t in points)
     # Probes that had clearly more reads in flight than today's (DEEPER x), and the median rate they reached.
-    deeper_iops = [t.metrics[IOPS] for t in points if t.metrics.get(IN_FLIGHT, 0.0) >= DEEPER * (m[IN_FLIGHT] or 0.0)
-              and t.metrics.get(IN_FLIGHT, 0.0) > 0]
+    deeper_points = [t for t in points if t.metrics.get(IN_FLIGHT, 0.0) >= DEEPER * (m[IN_FLIGHT] or 0.0)
+                     and t.metrics.get(IN_FLIGHT, 0.0) > 0]
+    deeper_iops = [t.metrics[IOPS] for t in deeper_points]
     # (the median: a short window under blk-throttle can catch a burst above the cap — 4,074 IOPS at iops=3000)
     deeper_rate = statistics.median(deeper_iops) if deeper_iops else 0.0
     outran = deeper_rate >= FLAT * max(iops, 1e-9)
@@ -152,6 +153,9 @@ def classify(family: str | None, points: Sequence[Trial], *, profile: DeviceProf
     more = f"; probes with more reads in flight ran at {deeper_rate:,.0f} IOPS (median)" if outran else ""
     if more and profile is not None and profile.read_iops and deeper_rate >= AT_CAP * profile.read_iops:
         more += f", up to the device's cap of {profile.read_iops:,} (profile {profile})"
+    deeper_mib = statistics.median(t.metrics.get(MIB_S, 0.0) for t in deeper_points) if deeper_points else 0.0
+    if more and profile is not None and profile.read_mbps and deeper_mib >= AT_CAP * profile.read_mbps:
+        more += f", {deeper_mib:,.0f} MiB/s: up to the device's cap of {profile.read_mbps:,} MiB/s (profile {profile})"
     return IoRegimeOut(**base, regime="latency",
                        sentence=f"reads ran at {at} with {m[IN_FLIGHT] or 0:.1f} in flight on average, not at a "
                        f"cap: latency-bound, with room for more concurrency — more reads at once "
