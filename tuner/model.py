@@ -48,7 +48,9 @@ class Trial(_Frozen):
         default_factory=dict,
         description="per-scan figures: seq_scan_ms, bitmap_scan_ms, seq_scan_mb_s (MB/s read from disk); I/O "
         "evidence: stat_io_reads, stat_io_hits (16+), stat_io_bytes_per_read (18+), io_workers_running and EXPLAIN "
-        "(IO)'s <scan>_io_count, _io_waits, _prefetch_distance_max/_avg, _io_size_avg_blocks (19+)",
+        "(IO)'s <scan>_io_count, _io_waits, _prefetch_distance_max/_avg, _io_size_avg_blocks (19+); the data "
+        "device's counters over the scans: disk_reads, disk_read_iops, disk_read_mib_s, disk_read_kib_per_request, "
+        "disk_reads_in_flight, disk_read_latency_ms, disk_busy_share, disk_window_s",
     )
     family: str | None = Field(default=None, description="the family whose probe this was")
     object: str | None = Field(
@@ -234,6 +236,32 @@ class ReplayOut(_Frozen):
     curve: list[ReplayPointOut] = Field(default_factory=list)
 
 
+class IoRegimeOut(_Frozen):
+    """What limited one workload's reads, from the data directory's block device counters around each probe
+    (tuner.probes.diskstat; the classification in tuner.core.regime). Figures are medians over the probes that
+    describe today's settings (the confirmation's baseline arm, else every probe with a reading)."""
+
+    family: str | None = Field(description="the family whose probes were read (None: no reading at all)")
+    regime: Literal["latency", "iops", "throughput", "cpu", "unmeasured"]
+    sentence: str = Field(description="the line the table, the HTML report and the API show")
+    device: str | None = Field(default=None, description="kernel names of the devices read, joined by + "
+                                  "(loop3; vda+loop5 with a tablespace on loop5)")
+    probes: int = Field(default=0, description="probes with a device reading")
+    read_iops: float | None = None
+    read_mib_s: float | None = None
+    kib_per_read: float | None = None
+    reads_in_flight: float | None = Field(default=None, description="read ticks over wall time (Little's law)")
+    read_latency_ms: float | None = None
+    busy_share: float | None = Field(default=None, description="io_ticks over wall time: part of the time with "
+                                     "any request in flight")
+    peak_read_iops: float | None = Field(default=None, description="the highest IOPS of any probe")
+    cap_iops: float | None = Field(default=None, description="the read IOPS cap the reads ran at")
+    cap_mib_s: float | None = Field(default=None, description="the read MiB/s cap the reads ran at")
+    cap_source: Literal["profile", "inferred"] | None = Field(
+        default=None, description="profile: the sandbox's device profile; inferred: rate flat across probes "
+        "whose reads in flight differed")
+
+
 class TargetOut(_Frozen):
     server_version_num: int
     server_version: str
@@ -276,3 +304,7 @@ class Report(_Frozen):
     # recover them from the reasons' prose. Optional: reports written before they were carried still load.
     min_effect: float | None = Field(default=None, description="the improvement ratio a change had to clear")
     alpha: float | None = Field(default=None, description="the error rate of the sequential confirmation")
+    # Optional and additive like the two above: reports written before them still load.
+    device_profile: str | None = Field(default=None, description="the emulated disk a sandbox session ran on "
+                                       "(--device, e.g. iops=3000); None for a real target")
+    io_regime: list[IoRegimeOut] = Field(default_factory=list, description="what limited each workload's reads")

@@ -28,6 +28,7 @@ import math
 import re
 from collections.abc import Iterator
 
+from tuner.device_profile import ProfileError, parse_profile
 from tuner.errors import ConfigError
 from tuner.knobs import catalog
 from tuner.knobs.devices import LOOP_KERNEL, MATCH_SHAPES
@@ -77,6 +78,7 @@ def _problems(report: Report) -> Iterator[str]:
         if any(unsafe(ch) for ch in value):
             yield f"{name} {shown(value)} has a line break or a control character"
     yield from _decision(report)
+    yield from _io(report)
     seen: dict[tuple[str, str, str | None], int] = {}
     for i, rec in enumerate(report.recommendations):
         at = f"recommendations[{i}]"
@@ -95,6 +97,26 @@ def _decision(report: Report) -> Iterator[str]:
         yield f"min_effect {report.min_effect!r} is not an improvement ratio between 1 and 100"
     if report.alpha is not None and not (math.isfinite(report.alpha) and 0 < report.alpha < 0.5):
         yield f"alpha {report.alpha!r} is not an error rate above 0 and below 0.5"
+
+
+def _io(report: Report) -> Iterator[str]:
+    """The device profile and the I/O regime, when the report carries them (older reports do not): a profile
+    tuner can parse, device names the kernel could give, figures that are finite and not negative."""
+    if report.device_profile is not None:
+        try:
+            parse_profile(report.device_profile)
+        except ProfileError:
+            yield f"device_profile {shown(report.device_profile)} is not a device profile tuner writes"
+    for i, r in enumerate(report.io_regime):
+        at = f"io_regime[{i}]"
+        if r.device is not None and not all(_DEVICE_NAME.fullmatch(n) for n in r.device.split("+")):
+            yield f"{at}.device {shown(r.device)} is not kernel device names joined by +"
+        if r.family is not None and any(unsafe(ch) for ch in r.family):
+            yield f"{at}.family {shown(r.family)} has a line break or a control character"
+        numbers = [r.read_iops, r.read_mib_s, r.kib_per_read, r.reads_in_flight, r.read_latency_ms, r.busy_share,
+                   r.peak_read_iops, r.cap_iops, r.cap_mib_s, float(r.probes)]
+        if not all(x is None or (math.isfinite(x) and x >= 0) for x in numbers):
+            yield f"{at} has a figure that is negative or not finite"
 
 
 def _what(rec: Recommendation) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from tuner.actuate import Journal, SysfsWriter
 from tuner.config import Config, state_dir
+from tuner.core.regime import assess
 from tuner.core.session import NullProgress, Progress
 from tuner.families import REGISTRY
 from tuner.endpoints import endpoint
@@ -23,6 +24,7 @@ from tuner.families.base import FamilyContext, FamilyResult, Pin, Registry, Warm
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
 from tuner.policy import Policy
+from tuner.probes.diskstat import data_disk
 from tuner.stop import STOP
 from tuner.store import Store, target_id
 from tuner.store.base import no_lock
@@ -115,10 +117,14 @@ async def recommend(
                          else " ".join(redact(where.dsn).split()))
                 fp = fingerprint(target.facts, label=label)
                 history = WarmStart(store, fp, session_id) if store and warm_start and cfg.store.warm_start else None
+                # The data directory's device, read around every cold probe's scans (the report's I/O regime).
+                disk, disk_note = data_disk(target.facts.local_data_directory(),
+                                            [ts.location for ts in target.facts.tablespaces])
+                log.info("disk", reading=disk_note)
                 ctx = FamilyContext(cfg=cfg, policy=policy, target=target, writable=writable, journal=journal,
                                     progress=progress, budget=budget, sandbox=use_sandbox,
                                     own_devices=where.own_devices, sandbox_dir=where.sandbox_dir, history=history,
-                                    pins=dict(pins or {}))
+                                    pins=dict(pins or {}), disk=disk)
                 busy = store.lock_target(target_id(target.facts.system_identifier, fp["data_directory"], label),
                                          label) if store else no_lock()
                 async with busy:
@@ -142,6 +148,7 @@ async def recommend(
     finally:
         put_back()  # when the servers never came up; a no-op otherwise
     facts = target.facts
+    profile = cfg.sandbox.device if use_sandbox else None
     return Report(
         target=TargetOut(
             server_version_num=facts.server_version_num, server_version=facts.server_version,
@@ -158,4 +165,7 @@ async def recommend(
         ),
         families=outcomes, recommendations=recs, restored=restored, trials=trials, **sections,
         min_effect=policy.decision.min_effect, alpha=policy.decision.alpha,
+        device_profile=str(profile) if profile is not None else None,
+        io_regime=assess(trials, profile=profile, device=disk.name if disk else None,
+                         absent=None if disk else disk_note),
     )

@@ -194,6 +194,9 @@ def test_sessions_on_request_and_schedule_are_stored_served_and_drift_is_answere
         [(r["knob"], r["recommended"]) for r in changes]
     for r in target["recommendations"]:
         assert r["apply_sql"] and r["rollback_sql"] and r["session_id"] == queued["id"]
+    # What limited the reads, as the newest stored session measured it on the clone's data device.
+    assert target["io_regime"] == report["io_regime"] and report["io_regime"], report["io_regime"]
+    assert target["io_regime"][0]["regime"] in ("latency", "iops", "throughput", "cpu"), target["io_regime"]
     status, conf = d.get("/v1/recommendations/default?format=conf&file=conf.d/99-tuner.conf")
     if changes:
         assert status == 200 and all(f"{r['knob']} = {r['recommended']}" in conf for r in changes), conf

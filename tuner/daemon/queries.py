@@ -71,7 +71,12 @@ class Queries:
                         update={"recommendations": [r for _, r in accepted]})
                     recs = [rec | {"session_id": sid}
                             for rec, (sid, _) in zip(to_dict(report)["recommendations"], accepted, strict=True)]
-                out.append({"target": t.name, "target_id": t.store_id, "recommendations": recs})
+                # What limited the reads in the newest stored session (tune or provision?), as its report says.
+                latest = await db.sessions(target=t.store_id, limit=1) if t.store_id else []
+                newest = await db.report(latest[0].id) if latest else None
+                out.append({"target": t.name, "target_id": t.store_id, "recommendations": recs,
+                            "io_regime": [r.model_dump(mode="json") for r in newest.io_regime] if newest else [],
+                            "device_profile": newest.device_profile if newest else None})
         return {"generated_at": datetime.now(UTC).isoformat(timespec="seconds"), "targets": out}
 
     async def rendered(self, target: str, fmt: str) -> dict[str, str]:

@@ -21,6 +21,7 @@ from tuner import __version__
 from tuner.emit import host as host_emit
 from tuner.emit import ranges, sql
 from tuner.emit.evidence import attach, by_knob, confirmations, knob_label, min_effect, searches
+from tuner.emit.io_panel import io_sections
 from tuner.emit.figures import confirmation_figure, effects_figure, history_figure, search_1d, search_2d
 from tuner.emit.svg import Figures, esc, finite, num, ratio
 from tuner.families import REGISTRY
@@ -330,6 +331,7 @@ def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
     # each family's own measurements, in the registry's order
     for name in REGISTRY.names():
         sections.extend(html_sections(REGISTRY.get(name), report, figures))
+    sections.extend(io_sections(report, figures))  # what limited the reads (the device's counters)
     # history
     if history is not None:
         entries = _history_entries(report, history)

@@ -154,6 +154,13 @@ def _recovery(report: Report, out: Out) -> None:
             f"{rate(r.wal_mb)} MB stream; recovery_prefetch = {r.recovery_prefetch}")
 
 
+def _io(report: Report, out: Out) -> None:
+    if report.device_profile is not None:
+        out.say(f"device profile: {report.device_profile}")
+    for regime in report.io_regime:
+        out.say(f"I/O regime{f' ({regime.family})' if regime.family else ''}: {regime.sentence}")
+
+
 def _restored(report: Report, out: Out) -> None:
     for text in report.restored:
         out.say(f"restored: {text}")
@@ -171,7 +178,7 @@ def _families(report: Report, out: Out) -> None:
 
 
 Section = Callable[[Report, Out], None]
-SECTIONS: list[Section] = [_header, _recommendations, _notes, _devices, _scaling, _recovery, _restored, _families]
+SECTIONS: list[Section] = [_header, _recommendations, _notes, _devices, _scaling, _recovery, _io, _restored, _families]
 
 
 def to_table(report: Report, terminal: Terminal | None = None) -> str:

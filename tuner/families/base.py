@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from tuner.core.progress import Progress
     from tuner.emit.svg import Figures
     from tuner.policy import Policy
+    from tuner.probes.diskstat import DiskReader
     from tuner.target.facts import TargetFacts
 
 Restart = Callable[[], Awaitable[None]]
@@ -87,6 +88,9 @@ class FamilyContext:
     history: WarmStart | None = None
     # Per family, a stored recommendation to re-validate instead of searching (the daemon's re-validation).
     pins: dict[str, Pin] = field(default_factory=dict)
+    # The data directory's block device, whose counters a cold probe reads around its scans (None: not on this
+    # host, or no block device): the report's I/O regime is computed from them.
+    disk: DiskReader | None = None
 
     @property
     def facts(self) -> TargetFacts:

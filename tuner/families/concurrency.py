@@ -148,7 +148,7 @@ def _probe(ctx: FamilyContext, queries: list[workload.ProbeQuery], cache: CacheC
         system=system,
         # A sequential scan and a bitmap scan of one table: each needs a cache emptied for it.
         cold_per_query=len(queries) > 1 and any(q.plan == "seq" for q in queries),
-        server_version_num=facts.server_version_num,
+        server_version_num=facts.server_version_num, disk=ctx.disk,
     )
 
 

@@ -263,6 +263,7 @@ async def _probe_device(
         # 942 ms cold, measured on 15.
         cold_per_query=True,
         connect_timeout_s=cfg.target.connect_timeout_s, actuators={RA: actuate}, connector=ctx.target.connect, precheck=ctx.target.check,
+        disk=ctx.disk if group.holds_data_directory else None,
         block_size=int(facts.settings["block_size"].setting) if "block_size" in facts.settings else 8192,
     )
     raw = raw_read_mb_s(plan.heap_files) if plan.heap_files else None

@@ -23,6 +23,7 @@ from tuner.log import get_logger
 from tuner.model import CacheEvidence, Trial
 from tuner.probes import explain
 from tuner.probes.cache import CacheControl
+from tuner.probes.diskstat import DiskReader, DiskWindow
 from tuner.probes.statio import StatIo
 from tuner.probes.workload import ProbeQuery
 from tuner.target.connection import connect
@@ -243,8 +244,10 @@ class ColdProbe:
         system: SystemKnobs | None = None,
         cold_per_query: bool = False,
         server_version_num: int = 0,
+        disk: DiskReader | None = None,
     ) -> None:
         self.dsn = dsn
+        self.disk = disk  # the data directory's device: its counters around the scans (tuner.probes.diskstat)
         self.connector = connector  # a checked connection (the session's guard); else connect(dsn)
         # Checks the server before the probe changes anything on its host (readahead, the page cache): a standby
         # promoted since the last probe stops the session before its host is touched.
@@ -332,7 +335,7 @@ class ColdProbe:
                 conn.terminate()
                 return trial("failed", None, None, f"the probe's server-wide settings are not in force: {differs}")
         total_ms = 0.0
-        stat_io, streams = StatIo(self.server_version_num), explain.ReadStreams()
+        stat_io, streams, disk = StatIo(self.server_version_num), explain.ReadStreams(), DiskWindow(self.disk)
         sums = {"shared_read": 0, "shared_hit": 0, "heap_read": 0, "heap_hit": 0}
         io_ms: float | None = None
         settings = dict(_BASE_SETTINGS)
@@ -344,6 +347,7 @@ class ColdProbe:
             for i, q in enumerate(self.queries):
                 if i == 0 or self.cold_per_query:
                     if i > 0:  # the scans before this one warmed the cache for it: cold again, a new session
+                        disk.stop()
                         await stat_io.stop(conn)
                         await _close(conn)
                         try:
@@ -355,6 +359,7 @@ class ColdProbe:
                             return trial("failed", None, None, f"could not prepare {q.name}: {exc}")
                     await stat_io.start(conn)
                     await _begin(conn, settings)
+                    disk.start()
                 if q.plan is not None:
                     for name, text in _PLAN_SETTINGS[q.plan].items():
                         await conn.execute(f"SET {name} = '{text}'")
@@ -388,8 +393,9 @@ class ColdProbe:
                         "rejected", None, ev,
                         f"{q.name}: only {frac:.0%} of heap blocks came from disk (cache not cold)",
                     )
+            disk.stop()
             await stat_io.stop(conn)
-            metrics.update({**stat_io.metrics(), **streams.metrics()})
+            metrics.update({**stat_io.metrics(), **streams.metrics(), **disk.metrics()})
         except asyncpg.QueryCanceledError:
             return trial("failed", None, None, f"statement timeout after {self.statement_timeout_s:g} s")
         except (asyncpg.PostgresError, OSError, asyncpg.InterfaceError) as exc:

@@ -1,0 +1,63 @@
+"""The report's I/O regime on emulated disks (issue #46 part 4): a real sandbox session on PostgreSQL 15, its data
+device's counters read around every probe, and the line that says what limits the reads — the cap on an IOPS-capped
+disk, latency on a disk where each read waits 1 ms."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.integration.conftest import processes_under, tuner_env, wait_for
+from tuner.target.sandbox import loopdisk
+from tuner.target.sandbox.device.throttle import cgroup_root
+
+
+def _left(base_dir: Path, sandbox: str) -> list[object]:
+    """What of this session's sandbox is still there: its cgroup (by its own name: other engineers' sandboxes may
+    run beside it), mounts, loop devices and processes under ``base_dir``."""
+    root = cgroup_root()
+    cgroups = [p.name for p in root[0].glob(f"tuner-{sandbox}")] if root else []
+    mounts = [ln for ln in Path("/proc/self/mounts").read_text().splitlines() if str(base_dir) in ln]
+    return [x for x in (cgroups, mounts, loopdisk.backed_by(base_dir), processes_under(base_dir)) if x]
+
+
+def _session(base_dir: Path, tmp_path: Path, device: str) -> dict[str, Any]:
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "2", "--device", device,
+         "--family", "concurrency", "--budget", "6", "--seed", "46", "--format", "table", "--no-store",
+         "--output", str(out)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=900,
+        env=tuner_env(tmp_path / "state", TUNER_SANDBOX__BASE_DIR=str(base_dir)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc: dict[str, Any] = json.loads((out / "report.json").read_text())
+    print(proc.stdout)
+    assert doc["device_profile"] == device
+    [regime] = doc["io_regime"]
+    assert regime["family"] == "concurrency" and regime["device"].startswith("loop"), regime
+    assert f"I/O regime (concurrency): {regime['sentence']}" in " ".join(proc.stdout.split())
+    assert 'data-figure="io-regime"' in (out / "report.html").read_text()
+    ok = [t for t in doc["trials"] if t["status"] == "ok"]
+    assert ok and all(t["metrics"]["disk_reads"] > 0 for t in ok)  # every probe's scans read the loop device
+    sandbox = Path(next(json.loads(ln)["dir"] for ln in proc.stderr.splitlines()
+                        if '"sandbox.removed"' in ln)).name
+    assert wait_for(lambda: not _left(base_dir, sandbox), 30), _left(base_dir, sandbox)
+    return regime  # type: ignore[no-any-return]
+
+
+def test_on_an_iops_capped_disk_the_regime_line_names_the_cap(base_dir: Path, tmp_path: Path) -> None:
+    regime = _session(base_dir, tmp_path, "iops=300")
+    assert regime["regime"] == "iops" and regime["cap_iops"] == 300 and regime["cap_source"] == "profile", regime
+    assert 0.8 * 300 <= regime["read_iops"] <= 1.2 * 300, regime  # measured on the loop device, not assumed
+    assert "cap of 300 IOPS" in regime["sentence"] and "no setting raises that" in regime["sentence"]
+
+
+def test_on_a_disk_where_each_read_waits_1ms_the_regime_is_latency_bound(base_dir: Path, tmp_path: Path) -> None:
+    regime = _session(base_dir, tmp_path, "latency=1ms")
+    assert regime["regime"] == "latency", regime
+    assert regime["read_latency_ms"] >= 0.9, regime  # the layer's 1 ms shows in the loop's own read times
+    assert regime["peak_read_iops"] >= 2 * regime["read_iops"], regime  # more reads at once went faster
+    assert "room for more concurrency" in regime["sentence"]
