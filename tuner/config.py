@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, GetCoreSchemaHandler, ValidationError,
+                      ValidationInfo, field_validator, model_validator)
+from pydantic_core import core_schema
 
 from tuner.device_profile import LOCAL, DeviceField
-from tuner.durations import parse_duration
+from tuner.durations import Duration
 from tuner.errors import ConfigError
 from tuner.placeholders import HelperCommand
 from tuner.target.connection import check_dsn
-from tuner.timespec import parse_crontab, parse_window
+from tuner.timespec import Schedule, Windows, parse_windows
 
 SEED_MAX = 2**32 - 1  # numpy's seeds are 0 .. 2**32 - 1
 
@@ -228,12 +230,39 @@ class DaemonTarget(Section):
         return TunerSection._registered(value, info)
 
 
-def _duration(value: str) -> str:
-    parse_duration(value)
-    return value
+@dataclass(frozen=True)
+class _ParsedFrom:
+    """An ``Annotated`` marker for a value parsed once, here at the edge: pydantic checks the TOML value as ``raw``
+    (so a wrong type gets pydantic's own sentence), ``parse`` turns it into the typed value (its ``ValueError``
+    becomes the key's sentence), and a dump gives back ``text`` of it, so ``tuner config validate --print``
+    shows what the user wrote. An already typed value (a default) passes as it is."""
+
+    raw: Any
+    parse: Callable[[Any], Any]
+    typed: type
+    text: Callable[[Any], Any]
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        def validate(value: Any, check_raw: core_schema.ValidatorFunctionWrapHandler) -> Any:
+            return value if isinstance(value, self.typed) else self.parse(check_raw(value))
+
+        return core_schema.no_info_wrap_validator_function(
+            validate, handler.generate_schema(self.raw),
+            serialization=core_schema.plain_serializer_function_ser_schema(self.text))
 
 
-Duration = Annotated[str, AfterValidator(_duration)]
+def _schedule(text: str | None) -> Schedule | None:
+    if text is None or not text.strip():
+        return None
+    schedule = Schedule(text)
+    schedule.trigger  # parsed now, to refuse a bad line here; the trigger is kept for the scheduler
+    return schedule
+
+
+EveryDuration = Annotated[Duration, _ParsedFrom(str, Duration.parse, Duration, str)]
+CrontabLine = Annotated[Schedule | None, _ParsedFrom(str | None, _schedule, Schedule,
+                                                     lambda s: None if s is None else s.text)]
+WindowList = Annotated[Windows, _ParsedFrom(tuple[str, ...], parse_windows, Windows, lambda w: list(w.texts))]
 
 
 class DaemonConfig(Section):
@@ -244,13 +273,15 @@ class DaemonConfig(Section):
         description="file holding the bearer token: needed for POST, and for every endpoint but /healthz off loopback")
     listen: str = Field(default="127.0.0.1:8187",
                         description="HTTP API address HOST:PORT (loopback by default; any other needs token_file)")
-    schedule: str | None = Field(default="0 2 * * 6",
-                                 description="crontab (5 fields, local time) of full sessions; empty: none")
-    windows: tuple[str, ...] = Field(
-        default=(), description='when probing may run, e.g. ["Sat 01:00-05:00", "Mon-Fri 22:00-04:00"]; empty: any time')
-    drift_check_every: Duration = Field(default="10m", description="how often the target's fingerprint is checked")
-    revalidate_every: Duration = Field(default="7d",
-                                       description="how often a stored recommendation is re-confirmed")
+    schedule: CrontabLine = Field(default=Schedule("0 2 * * 6"),
+                                  description="crontab (5 fields, local time) of full sessions; empty: none")
+    windows: WindowList = Field(
+        default=Windows(),
+        description='when probing may run, e.g. ["Sat 01:00-05:00", "Mon-Fri 22:00-04:00"]; empty: any time')
+    drift_check_every: EveryDuration = Field(default=Duration.parse("10m"),
+                                             description="how often the target's fingerprint is checked")
+    revalidate_every: EveryDuration = Field(default=Duration.parse("7d"),
+                                            description="how often a stored recommendation is re-confirmed")
     targets: tuple[DaemonTarget, ...] = Field(default=(), description="more targets ([[daemon.targets]])")
 
     @field_validator("listen")
@@ -260,21 +291,6 @@ class DaemonConfig(Section):
         if not is_loopback(host) and info.data.get("token_file") is None:
             raise ValueError(f"{value!r} is not a loopback address: set token_file too (every endpoint but "
                              "/healthz then needs its bearer token)")
-        return value
-
-    @field_validator("schedule")
-    @classmethod
-    def _crontab(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        parse_crontab(value)
-        return value
-
-    @field_validator("windows")
-    @classmethod
-    def _windows(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for w in value:
-            parse_window(w)
         return value
 
     @field_validator("targets")

@@ -32,12 +32,11 @@ from tuner.daemon.state import DaemonState, Target, daemon_owner, label, shown, 
 from tuner.daemon.token import read_token
 from tuner.daemon.watch import DriftWatch
 from tuner.daemon.worker import Worker
-from tuner.durations import parse_duration
 from tuner.errors import ConfigError, DaemonError, TunerError
 from tuner.log import get_logger
 from tuner.policy import load_policy
 from tuner.target.server import servers
-from tuner.timespec import local_timezone, parse_crontab, parse_windows
+from tuner.timespec import local_timezone
 
 log = get_logger("tuner.daemon")
 
@@ -57,11 +56,11 @@ def check(cfg: Config, *, sandbox: bool) -> list[str]:
     state_dir(cfg)
     for t in targets:
         load_policy(t.cfg.tuner.policy, config_dir=t.cfg.source.parent if t.cfg.source else None)
-    windows = parse_windows(cfg.daemon.windows)
+    windows = cfg.daemon.windows
     return [
         f"listen {host}:{port} ({'token required for every endpoint but /healthz' if not is_loopback(host) else 'loopback'}"
         f"{'; POST allowed with the token' if token else '; read-only: no token_file'})",
-        f"schedule {cfg.daemon.schedule or 'none'}; windows {', '.join(cfg.daemon.windows) or 'any time'} "
+        f"schedule {cfg.daemon.schedule or 'none'}; windows {', '.join(windows.texts) or 'any time'} "
         f"(now {'open' if windows.contains(datetime.now(UTC)) else 'closed'})",
         f"drift check every {cfg.daemon.drift_check_every}; re-validation every {cfg.daemon.revalidate_every}",
         *(f"target {t.name}: {'a sandbox of its own' if t.sandbox else shown(t.dsn)}; families "
@@ -99,11 +98,11 @@ class Daemon:
         for job in sch.get_jobs():
             job.remove()
         common = dict(max_instances=1, coalesce=True, misfire_grace_time=300, replace_existing=True)
-        drift_s = parse_duration(daemon.drift_check_every)
-        reval_s = parse_duration(daemon.revalidate_every)
+        drift_s = daemon.drift_check_every.seconds
+        reval_s = daemon.revalidate_every.seconds
         for name in self.targets:
-            if daemon.schedule:
-                sch.add_job(self.worker.enqueue, parse_crontab(daemon.schedule), id=f"session:{name}",
+            if daemon.schedule is not None:
+                sch.add_job(self.worker.enqueue, daemon.schedule.trigger, id=f"session:{name}",
                             args=[name, "session"], kwargs={"reason": f"schedule {daemon.schedule}"}, **common)
             sch.add_job(self.watch.check, IntervalTrigger(seconds=drift_s), id=f"drift:{name}", args=[name],
                         next_run_time=datetime.now(UTC), **common)

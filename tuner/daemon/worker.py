@@ -25,7 +25,6 @@ from tuner.daemon import pins as pinning
 from tuner.daemon import session_request
 from tuner.daemon.residency import lock_working_set
 from tuner.daemon.state import Current, DaemonState, Target, store_id
-from tuner.durations import parse_duration
 from tuner.errors import ConfigError, DaemonError, TunerError
 from tuner.families import REGISTRY
 from tuner.families.base import Pin
@@ -33,7 +32,7 @@ from tuner.log import get_logger
 from tuner.policy import load_policy
 from tuner.stop import STOP
 from tuner.store import Store, StoreError, open_store
-from tuner.timespec import Windows, local_timezone, parse_windows
+from tuner.timespec import Windows, local_timezone
 
 log = get_logger("tuner.daemon")
 
@@ -132,7 +131,7 @@ class Worker:
                     await self._again(db, run, "interrupted", detail)
 
     def windows(self) -> Windows:
-        return parse_windows(self.state.cfg.daemon.windows)
+        return self.state.cfg.daemon.windows
 
     async def _next(self) -> tuple[dict[str, Any], bool] | None:
         """The oldest queued run that may start now (forced, or its window is open), and whether it is forced."""
@@ -358,8 +357,8 @@ class Worker:
                 made = [s.started_at for s in await db.sessions(target=target.store_id, limit=200)
                         if s.id in {p.session_id for p in pins.values()}]
                 last = min(made, default=None)
-        due = parse_duration(st.cfg.daemon.revalidate_every)
-        if last is not None and (datetime.now(UTC) - datetime.fromisoformat(last)).total_seconds() < due:
+        due = st.cfg.daemon.revalidate_every.delta
+        if last is not None and datetime.now(UTC) - datetime.fromisoformat(last) < due:
             return
         await self.enqueue(name, "revalidate", reason=f"every {st.cfg.daemon.revalidate_every}")
 
