@@ -42,3 +42,16 @@ def test_the_example_report_renders_as_stored(fmt: str) -> None:
     assert stored == set(expected), f"{fmt} writes other files; rerun with TUNER_UPDATE_GOLDEN=1 if intended"
     for name, text in expected.items():
         assert text == (root / name).read_text(), f"{fmt}: {name} changed; rerun with TUNER_UPDATE_GOLDEN=1"
+
+
+def test_every_export_only_format_renders_through_the_apply_rollback_base() -> None:
+    from tuner.emit.twin import ROLLBACK_DIR, ApplyRollback
+
+    report = parse((ROOT / "docs" / "example-report.json").read_text())
+    for name, emitter in emit.EMITTERS.items():
+        if not getattr(type(emitter), "export_only", False):
+            continue
+        assert isinstance(emitter, ApplyRollback), name
+        files = list(emit.render(report, name))
+        applied = [f for f, _ in emitter.parts]
+        assert files == applied + [ROLLBACK_DIR + f for f in applied], name
