@@ -22,9 +22,8 @@ from typing import Any, Literal
 import asyncpg
 
 from tuner import sqlfiles
-from tuner.daemon import hostfacts
 from tuner.families import REGISTRY
-from tuner.knobs import catalog
+from tuner.knobs import catalog, hostfacts
 from tuner.knobs.devices import device_facts, discover, postgres_paths
 from tuner.target import facts as target_facts
 from tuner.target.connection import connect

@@ -1,7 +1,7 @@
 """Which of PostgreSQL 18's server-wide asynchronous-I/O settings the concurrency family may search on this target,
 and why not where it may not: ``io_workers`` (reload) and ``io_method`` (restart) are changed with ALTER SYSTEM,
 which tuner writes back only where its journal may; ``io_method = io_uring`` is screened only where nothing stops
-the server from running it (:mod:`tuner.families.iouring`)."""
+the server from running it (:mod:`tuner.knobs.iouring`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core import space
-from tuner.families import iouring
+from tuner.knobs import iouring
 from tuner.families.base import FamilyContext
 from tuner.model import Trial
 from tuner.optimiser import Dimension
@@ -18,6 +18,7 @@ from tuner.target.sandbox.own import is_own_sandbox
 WORKERS = "io_workers"
 METHOD = "io_method"
 POOL_MIN, POOL_MAX = "io_min_workers", "io_max_workers"  # 19+: the self-sizing pool that replaces io_workers
+SETTINGS = (POOL_MIN, POOL_MAX, *iouring.SLOT_SETTINGS)  # what the screening reads of pg_settings, beside io_*
 
 
 def alter_system_refusal(ctx: FamilyContext) -> str | None:

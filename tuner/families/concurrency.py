@@ -13,7 +13,7 @@ Per version (PostgreSQL 17 and 18 release notes; 18's docs on asynchronous I/O, 
   confirmed against the best other value it measured.
 * **18+**: ``io_workers`` (reload) is searched under ``io_method = worker`` at the values found above, and
   ``io_method`` (restart) is screened against today's where :mod:`tuner.families.aio` allows it (io_uring only where
-  nothing stops it: :mod:`tuner.families.iouring`): ALTER SYSTEM, journaled first and put back at the end.
+  nothing stops it: :mod:`tuner.knobs.iouring`): ALTER SYSTEM, journaled first and put back at the end.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from tuner.core import space
 from tuner.core.decide import Decision, decide, recommendation
 from tuner.core.session import Probe, build_optimiser, search
 from tuner.errors import ProbeError
-from tuner.families import aio, concurrency_figures, iouring
+from tuner.families import aio, concurrency_figures
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Trial
@@ -76,7 +76,7 @@ class Concurrency:
             except ProbeError as exc:
                 return skipped(self.name, f"{exc} ({exc.hint})" if exc.hint else str(exc))
             if streams:
-                names = [ICL_CAP, METHOD, WORKERS, ICL, aio.POOL_MIN, aio.POOL_MAX, *iouring.SLOT_SETTINGS]
+                names = [ICL_CAP, METHOD, WORKERS, ICL, *aio.SETTINGS]
                 io = {r["name"]: dict(r) for r in await conn.fetch(sqlfiles.load(_PROBES_SQL, "io_settings"), names)}
                 queries = await _with_seq_scan(conn, ctx, queries)
             files = [f for q in queries if q.relation for f in await workload.relation_files(conn, local, q.relation)]
