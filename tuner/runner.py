@@ -27,10 +27,10 @@ from tuner.policy import Policy
 from tuner.stop import STOP
 from tuner.store import Store, target_id
 from tuner.store.base import no_lock
-from tuner.store.fingerprint import fingerprint
 from tuner.target import interlock
 from tuner.target.connection import connect, redact, server_address
 from tuner.target.facts import TargetFacts, gather
+from tuner.target.fingerprint import fingerprint
 from tuner.target.guard import Guard
 from tuner.target.server import Restart, Servers, servers
 
