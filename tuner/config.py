@@ -41,13 +41,6 @@ def _one_of(value: str, info: ValidationInfo, kind: str) -> str:
     return value
 
 
-def _default_families(data: Any, info: ValidationInfo) -> Any:
-    """A table without ``families`` tunes every registered family (the context's list; none without one)."""
-    if isinstance(data, Mapping) and "families" not in data:
-        return {**data, "families": tuple((info.context or {}).get("family", ()))}
-    return data
-
-
 def _no_nul(value: Any) -> Any:
     items = value if isinstance(value, (list, tuple)) else [value]
     if any(isinstance(v, str) and "\x00" in v for v in items):
@@ -64,6 +57,25 @@ class Section(BaseModel):
     @classmethod
     def _text(cls, value: Any) -> Any:
         return _no_nul(value)
+
+
+def _registered(value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+    return tuple(_one_of(v, info, "family") for v in value)
+
+
+FamilyNames = Annotated[tuple[str, ...], AfterValidator(_registered)]
+
+
+class FamiliesSection(Section):
+    """A table with a ``families`` key (``[tuner]``, ``[[daemon.targets]]``): without it, every registered family
+    is tuned (the validation context's list; none without one)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _every_family(cls, data: Any, info: ValidationInfo) -> Any:
+        if isinstance(data, Mapping) and "families" not in data:
+            return {**data, "families": tuple((info.context or {}).get("family", ()))}
+        return data
 
 
 def _directory_path(value: Path) -> Path:
@@ -112,9 +124,9 @@ class TargetConfig(Section):
         return value
 
 
-class TunerSection(Section):
+class TunerSection(FamiliesSection):
     policy: str = Field(default="default", description="policy name (policies/NAME.toml) or path to a policy file")
-    families: tuple[str, ...] = Field(default=(), description="knob families to tune (default: every registered family)")
+    families: FamilyNames = Field(default=(), description="knob families to tune (default: every registered family)")
     seed: int = Field(default=20261202, ge=0, le=SEED_MAX,
                       description=f"seed for the optimiser and the probe order, 0 to {SEED_MAX}")
     state_dir: DirPath | None = Field(
@@ -122,16 +134,6 @@ class TunerSection(Section):
         description="the change journal's directory; unset: /var/lib/tuner as root, else ~/.local/state/tuner",
     )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
-
-    @model_validator(mode="before")
-    @classmethod
-    def _every_family(cls, data: Any, info: ValidationInfo) -> Any:
-        return _default_families(data, info)
-
-    @field_validator("families")
-    @classmethod
-    def _registered(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
-        return tuple(_one_of(v, info, "family") for v in value)
 
 
 class WorkloadConfig(Section):
@@ -204,30 +206,20 @@ class StoreConfig(Section):
         return value
 
 
-class DaemonTarget(Section):
+class DaemonTarget(FamiliesSection):
     """One target of the daemon beyond (or instead of) ``[target]``."""
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,62}$",
                       description="the target's name in the API, /metrics and logs (lower case, digits, . _ -)")
     dsn: str | None = Field(default=None, description="as [target] dsn")
     restart_command: str | None = Field(default=None, description="as [target] restart_command")
-    families: tuple[str, ...] = Field(default=(), description="families to tune on it (default: every registered family)")
+    families: FamilyNames = Field(default=(), description="families to tune on it (default: every registered family)")
     policy: str | None = Field(default=None, description="policy for this target (default: [tuner] policy)")
 
     @field_validator("dsn")
     @classmethod
     def _usable(cls, value: str | None) -> str | None:
         return TargetConfig._usable(value)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _every_family(cls, data: Any, info: ValidationInfo) -> Any:
-        return _default_families(data, info)
-
-    @field_validator("families")
-    @classmethod
-    def _registered(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
-        return TunerSection._registered(value, info)
 
 
 @dataclass(frozen=True)
