@@ -14,7 +14,8 @@ from tuner.config import Config
 from tuner.configured import load_config
 from tuner.errors import ConfigError, TunerError
 from tuner.files import atomic_write
-from tuner.store import open_store, store_location, target_id
+from tuner.store import open_store, store_location
+from tuner.store.views import target_history
 
 
 EXIT_TEXT = """\b
@@ -134,14 +135,6 @@ def with_store_options(fn: Any) -> Any:
     return fn
 
 
-
-async def target_history(store: Any, report: Any) -> list[Any] | None:
-    """The stored sessions of ``report``'s target, newest first (None where the report is not among them)."""
-    fp = report.target.fingerprint or {}
-    target = target_id(report.target.system_identifier, fp.get("data_directory"),
-                       str(fp.get("label") or report.target.dsn))
-    history = await store.sessions(target=target)
-    return history if any(s.id == report.session.id for s in history) else None
 
 def write_files(files: dict[str, str], directory: Path) -> list[Path]:
     """Each file into ``directory`` atomically; a directory that cannot be written is one sentence (exit 2)."""

@@ -286,7 +286,7 @@ class Worker:
         locked = await asyncio.to_thread(lock_working_set)
         log.info("daemon.code_locked", mib=round(locked.bytes_locked / (1 << 20), 1), problem=locked.problem)
         # The optimiser stack, imported above in a thread: on the event loop it would stall the API.
-        from tuner.runner import recommend
+        from tuner.stored import run_stored
 
         cfg = target.cfg
         policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
@@ -300,15 +300,15 @@ class Worker:
                                   "setting tuner can re-validate (effective_io_concurrency, WAL settings)")
             families = tuple(pins)
         # A store connection of the session's own, not the worker's handle: the runner holds its advisory locks on
-        # it for the whole session (released when it closes), and the API keeps reading the store meanwhile.
-        async with open_store(self.state.cfg) as db:
-            assert db is not None  # the worker's handle opened: the store is on
-            report = await recommend(cfg, policy, use_sandbox=target.sandbox, families=families, store=db,
-                                     session_id=run["id"], where=target.servers, pins=pins,
-                                     progress=DaemonProgress(self.state, current))
-            fp = report.target.fingerprint or {}
-            target.store_id = store_id(report.target.system_identifier, fp, target)
-            await db.save(report, fp, kind=run["kind"])
+        # it for the whole session (released when it closes), and the API keeps reading the store meanwhile. (The
+        # worker's handle opened, so the store is on; a target's configuration carries the daemon's [store].)
+        done = await run_stored(cfg, policy, kind=run["kind"], use_sandbox=target.sandbox, families=families,
+                                session_id=run["id"], where=target.servers, pins=pins,
+                                progress=DaemonProgress(self.state, current))
+        report = done.report
+        target.store_id = store_id(report.target.system_identifier, report.target.fingerprint or {}, target)
+        if done.problem is not None:  # the run fails with it, as any store failure does
+            raise done.problem
         return report
 
     async def pins(self, target: Target, knobs: list[str]) -> dict[str, Pin]:
