@@ -20,9 +20,7 @@ from tuner.log import get_logger
 from tuner.model import Report
 from tuner.policy import Policy
 from tuner.runner import recommend
-from tuner.store import StoreError, open_store
-from tuner.store.base import SessionSummary
-from tuner.store.views import target_history
+from tuner.store import SessionSummary, StoreError, open_store, target_history
 
 log = get_logger("tuner.store")
 

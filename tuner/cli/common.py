@@ -14,8 +14,7 @@ from tuner.config import Config
 from tuner.configured import load_config
 from tuner.errors import ConfigError, TunerError
 from tuner.files import atomic_write
-from tuner.store import open_store, store_location
-from tuner.store.views import target_history
+from tuner.store import open_store, store_location, target_history
 
 
 EXIT_TEXT = """\b

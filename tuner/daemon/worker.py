@@ -364,7 +364,7 @@ class Worker:
 
 
 def _import_session_stack() -> None:
-    for name in ("tuner.runner", "tuner.optimiser.gp", "skopt", "sklearn.gaussian_process", "scipy.stats"):
+    for name in ("tuner.stored", "tuner.runner", "tuner.optimiser.gp", "skopt", "sklearn.gaussian_process", "scipy.stats"):
         importlib.import_module(name)
     for family in REGISTRY.names():
         REGISTRY.get(family)
