@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, GetCoreSchemaHandler, ValidationError,
+                      ValidationInfo, field_validator, model_validator)
+from pydantic_core import core_schema
 
 from tuner.device_profile import LOCAL, DeviceField
-from tuner.durations import parse_duration
+from tuner.durations import Duration
 from tuner.errors import ConfigError
 from tuner.placeholders import HelperCommand
 from tuner.target.connection import check_dsn
-from tuner.timespec import parse_crontab, parse_window
+from tuner.timespec import Schedule, Windows, parse_windows
 
 SEED_MAX = 2**32 - 1  # numpy's seeds are 0 .. 2**32 - 1
 
@@ -37,13 +39,6 @@ def _one_of(value: str, info: ValidationInfo, kind: str) -> str:
     if known is not None and value not in known:
         raise ValueError(f"unknown {kind} {value!r} (known: {', '.join(known)})")
     return value
-
-
-def _default_families(data: Any, info: ValidationInfo) -> Any:
-    """A table without ``families`` tunes every registered family (the context's list; none without one)."""
-    if isinstance(data, Mapping) and "families" not in data:
-        return {**data, "families": tuple((info.context or {}).get("family", ()))}
-    return data
 
 
 def _no_nul(value: Any) -> Any:
@@ -62,6 +57,25 @@ class Section(BaseModel):
     @classmethod
     def _text(cls, value: Any) -> Any:
         return _no_nul(value)
+
+
+def _registered(value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+    return tuple(_one_of(v, info, "family") for v in value)
+
+
+FamilyNames = Annotated[tuple[str, ...], AfterValidator(_registered)]
+
+
+class FamiliesSection(Section):
+    """A table with a ``families`` key (``[tuner]``, ``[[daemon.targets]]``): without it, every registered family
+    is tuned (the validation context's list; none without one)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _every_family(cls, data: Any, info: ValidationInfo) -> Any:
+        if isinstance(data, Mapping) and "families" not in data:
+            return {**data, "families": tuple((info.context or {}).get("family", ()))}
+        return data
 
 
 def _directory_path(value: Path) -> Path:
@@ -110,9 +124,9 @@ class TargetConfig(Section):
         return value
 
 
-class TunerSection(Section):
+class TunerSection(FamiliesSection):
     policy: str = Field(default="default", description="policy name (policies/NAME.toml) or path to a policy file")
-    families: tuple[str, ...] = Field(default=(), description="knob families to tune (default: every registered family)")
+    families: FamilyNames = Field(default=(), description="knob families to tune (default: every registered family)")
     seed: int = Field(default=20261202, ge=0, le=SEED_MAX,
                       description=f"seed for the optimiser and the probe order, 0 to {SEED_MAX}")
     state_dir: DirPath | None = Field(
@@ -120,16 +134,6 @@ class TunerSection(Section):
         description="the change journal's directory; unset: /var/lib/tuner as root, else ~/.local/state/tuner",
     )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
-
-    @model_validator(mode="before")
-    @classmethod
-    def _every_family(cls, data: Any, info: ValidationInfo) -> Any:
-        return _default_families(data, info)
-
-    @field_validator("families")
-    @classmethod
-    def _registered(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
-        return tuple(_one_of(v, info, "family") for v in value)
 
 
 class WorkloadConfig(Section):
@@ -202,14 +206,14 @@ class StoreConfig(Section):
         return value
 
 
-class DaemonTarget(Section):
+class DaemonTarget(FamiliesSection):
     """One target of the daemon beyond (or instead of) ``[target]``."""
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,62}$",
                       description="the target's name in the API, /metrics and logs (lower case, digits, . _ -)")
     dsn: str | None = Field(default=None, description="as [target] dsn")
     restart_command: str | None = Field(default=None, description="as [target] restart_command")
-    families: tuple[str, ...] = Field(default=(), description="families to tune on it (default: every registered family)")
+    families: FamilyNames = Field(default=(), description="families to tune on it (default: every registered family)")
     policy: str | None = Field(default=None, description="policy for this target (default: [tuner] policy)")
 
     @field_validator("dsn")
@@ -217,23 +221,40 @@ class DaemonTarget(Section):
     def _usable(cls, value: str | None) -> str | None:
         return TargetConfig._usable(value)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _every_family(cls, data: Any, info: ValidationInfo) -> Any:
-        return _default_families(data, info)
 
-    @field_validator("families")
-    @classmethod
-    def _registered(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
-        return TunerSection._registered(value, info)
+@dataclass(frozen=True)
+class _ParsedFrom:
+    """An ``Annotated`` marker for a value parsed once, here at the edge: pydantic checks the TOML value as ``raw``
+    (so a wrong type gets pydantic's own sentence), ``parse`` turns it into the typed value (its ``ValueError``
+    becomes the key's sentence), and a dump gives back ``text`` of it, so ``tuner config validate --print``
+    shows what the user wrote. An already typed value (a default) passes as it is."""
+
+    raw: Any
+    parse: Callable[[Any], Any]
+    typed: type
+    text: Callable[[Any], Any]
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        def validate(value: Any, check_raw: core_schema.ValidatorFunctionWrapHandler) -> Any:
+            return value if isinstance(value, self.typed) else self.parse(check_raw(value))
+
+        return core_schema.no_info_wrap_validator_function(
+            validate, handler.generate_schema(self.raw),
+            serialization=core_schema.plain_serializer_function_ser_schema(self.text))
 
 
-def _duration(value: str) -> str:
-    parse_duration(value)
-    return value
+def _schedule(text: str | None) -> Schedule | None:
+    if text is None or not text.strip():
+        return None
+    schedule = Schedule(text)
+    schedule.trigger  # parsed now, to refuse a bad line here; the trigger is kept for the scheduler
+    return schedule
 
 
-Duration = Annotated[str, AfterValidator(_duration)]
+EveryDuration = Annotated[Duration, _ParsedFrom(str, Duration.parse, Duration, str)]
+CrontabLine = Annotated[Schedule | None, _ParsedFrom(str | None, _schedule, Schedule,
+                                                     lambda s: None if s is None else s.text)]
+WindowList = Annotated[Windows, _ParsedFrom(tuple[str, ...], parse_windows, Windows, lambda w: list(w.texts))]
 
 
 class DaemonConfig(Section):
@@ -244,13 +265,15 @@ class DaemonConfig(Section):
         description="file holding the bearer token: needed for POST, and for every endpoint but /healthz off loopback")
     listen: str = Field(default="127.0.0.1:8187",
                         description="HTTP API address HOST:PORT (loopback by default; any other needs token_file)")
-    schedule: str | None = Field(default="0 2 * * 6",
-                                 description="crontab (5 fields, local time) of full sessions; empty: none")
-    windows: tuple[str, ...] = Field(
-        default=(), description='when probing may run, e.g. ["Sat 01:00-05:00", "Mon-Fri 22:00-04:00"]; empty: any time')
-    drift_check_every: Duration = Field(default="10m", description="how often the target's fingerprint is checked")
-    revalidate_every: Duration = Field(default="7d",
-                                       description="how often a stored recommendation is re-confirmed")
+    schedule: CrontabLine = Field(default=Schedule("0 2 * * 6"),
+                                  description="crontab (5 fields, local time) of full sessions; empty: none")
+    windows: WindowList = Field(
+        default=Windows(),
+        description='when probing may run, e.g. ["Sat 01:00-05:00", "Mon-Fri 22:00-04:00"]; empty: any time')
+    drift_check_every: EveryDuration = Field(default=Duration.parse("10m"),
+                                             description="how often the target's fingerprint is checked")
+    revalidate_every: EveryDuration = Field(default=Duration.parse("7d"),
+                                            description="how often a stored recommendation is re-confirmed")
     targets: tuple[DaemonTarget, ...] = Field(default=(), description="more targets ([[daemon.targets]])")
 
     @field_validator("listen")
@@ -260,21 +283,6 @@ class DaemonConfig(Section):
         if not is_loopback(host) and info.data.get("token_file") is None:
             raise ValueError(f"{value!r} is not a loopback address: set token_file too (every endpoint but "
                              "/healthz then needs its bearer token)")
-        return value
-
-    @field_validator("schedule")
-    @classmethod
-    def _crontab(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        parse_crontab(value)
-        return value
-
-    @field_validator("windows")
-    @classmethod
-    def _windows(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for w in value:
-            parse_window(w)
         return value
 
     @field_validator("targets")

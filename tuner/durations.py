@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
+from datetime import timedelta
 
 MAX_DURATION_S = 365 * 86400.0
 _UNIT_S = {"d": 86400, "h": 3600, "m": 60, "s": 1}
@@ -56,6 +58,27 @@ def parse_duration(text: str | float) -> float:
     if not seen:
         raise ValueError(f"{text!r} is not a duration: {_EXAMPLES}")
     return _checked(total, text)
+
+
+@dataclass(frozen=True)
+class Duration:
+    """A duration parsed once, at the edge: its length, and its ``text`` as the user wrote it (shown back so, in
+    messages and by ``tuner config validate --print``)."""
+
+    text: str
+    delta: timedelta
+
+    @classmethod
+    def parse(cls, text: str) -> Duration:
+        """:func:`parse_duration` of ``text``, kept with it; ``ValueError`` with its sentence."""
+        return cls(text, timedelta(seconds=parse_duration(text)))
+
+    @property
+    def seconds(self) -> float:
+        return self.delta.total_seconds()
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def _checked(seconds: float, text: str) -> float:

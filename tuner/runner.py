@@ -28,7 +28,7 @@ from tuner.probes.diskstat import data_disk
 from tuner.stop import STOP
 from tuner.store import Store, target_id
 from tuner.store.base import no_lock
-from tuner.store.fingerprint import fingerprint
+from tuner.target.fingerprint import fingerprint
 from tuner.target.connection import redact, server_address
 from tuner.target.server import Servers, servers
 

@@ -24,6 +24,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -169,9 +170,15 @@ class Windows:
     """A set of maintenance windows; open when any of them is. No windows at all means always open."""
 
     windows: tuple[Window, ...] = ()
+    written: tuple[str, ...] = field(default=(), compare=False)  # as the configuration spelt them, when parsed
 
     def __str__(self) -> str:
         return ", ".join(str(w) for w in self.windows) if self.windows else "always"
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The windows as the user wrote them (as :func:`parse_window` reads them, when built without text)."""
+        return self.written if self.written else tuple(str(w) for w in self.windows)
 
     @property
     def always_open(self) -> bool:
@@ -224,7 +231,7 @@ def parse_windows(texts: str | Iterable[str], *, tz: tzinfo | None = None) -> Wi
     is always open."""
     items = [texts] if isinstance(texts, str) else list(texts)
     zone = tz if tz is not None else local_timezone()
-    return Windows(tuple(parse_window(t, tz=zone) for t in items))
+    return Windows(tuple(parse_window(t, tz=zone) for t in items), written=tuple(items))
 
 
 def _parse_days(text: str, whole: str) -> frozenset[int]:
@@ -363,6 +370,26 @@ def parse_crontab(text: str, *, tz: tzinfo | None = None) -> CronTrigger:
     if trigger.get_next_fire_time(None, datetime.now(zone)) is None:
         raise ValueError(f"schedule {text!r} never fires")
     return trigger
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A crontab line as written (``text``) and its trigger, parsed once by :func:`parse_crontab` on first use.
+
+    Lazily, because APScheduler costs ~0.2 s to import and only the daemon needs a trigger: the configuration
+    touches :attr:`trigger` when it reads a line from a file (so that a bad one is refused there), and its default
+    line is parsed only when a daemon schedules it.
+    """
+
+    text: str
+    tz: tzinfo | None = field(default=None, compare=False)
+
+    def __str__(self) -> str:
+        return self.text
+
+    @cached_property
+    def trigger(self) -> CronTrigger:
+        return parse_crontab(self.text, tz=self.tz)
 
 
 def _cron_weekdays(spec: str, text: str) -> str:

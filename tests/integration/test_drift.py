@@ -8,8 +8,9 @@ import json
 import time
 from typing import Any
 
-from tuner.daemon.drift import action, changes_json, compare, observe
+from tuner.daemon.drift import action, changes_json, compare
 from tuner.target.connection import connect
+from tuner.target.fingerprint import observe
 
 from .conftest import Clone, Running
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tuner.errors import TunerError
-from tuner.families import iouring
+from tuner.knobs import iouring
 from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries
 

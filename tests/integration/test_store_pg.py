@@ -243,7 +243,7 @@ def test_the_fingerprint_names_the_file_that_sets_a_setting_and_a_conf_export_sa
 ) -> None:
     from tuner import emit
     from tuner.model import TargetOut
-    from tuner.store.fingerprint import fingerprint
+    from tuner.target.fingerprint import fingerprint
     from tuner.target.connection import connect
     from tuner.target.facts import gather
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -47,8 +48,9 @@ def test_bad_daemon_settings_are_one_sentence_naming_the_key(tmp_path: Path, tex
 def test_defaults_are_a_loopback_read_only_daemon_with_a_weekly_session(tmp_path: Path) -> None:
     cfg = cfg_from(tmp_path, "")
     d = cfg.daemon
-    assert (d.listen, d.token_file, d.schedule, d.windows) == ("127.0.0.1:8187", None, "0 2 * * 6", ())
-    assert (d.drift_check_every, d.revalidate_every) == ("10m", "7d")
+    assert (d.listen, d.token_file, str(d.schedule), d.windows.texts) == ("127.0.0.1:8187", None, "0 2 * * 6", ())
+    assert (str(d.drift_check_every), str(d.revalidate_every)) == ("10m", "7d")
+    assert (d.drift_check_every.delta, d.revalidate_every.delta) == (timedelta(minutes=10), timedelta(days=7))
     assert read_token(cfg) is None
 
 
@@ -148,3 +150,24 @@ def test_accepted_recommendations_follow_change_keep_and_applied(tmp_path: Path)
         return seen
 
     assert asyncio.run(go()) == [[("a00000000001", 64)], [("a00000000001", 64)], []]
+
+
+def test_daemon_values_are_parsed_once_into_types_and_shown_as_written(tmp_path: Path) -> None:
+    cfg = cfg_from(tmp_path, '[daemon]\nschedule = "30 3 * * 1-5"\nwindows = ["mon-fri 22:00-04:00"]\n'
+                             'drift_check_every = "10 minutes"\nrevalidate_every = "1h30m"\n')
+    d = cfg.daemon
+    assert d.drift_check_every.delta == timedelta(minutes=10) and d.revalidate_every.seconds == 5400.0
+    zone = d.windows.windows[0].tz
+    saturday, monday_23h = datetime(2026, 12, 5, 12, tzinfo=zone), datetime(2026, 12, 7, 23, tzinfo=zone)
+    assert d.schedule is not None and d.schedule.trigger is d.schedule.trigger  # parsed once, kept
+    assert d.schedule.trigger.get_next_fire_time(None, saturday) == monday_23h.replace(hour=3, minute=30)
+    assert d.windows.contains(monday_23h) and not d.windows.contains(monday_23h.replace(hour=12))
+    # What the user wrote comes back in the dump (and so in 'tuner config validate --print'), and re-reads equal.
+    dumped = d.model_dump(mode="json")
+    assert (dumped["schedule"], dumped["windows"]) == ("30 3 * * 1-5", ["mon-fri 22:00-04:00"])
+    assert (dumped["drift_check_every"], dumped["revalidate_every"]) == ("10 minutes", "1h30m")
+    assert type(d).model_validate(dumped) == d
+
+
+def test_an_empty_schedule_is_none(tmp_path: Path) -> None:
+    assert cfg_from(tmp_path, '[daemon]\nschedule = "  "\n').daemon.schedule is None

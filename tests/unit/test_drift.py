@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from tuner.daemon import hostfacts
-from tuner.daemon.drift import Action, Change, action, changes_json, compare, recommendation_key, size_band
+from tuner.daemon.drift import Action, Change, action, changes_json, compare
+from tuner.knobs import hostfacts
+from tuner.target.fingerprint import recommendation_key, size_band
 
 GIB = 1 << 30
 

@@ -15,7 +15,7 @@ import click
 from tuner import emit
 from tuner import log as tlog
 from tuner.cli.common import (COLOR_OPTION, CONFIG_HELP, CONFIG_TEXT, EXIT_TEXT, Sectioned, echo_report,
-                              require_target, target_history, terminal)
+                              require_target, terminal)
 from tuner.config import SEED_MAX, Config
 from tuner.configured import load_config
 from tuner.emit import FORMATS
@@ -24,7 +24,7 @@ from tuner.families import REGISTRY
 from tuner.policy import load_policy
 from tuner.progress import TerminalProgress
 from tuner.stop import STOP
-from tuner.store import StoreError, open_store, store_location
+from tuner.store import store_location
 
 
 SECTIONS = (
@@ -155,7 +155,7 @@ def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None, store: 
     """The session, where it was stored (None: not stored; an error: storing it failed), and its target's stored
     sessions, newest first (None where it was not stored or they could not be read)."""
     # The session stack (scikit-optimize, scikit-learn, scipy) takes seconds to import: only a session pays for it.
-    from tuner.runner import recommend as run_recommend
+    from tuner.stored import run_stored
 
     async def guarded() -> Any:
         loop = asyncio.get_running_loop()
@@ -177,25 +177,14 @@ def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None, store: 
         progress_cm: Any = contextlib.nullcontext(None)
         if sys.stderr.isatty():
             progress_cm = TerminalProgress()
-        # The store is opened first: one that cannot be read stops the run before anything is probed.
-        async with open_store(cfg, enabled=store) as db:
-            with progress_cm as progress:
-                report = await run_recommend(
-                    cfg, policy, use_sandbox=sandbox, families=cfg.tuner.families, budget=budget, progress=progress,
-                    store=db, warm_start=warm_start,
-                )
-            if db is None:
-                return report, None, None
-            try:
-                await db.save(report, report.target.fingerprint or {})
-            except StoreError as exc:  # the operator still gets the report; the caller says it was not stored
-                return report, exc, None
-            try:
-                history = await target_history(db, report)
-            except StoreError as exc:  # stored; only the report's history section is missing
-                tlog.get_logger("tuner.store").warning("store.history", error=str(exc))
-                history = None
-            return report, store_location(cfg), history
+        with progress_cm as progress:
+            # A store that fails once the report exists is returned: the operator still gets the report, and the
+            # caller says it was not stored.
+            done = await run_stored(cfg, policy, store=store, history=True, use_sandbox=sandbox,
+                                    families=cfg.tuner.families, budget=budget, progress=progress,
+                                    warm_start=warm_start)
+        where = done.problem or (store_location(cfg) if done.stored else None)
+        return done.report, where, done.history
 
     STOP.reset()
     try:

@@ -17,8 +17,7 @@ from tuner.configured import load_config
 from tuner.emit.terminal import COLOR_CHOICES, Terminal, detect
 from tuner.errors import ConfigError, TunerError
 from tuner.files import atomic_write
-from tuner.store import open_store, store_location
-from tuner.store.views import target_history  # noqa: F401 (the commands import it from here)
+from tuner.store import open_store, store_location, target_history  # noqa: F401 (the commands import it from here)
 
 
 # Every help text here is written for an 80-column terminal: click indents it by 2, so a line is at most 78

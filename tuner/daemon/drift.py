@@ -1,7 +1,6 @@
-"""The drift check: a cheap fingerprint of a target (one connection, a few catalogue reads, sysfs and /proc; no probe,
-nothing written), what changed between two of them, and what a change calls for.
+"""The drift check: what changed between two drift fingerprints of a target, and what a change calls for.
 
-:func:`observe` reads the fingerprint, :func:`compare` lists the :class:`Change` objects, :func:`action` turns them
+:func:`tuner.target.fingerprint.observe` reads the fingerprint (in one module with a session's), :func:`compare` lists the :class:`Change` objects, :func:`action` turns them
 into one :class:`Action` and :func:`changes_json` into what ``Store.record_drift`` stores and ``GET /v1/drift``
 serves. A recommendation is named by :func:`recommendation_key`: the knob for the server (``effective_io_concurrency``),
 ``knob:object`` otherwise (``read_ahead_kb:/dev/loop3``, ``effective_io_concurrency:fast`` for a tablespace) —
@@ -10,35 +9,16 @@ serves. A recommendation is named by :func:`recommendation_key`: the knob for th
 
 from __future__ import annotations
 
-import math
 import os
-import platform
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Literal
 
-import asyncpg
-
-from tuner import sqlfiles
-from tuner.daemon import hostfacts
 from tuner.families import REGISTRY
 from tuner.knobs import catalog
-from tuner.knobs.devices import device_facts, discover, postgres_paths
-from tuner.target import facts as target_facts
-from tuner.target.connection import connect
+from tuner.target.fingerprint import recommendation_key
 
-_SQL = str(Path(__file__).parent)
-_TARGET_SQL = str(Path(target_facts.__file__).parent)
 _SERVER_FIELDS = ("major", "server_version_num", "system_identifier", "timeline", "postmaster_start", "in_recovery")
-# The size bands, by what the caches hold: all of it in PostgreSQL's buffers, all of it in memory, then up to 2, 4
-# and 8 times memory — with uniform access at least 1/2, 3/4 and 7/8 of reads go to the device. Crossing a band
-# upward changes the mix of cached and device reads the recommendations were measured under; past 8x nearly every
-# read is a device read and further growth changes little. (Powers of two in GiB would fire for 1 -> 2 GiB on a
-# 64 GiB host, where nothing changes.)
-_BANDS = ("fits in shared_buffers", "fits in memory", "up to 2x memory", "up to 4x memory", "up to 8x memory",
-          "more than 8x memory")
 
 # Why a change re-probes every family: each moves what every measurement stood on.
 _WHY = {"kernel": "a new kernel release changes the block layer and page cache under every measurement",
@@ -49,83 +29,10 @@ _WHY = {"kernel": "a new kernel release changes the block layer and page cache u
 ChangeKind = Literal["server", "setting", "device", "kernel", "cgroup", "size"]
 
 
-def recommendation_key(knob: str, object: str | None = None) -> str:
-    """The key of a recommendation in :func:`action`'s ``recommended``: ``knob`` or ``knob:object``."""
-    return f"{knob}:{object}" if object else knob
-
-
 def knob_families() -> dict[str, str]:
     """Each catalogued knob's family (the catalogue is the one place that says it), for the registered families."""
     cat = catalog.load()
     return {k: family for family in REGISTRY.names() for k in cat.names(family)}
-
-
-def size_band(database_bytes: int, shared_buffers_bytes: int, memory_bytes: int) -> int:
-    """Index into the size bands (see ``_BANDS``) of ``database_bytes`` of data."""
-    if database_bytes <= shared_buffers_bytes:
-        return 0
-    ratio = database_bytes / max(memory_bytes, shared_buffers_bytes, 1)
-    return 1 if ratio <= 1 else min(len(_BANDS) - 1, 1 + math.ceil(math.log2(ratio)))
-
-
-async def observe(dsn: str | None, *, timeout_s: float) -> dict[str, Any]:
-    """The drift fingerprint of the server ``dsn`` leads to, JSON-serialisable. Host facts (devices, kernel, cgroup)
-    only when the data directory is on this host; whatever the role may not read is None. ``timeout_s`` bounds the
-    connection and each statement. Raises :class:`~tuner.errors.TargetError` when the server cannot be reached."""
-    conn = await connect(dsn, timeout_s=timeout_s,
-                         server_settings={"statement_timeout": str(max(1, int(timeout_s * 1000)))})
-    try:
-        facts = await target_facts.gather(conn)
-        cat = catalog.load()
-        rows = await conn.fetch(sqlfiles.load(_TARGET_SQL, "settings"), cat.names())
-        extra = await conn.fetchrow(sqlfiles.load(_SQL, "drift"))
-        try:
-            timeline = await conn.fetchval(sqlfiles.load(_SQL, "timeline"))
-        except asyncpg.InsufficientPrivilegeError:
-            timeline = None
-    finally:
-        await conn.close()
-    assert extra is not None
-    settings: dict[str, dict[str, Any]] = {}
-    for r in sorted(rows, key=lambda r: r["name"]):
-        spec = cat.spec(r["name"], facts.server_version_num)
-        if spec is not None:  # value in pg_settings' unit (the catalogue's); sourcefile NULL unless the role may see it
-            value = int(r["setting"]) if r["vartype"] == "integer" else r["setting"]
-            settings[r["name"]] = {"value": value, "unit": r["unit"],
-                                   "source": r["source"], "sourcefile": r["sourcefile"],
-                                   "sourceline": r["sourceline"], "family": spec.family}
-    for ts in facts.tablespaces:  # ALTER TABLESPACE … SET (effective_io_concurrency = …)
-        for option in ts.options:
-            name, _, value = option.partition("=")
-            spec = cat.spec(name, facts.server_version_num)
-            if spec is not None and "tablespace" in spec.scopes:
-                settings[recommendation_key(name, ts.name)] = {
-                    "value": int(value) if value.lstrip("-").isdigit() else value, "unit": None,
-                    "source": f"tablespace {ts.name}", "sourcefile": None, "sourceline": None, "family": spec.family}
-    local = facts.local_data_directory()
-    devices, kernel, cgroup = None, None, None
-    if local is not None:
-        groups, _ = discover(postgres_paths(local, {t.name: t.location for t in facts.tablespaces}))
-        devices = {g.device.name: device_facts(g.device, g.roles)
-                   for g in sorted(groups, key=lambda g: g.device.name)}
-        kernel, cgroup = platform.release(), hostfacts.cgroup(local)
-    memory, basis = hostfacts.memory(cgroup) if local is not None else (None, "")
-    if memory is None:  # a remote server's memory: what its planner is told
-        memory, basis = extra["effective_cache_size_bytes"], "effective_cache_size"
-    size = None
-    if extra["database_bytes"] is not None:
-        band = size_band(extra["database_bytes"], extra["shared_buffers_bytes"], memory)
-        size = {"band": band, "label": _BANDS[band], "database_bytes": extra["database_bytes"],
-                "memory_bytes": memory, "memory_basis": basis, "shared_buffers_bytes": extra["shared_buffers_bytes"]}
-    return {
-        "observed_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "data_directory": facts.data_directory,  # identity with the system identifier (not compared: see server)
-        "server": {"major": facts.major, "server_version_num": facts.server_version_num,
-                   "system_identifier": facts.system_identifier, "timeline": timeline,
-                   "postmaster_start": extra["postmaster_start"].astimezone(UTC).isoformat(),
-                   "in_recovery": facts.in_recovery},
-        "settings": settings, "devices": devices, "kernel": kernel, "cgroup": cgroup, "size": size,
-    }
 
 
 def server_values(fp: Mapping[str, Any]) -> dict[tuple[str, str | None], Any]:

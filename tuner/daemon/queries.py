@@ -14,7 +14,7 @@ from tuner.daemon.worker import Worker
 from tuner.emit.json import to_dict
 from tuner.errors import ConfigError, DaemonError
 from tuner.store import StoreError
-from tuner.store.views import target_history
+from tuner.store import target_history
 
 PAGE_SESSIONS = 30  # the sessions per target the page draws its history from
 

@@ -33,12 +33,11 @@ from tuner.daemon.state import DaemonState, Target, daemon_owner, label, shown, 
 from tuner.daemon.token import read_token
 from tuner.daemon.watch import DriftWatch
 from tuner.daemon.worker import Worker
-from tuner.durations import parse_duration
 from tuner.errors import ConfigError, DaemonError, TunerError
 from tuner.log import get_logger
 from tuner.policy import load_policy
 from tuner.target.server import servers
-from tuner.timespec import local_timezone, parse_crontab, parse_windows
+from tuner.timespec import local_timezone
 
 log = get_logger("tuner.daemon")
 
@@ -58,17 +57,18 @@ def check(cfg: Config, *, sandbox: bool) -> list[str]:
     state_dir(cfg)
     for t in targets:
         load_policy(t.cfg.tuner.policy, config_dir=t.cfg.source.parent if t.cfg.source else None)
-    windows = parse_windows(cfg.daemon.windows)
-    trigger = parse_crontab(cfg.daemon.schedule) if cfg.daemon.schedule else None
+    windows = cfg.daemon.windows
+    schedule = cfg.daemon.schedule
+    trigger = schedule.trigger if schedule else None
     now = datetime.now(UTC)
     return [
         f"listen {host}:{port} ({'token required for every endpoint but /healthz' if not is_loopback(host) else 'loopback'}"
         f"{'; POST allowed with the token' if token else '; read-only: no token_file'})",
-        f"schedule {cfg.daemon.schedule or 'none'}; windows {', '.join(cfg.daemon.windows) or 'any time'} "
+        f"schedule {cfg.daemon.schedule or 'none'}; windows {', '.join(windows.texts) or 'any time'} "
         f"(now {'open' if windows.contains(datetime.now(UTC)) else 'closed'})",
         f"drift check every {cfg.daemon.drift_check_every}; re-validation every {cfg.daemon.revalidate_every}",
-        *upcoming.lines(cfg.daemon.schedule, trigger, windows, cfg.daemon.drift_check_every,
-                        cfg.daemon.revalidate_every, parse_duration(cfg.daemon.revalidate_every), now),
+        *upcoming.lines(schedule.text if schedule else None, trigger, windows, str(cfg.daemon.drift_check_every),
+                        str(cfg.daemon.revalidate_every), cfg.daemon.revalidate_every.seconds, now),
         *(f"target {t.name}: {'a sandbox of its own' if t.sandbox else shown(t.dsn)}; families "
           f"{', '.join(t.cfg.tuner.families)}; policy {t.cfg.tuner.policy}" for t in targets),
     ]
@@ -76,8 +76,9 @@ def check(cfg: Config, *, sandbox: bool) -> list[str]:
 
 def schedule_warning(cfg: Config) -> str | None:
     """One sentence when ``[daemon] schedule`` never fires inside ``[daemon] windows``, else None."""
-    trigger = parse_crontab(cfg.daemon.schedule) if cfg.daemon.schedule else None
-    return upcoming.never_inside(cfg.daemon.schedule, trigger, parse_windows(cfg.daemon.windows), datetime.now(UTC))
+    schedule = cfg.daemon.schedule
+    return upcoming.never_inside(schedule.text if schedule else None, schedule.trigger if schedule else None,
+                                 cfg.daemon.windows, datetime.now(UTC))
 
 
 @dataclass
@@ -110,11 +111,11 @@ class Daemon:
         for job in sch.get_jobs():
             job.remove()
         common = dict(max_instances=1, coalesce=True, misfire_grace_time=300, replace_existing=True)
-        drift_s = parse_duration(daemon.drift_check_every)
-        reval_s = parse_duration(daemon.revalidate_every)
+        drift_s = daemon.drift_check_every.seconds
+        reval_s = daemon.revalidate_every.seconds
         for name in self.targets:
-            if daemon.schedule:
-                sch.add_job(self.worker.enqueue, parse_crontab(daemon.schedule), id=f"session:{name}",
+            if daemon.schedule is not None:
+                sch.add_job(self.worker.enqueue, daemon.schedule.trigger, id=f"session:{name}",
                             args=[name, "session"], kwargs={"reason": f"schedule {daemon.schedule}"}, **common)
             sch.add_job(self.watch.check, IntervalTrigger(seconds=drift_s), id=f"drift:{name}", args=[name],
                         next_run_time=datetime.now(UTC), **common)

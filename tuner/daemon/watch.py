@@ -12,7 +12,8 @@ from typing import Any
 
 from tuner.config import state_dir
 from tuner.daemon import pins as pinning
-from tuner.daemon.drift import Action, action, changes_json, compare, observe, recommendation_key, server_values
+from tuner.daemon.drift import Action, action, changes_json, compare, server_values
+from tuner.target.fingerprint import observe, recommendation_key
 from tuner.daemon.state import DaemonState, Target, label, store_id
 from tuner.daemon.worker import Worker
 from tuner.errors import TunerError

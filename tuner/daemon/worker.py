@@ -25,7 +25,6 @@ from tuner.daemon import pins as pinning
 from tuner.daemon import session_request
 from tuner.daemon.residency import lock_working_set
 from tuner.daemon.state import Current, DaemonState, Target, store_id
-from tuner.durations import parse_duration
 from tuner.errors import ConfigError, DaemonError, TunerError
 from tuner.families import REGISTRY
 from tuner.families.base import Pin
@@ -33,7 +32,7 @@ from tuner.log import get_logger
 from tuner.policy import load_policy
 from tuner.stop import STOP
 from tuner.store import Store, StoreError, open_store
-from tuner.timespec import Windows, local_timezone, parse_windows
+from tuner.timespec import Windows, local_timezone
 
 log = get_logger("tuner.daemon")
 
@@ -132,7 +131,7 @@ class Worker:
                     await self._again(db, run, "interrupted", detail)
 
     def windows(self) -> Windows:
-        return parse_windows(self.state.cfg.daemon.windows)
+        return self.state.cfg.daemon.windows
 
     async def _next(self) -> tuple[dict[str, Any], bool] | None:
         """The oldest queued run that may start now (forced, or its window is open), and whether it is forced."""
@@ -289,7 +288,7 @@ class Worker:
         locked = await asyncio.to_thread(lock_working_set)
         log.info("daemon.code_locked", mib=round(locked.bytes_locked / (1 << 20), 1), problem=locked.problem)
         # The optimiser stack, imported above in a thread: on the event loop it would stall the API.
-        from tuner.runner import recommend
+        from tuner.stored import run_stored
 
         cfg = target.cfg
         policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
@@ -303,15 +302,15 @@ class Worker:
                                   "setting tuner can re-validate (effective_io_concurrency, WAL settings)")
             families = tuple(pins)
         # A store connection of the session's own, not the worker's handle: the runner holds its advisory locks on
-        # it for the whole session (released when it closes), and the API keeps reading the store meanwhile.
-        async with open_store(self.state.cfg) as db:
-            assert db is not None  # the worker's handle opened: the store is on
-            report = await recommend(cfg, policy, use_sandbox=target.sandbox, families=families, store=db,
-                                     session_id=run["id"], where=target.servers, pins=pins,
-                                     progress=DaemonProgress(self.state, current))
-            fp = report.target.fingerprint or {}
-            target.store_id = store_id(report.target.system_identifier, fp, target)
-            await db.save(report, fp, kind=run["kind"])
+        # it for the whole session (released when it closes), and the API keeps reading the store meanwhile. (The
+        # worker's handle opened, so the store is on; a target's configuration carries the daemon's [store].)
+        done = await run_stored(cfg, policy, kind=run["kind"], use_sandbox=target.sandbox, families=families,
+                                session_id=run["id"], where=target.servers, pins=pins,
+                                progress=DaemonProgress(self.state, current))
+        report = done.report
+        target.store_id = store_id(report.target.system_identifier, report.target.fingerprint or {}, target)
+        if done.problem is not None:  # the run fails with it, as any store failure does
+            raise done.problem
         return report
 
     async def pins(self, target: Target, knobs: list[str]) -> dict[str, Pin]:
@@ -360,14 +359,14 @@ class Worker:
                 made = [s.started_at for s in await db.sessions(target=target.store_id, limit=200)
                         if s.id in {p.session_id for p in pins.values()}]
                 last = min(made, default=None)
-        due = parse_duration(st.cfg.daemon.revalidate_every)
-        if last is not None and (datetime.now(UTC) - datetime.fromisoformat(last)).total_seconds() < due:
+        due = st.cfg.daemon.revalidate_every.delta
+        if last is not None and datetime.now(UTC) - datetime.fromisoformat(last) < due:
             return
         await self.enqueue(name, "revalidate", reason=f"every {st.cfg.daemon.revalidate_every}")
 
 
 def _import_session_stack() -> None:
-    for name in ("tuner.runner", "tuner.optimiser.gp", "skopt", "sklearn.gaussian_process", "scipy.stats"):
+    for name in ("tuner.stored", "tuner.runner", "tuner.optimiser.gp", "skopt", "sklearn.gaussian_process", "scipy.stats"):
         importlib.import_module(name)
     for family in REGISTRY.names():
         REGISTRY.get(family)

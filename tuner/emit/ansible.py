@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 from tuner.emit import changes as ch
 from tuner.emit import quote, sql, udev, yamldoc
+from tuner.emit.twin import ApplyRollback
 from tuner.model import Recommendation, Report
 
 VARS_FILE = "ansible/tuner-vars.yml"
@@ -284,17 +285,8 @@ def render_playbook(report: Report, *, rollback: bool = False) -> str:
     return yamldoc.dump(playbook(report, rollback=rollback), header=header)
 
 
-class Ansible:
+class Ansible(ApplyRollback):
     """An Ansible vars file and playbook (community.postgresql), and their rollback twins."""
 
     name: ClassVar[str] = "ansible"
-    stdout: ClassVar[bool] = True
-    export_only: ClassVar[bool] = True
-
-    def render(self, report: Report) -> dict[str, str]:
-        return {
-            VARS_FILE: render_vars(report),
-            PLAYBOOK_FILE: render_playbook(report),
-            "rollback/" + VARS_FILE: render_vars(report, rollback=True),
-            "rollback/" + PLAYBOOK_FILE: render_playbook(report, rollback=True),
-        }
+    parts = ((VARS_FILE, render_vars), (PLAYBOOK_FILE, render_playbook))

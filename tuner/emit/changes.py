@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from tuner.emit import host as host_emit
 from tuner.emit import quote, sql
+from tuner.emit.twin import label
 from tuner.model import Recommendation, Report
 
 MANAGED_BY = "managed by tuner"
@@ -38,14 +39,6 @@ def measured_on(report: Report) -> str:
     t, s = report.target, report.session
     return (f"measured on PostgreSQL {t.server_version} ({t.mode}), host {s.host}, kernel {s.kernel}, "
             f"policy {s.policy}, {s.probes} probes")
-
-
-def label(rec: Recommendation) -> str:
-    if rec.scope == "tablespace":
-        return f"{rec.knob} of tablespace {rec.object}"
-    if rec.scope == "device":
-        return f"{rec.knob} of {rec.object}"
-    return rec.knob
 
 
 def evidence(rec: Recommendation, report: Report) -> str:

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from tuner.emit import changes as ch
 from tuner.emit import yamldoc
+from tuner.emit.twin import ApplyRollback
 from tuner.model import Report
 
 FILE = "cnpg/cluster-patch.yaml"
@@ -79,12 +80,8 @@ def render(report: Report, *, rollback: bool = False) -> str:
                                       rollback=rollback))
 
 
-class Cnpg:
+class Cnpg(ApplyRollback):
     """A merge patch for a CloudNativePG Cluster, and its rollback twin."""
 
     name: ClassVar[str] = "cnpg"
-    stdout: ClassVar[bool] = True
-    export_only: ClassVar[bool] = True
-
-    def render(self, report: Report) -> dict[str, str]:
-        return {FILE: render(report), "rollback/" + FILE: render(report, rollback=True)}
+    parts = ((FILE, render),)

@@ -17,10 +17,11 @@ from typing import ClassVar
 
 from tuner.emit import changes as ch
 from tuner.emit import quote
+from tuner.emit.twin import ROLLBACK_DIR, ApplyRollback, file_text
 from tuner.model import Recommendation, Report
 
 FILE = "conf.d/99-tuner.conf"
-ROLLBACK_FILE = "rollback/conf.d/99-tuner.conf"
+ROLLBACK_FILE = ROLLBACK_DIR + FILE
 WHAT = "a configuration file"
 
 
@@ -52,7 +53,10 @@ def _shadow_note(rec: Recommendation, report: Report) -> str:
             f"this line (ALTER SYSTEM RESET {rec.knob}; first)")
 
 
-def render(report: Report) -> str:
+def render(report: Report, *, rollback: bool = False) -> str:
+    """The file (or, with ``rollback``, :func:`render_rollback`'s twin)."""
+    if rollback:
+        return render_rollback(report)
     system = ch.changes(report, "system")
     names = ", ".join(quote.literal(r.knob) for r in system if quote.attempt(partial(quote.setting, r.knob))[0])
     out = _header(
@@ -89,7 +93,7 @@ def render(report: Report) -> str:
         out.append("")
     if not written:
         out[top:top] = ["# " + quote.one_line(ch.empty(report, WHAT, "system")), ""]
-    return "\n".join(out).rstrip("\n") + "\n"
+    return file_text(out)
 
 
 def render_rollback(report: Report) -> str:
@@ -117,15 +121,11 @@ def render_rollback(report: Report) -> str:
         out.append("")
     if not written:
         out.append("# nothing to roll back.")
-    return "\n".join(out).rstrip("\n") + "\n"
+    return file_text(out)
 
 
-class Conf:
+class Conf(ApplyRollback):
     """``conf.d/99-tuner.conf`` for ``include_dir``, and its rollback twin."""
 
     name: ClassVar[str] = "conf"
-    stdout: ClassVar[bool] = True
-    export_only: ClassVar[bool] = True
-
-    def render(self, report: Report) -> dict[str, str]:
-        return {FILE: render(report), ROLLBACK_FILE: render_rollback(report)}
+    parts = ((FILE, render),)

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from tuner.emit import changes as ch
 from tuner.emit import yamldoc
+from tuner.emit.twin import ApplyRollback
 from tuner.model import Report
 
 YAML_FILE = "patroni/patroni-config.yaml"
@@ -89,17 +90,8 @@ def render_json(report: Report, *, rollback: bool = False) -> str:
     return json.dumps(patches(report, rollback=rollback)[0], indent=2, ensure_ascii=True) + "\n"
 
 
-class Patroni:
+class Patroni(ApplyRollback):
     """Patroni's dynamic configuration: YAML for patronictl, JSON for PATCH /config, and their rollback twins."""
 
     name: ClassVar[str] = "patroni"
-    stdout: ClassVar[bool] = True
-    export_only: ClassVar[bool] = True
-
-    def render(self, report: Report) -> dict[str, str]:
-        return {
-            YAML_FILE: render_yaml(report),
-            JSON_FILE: render_json(report),
-            "rollback/" + YAML_FILE: render_yaml(report, rollback=True),
-            "rollback/" + JSON_FILE: render_json(report, rollback=True),
-        }
+    parts = ((YAML_FILE, render_yaml), (JSON_FILE, render_json))

@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from tuner.emit import host as host_emit
 from tuner.emit import quote, ranges, wording
+from tuner.emit.twin import label
 from tuner.model import Recommendation, Report
 
 
@@ -68,16 +69,8 @@ def _comment(text: str) -> str:
     return "-- " + quote.one_line(text)
 
 
-def _label(rec: Recommendation) -> str:
-    if rec.scope == "tablespace":
-        return f"{rec.knob} of tablespace {rec.object}"
-    if rec.scope == "device":
-        return f"{rec.knob} of {rec.object}"
-    return rec.knob
-
-
 def _evidence(rec: Recommendation) -> list[str]:
-    lines = [wording.decided(rec, _label(rec)) + (" (change)" if rec.decision == "change" else "")]
+    lines = [wording.decided(rec, label(rec)) + (" (change)" if rec.decision == "change" else "")]
     if rec.effect is not None:
         e = rec.effect
         lines.append(
@@ -145,7 +138,7 @@ def render_rollback(report: Report) -> str:
         elif back:
             out.append(("-- on the primary:\n" if r.run_on == "primary" else "") + back)
         elif refused:
-            out.append(_comment(f"{_label(r)}: not written, so nothing to roll back: {refused}"))
+            out.append(_comment(f"{label(r)}: not written, so nothing to roll back: {refused}"))
         changes += [r] if host or back else []
     if any(r.scope == "system" for r in changes):
         out.append("SELECT pg_reload_conf();")

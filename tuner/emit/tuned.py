@@ -24,14 +24,17 @@ from typing import ClassVar
 from tuner.emit import changes as ch
 from tuner.emit import host as host_emit
 from tuner.emit import quote
+from tuner.emit.hostfile import device_entries
+from tuner.emit.twin import ROLLBACK_DIR, ApplyRollback, file_text
 from tuner.model import DeviceRef, Recommendation, Report
 
 FILE = "tuned/tuned.conf"
-ROLLBACK_FILE = "rollback/tuned/tuned.conf"
+ROLLBACK_FILE = ROLLBACK_DIR + FILE
 PROFILE = "tuner-readahead"
 CURRENT = "@CURRENT_PROFILE@"  # include='s value until installed: the profile active before this one
 PRIORITY = -10  # instances are given devices in priority order (default 0): before a [disk] that takes every disk
 WHAT = "a tuned profile"
+REOPEN = "PostgreSQL's open files keep their old readahead: restart PostgreSQL to reach every backend"
 
 
 def device_match(device: DeviceRef) -> str:
@@ -77,41 +80,12 @@ def render(report: Report, *, rollback: bool = False) -> str:
                   "Rollback: rollback/tuned/tuned.conf in its place, or switch back to the profile you had."]
     out = [c for line in lines for c in quote.comment(line)]
     out += ["", "[main]", "summary=readahead measured by tuner", f"include={CURRENT}", ""]
-    top = len(out)
-    written = 0
-    for rec in ch.changes(report):
-        if rec.scope != "device":
-            if not rollback:
-                out += [*quote.comment(ch.elsewhere(rec, WHAT)), ""]
-            continue
-        section, why = quote.attempt(partial(_section, rec, written + 1, rollback=rollback))
-        head = (f"{ch.label(rec)}: back to {rec.current} (today's value, from the {rec.source})" if rollback
-                else ch.evidence(rec, report))
-        out += quote.comment(head)
-        if section is None:
-            out += quote.comment(f"not written: {why}")
-        else:
-            if section[3].startswith("devices="):
-                out += quote.comment("matched by kernel name: the device has no WWID or serial, and kernel names "
-                                     "can change across reboots")
-            if not rollback:
-                out += quote.comment("PostgreSQL's open files keep their old readahead: restart PostgreSQL to "
-                                     "reach every backend")
-            out += section
-            written += 1
-        out.append("")
-    if not written:
-        note = "nothing to roll back." if rollback else ch.empty(report, WHAT, "device")
-        out[top:top] = [*quote.comment(note), ""]
-    return "\n".join(out).rstrip("\n") + "\n"
+    return file_text(device_entries(report, out, rollback=rollback, what=WHAT, reopen=REOPEN,
+                                    entry=partial(_section, rollback=rollback)))
 
 
-class Tuned:
+class Tuned(ApplyRollback):
     """A tuned profile with the readahead changes, and its rollback twin."""
 
     name: ClassVar[str] = "tuned"
-    stdout: ClassVar[bool] = True
-    export_only: ClassVar[bool] = True
-
-    def render(self, report: Report) -> dict[str, str]:
-        return {FILE: render(report), ROLLBACK_FILE: render(report, rollback=True)}
+    parts = ((FILE, render),)

@@ -13,19 +13,15 @@ from typing import ClassVar
 from tuner.emit import changes as ch
 from tuner.emit import host as host_emit
 from tuner.emit import quote
+from tuner.emit.hostfile import device_entries
+from tuner.emit.twin import ROLLBACK_DIR, ApplyRollback, file_text
 from tuner.model import Recommendation, Report
 
 FILE = "udev/99-tuner-readahead.rules"
-ROLLBACK_FILE = "rollback/udev/99-tuner-readahead.rules"
+ROLLBACK_FILE = ROLLBACK_DIR + FILE
 REOPEN = ("PostgreSQL's open files keep their old readahead: restart PostgreSQL (or recycle its connections) to "
           "reach every backend")
 WHAT = "udev rules"
-
-
-def by_kernel_name(rec: Recommendation) -> bool:
-    """Whether the device is matched by its kernel name only (it has no WWID, serial or other stable key)."""
-    match = rec.device.match if rec.device else {}
-    return set(match) == {"KERNEL"} and not match["KERNEL"].endswith("*")
 
 
 def rule(rec: Recommendation, *, rollback: bool = False) -> str:
@@ -56,42 +52,12 @@ def render(report: Report, *, rollback: bool = False) -> str:
                   "tuner export --format udev rewrites the file.",
                   "Rollback: rollback/udev/99-tuner-readahead.rules in place of this file, then the same commands."]
     out = [c for line in lines for c in quote.comment(line)] + [""]
-    top = len(out)
-    written = 0
-    for rec in ch.changes(report):
-        if rec.scope != "device":
-            if not rollback:
-                out += [*quote.comment(ch.elsewhere(rec, WHAT)), ""]
-            continue
-        text, why = quote.attempt(partial(rule, rec, rollback=rollback))
-        if rollback:
-            out += quote.comment(f"{ch.label(rec)}: back to {rec.current} (today's value, from the "
-                                             f"{rec.source})")
-        else:
-            out += quote.comment(ch.evidence(rec, report))
-        if text is None:
-            out += quote.comment(f"not written: {why}")
-        else:
-            if by_kernel_name(rec):
-                out += quote.comment("matched by kernel name: the device has no WWID or serial, and kernel names "
-                                     "can change across reboots")
-            if not rollback:
-                out += quote.comment(REOPEN)
-            out.append(text)
-            written += 1
-        out.append("")
-    if not written:
-        note = "nothing to roll back." if rollback else ch.empty(report, WHAT, "device")
-        out[top:top] = [*quote.comment(note), ""]
-    return "\n".join(out).rstrip("\n") + "\n"
+    return file_text(device_entries(report, out, rollback=rollback, what=WHAT, reopen=REOPEN,
+                                    entry=lambda rec, _n: [rule(rec, rollback=rollback)]))
 
 
-class Udev:
+class Udev(ApplyRollback):
     """The readahead udev rule, and its rollback twin."""
 
     name: ClassVar[str] = "udev"
-    stdout: ClassVar[bool] = True
-    export_only: ClassVar[bool] = True
-
-    def render(self, report: Report) -> dict[str, str]:
-        return {FILE: render(report), ROLLBACK_FILE: render(report, rollback=True)}
+    parts = ((FILE, render),)

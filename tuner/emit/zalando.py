@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from tuner.emit import changes as ch
 from tuner.emit import cnpg, patroni, yamldoc
+from tuner.emit.twin import ApplyRollback
 from tuner.model import Report
 
 FILE = "zalando/postgresql-patch.yaml"
@@ -32,12 +33,8 @@ def render(report: Report, *, rollback: bool = False) -> str:
                                            rollback=rollback))
 
 
-class Zalando:
+class Zalando(ApplyRollback):
     """A merge patch for a Zalando postgresql resource, and its rollback twin."""
 
     name: ClassVar[str] = "zalando"
-    stdout: ClassVar[bool] = True
-    export_only: ClassVar[bool] = True
-
-    def render(self, report: Report) -> dict[str, str]:
-        return {FILE: render(report), "rollback/" + FILE: render(report, rollback=True)}
+    parts = ((FILE, render),)

@@ -1,7 +1,7 @@
 """Which of PostgreSQL 18's server-wide asynchronous-I/O settings the concurrency family may search on this target,
 and why not where it may not: ``io_workers`` (reload) and ``io_method`` (restart) are changed with ALTER SYSTEM,
 which tuner writes back only where its journal may; ``io_method = io_uring`` is screened only where nothing stops
-the server from running it (:mod:`tuner.families.iouring`)."""
+the server from running it (:mod:`tuner.knobs.iouring`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from tuner import sqlfiles
 from tuner.core import space
-from tuner.families import iouring
+from tuner.knobs import iouring
 from tuner.families.base import FamilyContext
 from tuner.model import Trial
 from tuner.optimiser import Dimension

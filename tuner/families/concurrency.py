@@ -13,7 +13,7 @@ Per version (PostgreSQL 17 and 18 release notes; 18's docs on asynchronous I/O, 
   confirmed against the best other value it measured.
 * **18+**: ``io_workers`` (reload) is searched under ``io_method = worker`` at the values found above, and
   ``io_method`` (restart) is screened against today's where :mod:`tuner.families.aio` allows it (io_uring only where
-  nothing stops it: :mod:`tuner.families.iouring`): ALTER SYSTEM, journaled first and put back at the end.
+  nothing stops it: :mod:`tuner.knobs.iouring`): ALTER SYSTEM, journaled first and put back at the end.
 """
 
 from __future__ import annotations

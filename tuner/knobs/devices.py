@@ -97,7 +97,7 @@ def readahead_quantum_kb() -> int:
 
 def read_text(path: Path) -> str | None:
     """A file's text, stripped ("" when empty); None when absent or unreadable. The one reader of host facts
-    (sysfs here, /proc and cgroup files in :mod:`tuner.daemon.hostfacts`): a missing file is a fact, not an error."""
+    (sysfs here, /proc and cgroup files in :mod:`tuner.knobs.hostfacts`): a missing file is a fact, not an error."""
     try:
         return path.read_text().strip()
     except OSError:

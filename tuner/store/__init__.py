@@ -17,10 +17,11 @@ from tuner.store.base import Prior, SessionSummary, Store, StoreError, TargetBus
 
 if TYPE_CHECKING:
     from tuner.config import Config
+    from tuner.model import Report
 
 __all__ = [
     "Prior", "SessionSummary", "Store", "StoreError", "TargetBusyError", "lock_key", "open_store",
-    "store_location", "target_id",
+    "store_location", "target_history", "target_id",
 ]
 
 
@@ -60,3 +61,12 @@ async def open_store(cfg: Config, *, enabled: bool = True) -> AsyncIterator[Stor
         yield store
     finally:
         await store.close()
+
+
+async def target_history(store: Store, report: Report) -> list[SessionSummary] | None:
+    """The stored sessions of ``report``'s target, newest first (None where the report is not among them)."""
+    fp = report.target.fingerprint or {}
+    target = target_id(report.target.system_identifier, fp.get("data_directory"),
+                       str(fp.get("label") or report.target.dsn))
+    history = await store.sessions(target=target)
+    return history if any(s.id == report.session.id for s in history) else None

@@ -205,11 +205,3 @@ def diff_text(d: dict[str, Any]) -> str:
     lines.append(f"  probes: {d['probes'][0]} -> {d['probes'][1]}")
     return "\n".join(quote.one_line(line) for line in lines) + "\n"
 
-
-async def target_history(store: Any, report: Report) -> list[SessionSummary] | None:
-    """The stored sessions of ``report``'s target, newest first (None where the report is not among them)."""
-    fp = report.target.fingerprint or {}
-    target = target_id(report.target.system_identifier, fp.get("data_directory"),
-                       str(fp.get("label") or report.target.dsn))
-    history = await store.sessions(target=target)
-    return history if any(s.id == report.session.id for s in history) else None
