@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import devices_2d as d2  # noqa: E402
 from benchmarks import devices_score as sc  # noqa: E402
 from tuner.configured import load_config  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
@@ -52,6 +53,10 @@ from tuner.probes.cache import CacheControl, choose_os_method  # noqa: E402
 
 DEFAULT_PROFILES = ("local", "ram", "latency=1ms", "iops=3000", "iops=300", "mbps=125", "hdd")
 QUICK_PROFILES = ("local", "latency=1ms")
+# The 2-D truth (read_ahead_kb × eic on the readahead family's workload) with each profile's scale: a cold
+# sequential scan at readahead 128 KiB takes about a second on each (latency=1ms reads ~180 MB/s at 128 KiB a
+# request, iops=3000 ~370 MB/s, local ~2 GB/s), plus the bitmap scan.
+TWO_D_PROFILES = ("latency=1ms@6", "iops=3000@16", "local@40")
 PG15_DEFAULT_EIC = 1
 
 
@@ -191,6 +196,25 @@ def slug(profile: str) -> str:
     return profile.replace("=", "-").replace(",", "+")
 
 
+def run_2d(args: argparse.Namespace) -> None:
+    """The 2-D truths and their sessions (benchmarks/devices_2d.py), resumable per profile; summary_2d.json."""
+    specs = args.two_d.split(";") if args.two_d else (["latency=1ms@1"] if args.quick else list(TWO_D_PROFILES))
+    if args.quick:  # a smoke run: the corners and the middle of the grid
+        d2.Sweep2D.ra_grid, d2.Sweep2D.eic_grid = (0, 128, 2048), (1, 64)
+    results = {}
+    for spec in specs:
+        profile, _, scale = spec.partition("@")
+        results[profile] = d2.run(profile, int(scale or args.scale), args.repeats, args.sessions,
+                                  args.out / f"{slug(profile)}.2d.json", force=args.force)
+        t = results[profile]["truth"]
+        print(f"{profile}: best (read_ahead_kb, eic) ({t['best']}), {t['best_ms']:.0f} ms; truth set {t['truth_set']}",
+              file=sys.stderr)
+    md = d2.table(results)
+    (args.out / "summary_2d.json").write_text(json.dumps({"repeats": args.repeats, "results": results, "table": md},
+                                                         indent=1) + "\n")
+    print(md)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profiles", help="profiles separated by ';', each optionally with its own scale after '@' "
@@ -199,6 +223,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--sessions", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="smoke run: scale 1, 2 repeats, 1 session, local and latency=1ms")
+    ap.add_argument("--two-d", help="2-D truth profiles separated by ';', each PROFILE@SCALE "
+                    f"(default: {';'.join(TWO_D_PROFILES)}; --quick: latency=1ms@1)")
+    ap.add_argument("--only", choices=("1d", "2d"), help="measure only the 1-D (eic) or only the 2-D part")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "measured" / "devices")
     ap.add_argument("--force", action="store_true", help="measure again what --out already holds")
     args = ap.parse_args()
@@ -208,6 +235,10 @@ def main() -> None:
     profiles = args.profiles.split(";") if args.profiles else list(QUICK_PROFILES if args.quick else DEFAULT_PROFILES)
     params = {"scale": args.scale, "repeats": args.repeats, "sessions": args.sessions}
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.only != "1d":
+        run_2d(args)
+    if args.only == "2d":
+        return
     results = {}
     for spec in profiles:
         profile, _, own_scale = spec.partition("@")

@@ -1,0 +1,246 @@
+"""The 2-D truth per emulated device: effective_io_concurrency × read_ahead_kb on the readahead family's own
+workload (issue #46, part 2), and cold readahead + concurrency sessions scored on it (part 3).
+
+The sweep is a family registered only inside this benchmark. It plans the sandbox's own loop device exactly as
+the readahead family does (``readahead._plan_device``: a cold sequential scan of the largest table plus a sparse
+bitmap heap scan, the policy's weights), and probes every cell of the grid below with the family's probe: the
+journaled actuator sets the device's readahead, the server restarts (a file takes its readahead when opened),
+each scan runs in a cache emptied for it. Every block visits every cell once in a fresh random order, so drift
+between blocks cancels.
+
+The read_ahead_kb axis is coarser than the eic axis: each cell costs a restart, and a cell at readahead 0 on a
+1 ms disk reads the table 8 KiB at a time (seconds per probe). Five values span the kernel's range as people set
+it: 0 (off), 16, 128 (the kernel default, VM_READAHEAD_PAGES), 512, 2048 (what SAN vendors advise); tuner's
+answers between them are interpolated on the log2(1 + x) axes tuner searches on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from benchmarks import devices_score as sc
+from benchmarks.devices_run import in_sandbox, load as _load
+from tuner.families import readahead as ra
+from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
+from tuner.knobs.devices import discover, postgres_paths
+from tuner.model import FamilyOutcome, Trial
+from tuner.probes import workload
+from tuner.probes.cache import CacheControl, choose_os_method
+from tuner.probes.runner import ColdProbe
+
+ROOT = Path(__file__).resolve().parent.parent
+RA_GRID = (0, 16, 128, 512, 2048)
+# The eic axis thinned to every other grid value (+ 1, PostgreSQL 15's default, and 1000, the top): the 1-D
+# sweeps (devices.py) resolve eic finely on the bitmap scan alone; here eic acts on half the objective.
+EIC_GRID = (0, 1, 4, 16, 64, 256, 1000)
+
+
+# A cell whose every probe so far took more than RETIRE_FACTOR × the best cell's mean cannot come within the 5 %
+# truth set; after RETIRE_AFTER blocks it is dropped from later blocks. (Readahead 0 on a 1 ms disk reads 8 KiB
+# per millisecond: 20 s a probe at 50× the best — five repeats of it would cost more than the rest of the grid.)
+RETIRE_AFTER, RETIRE_FACTOR = 2, 2.0
+
+
+def _far_off(trials: list[Trial], c: tuple[int, int]) -> bool:
+    by: dict[tuple[int, int], list[float]] = {}
+    for t in trials:
+        if t.status == "ok" and t.value is not None:
+            by.setdefault((int(t.config[ra.RA]), int(t.config[ra.EIC])), []).append(t.value)
+    best = min(sum(v) / len(v) for v in by.values()) if by else 0.0
+    return bool(by.get(c)) and min(by[c]) > RETIRE_FACTOR * best
+
+
+def cell(ra_kb: int, eic: int) -> str:
+    return f"{ra_kb},{eic}"
+
+
+class Sweep2D:
+    """Every (read_ahead_kb, eic) cell of the grid, cold, in randomised blocks, with the readahead family's probe."""
+
+    name: ClassVar[str] = "devsweep2d"
+    needs: ClassVar[Needs] = Needs(local_host=True)
+    after: ClassVar[tuple[str, ...]] = ()
+    summary: ClassVar[str] = "read_ahead_kb × effective_io_concurrency at every grid cell, cold (benchmarks/devices_2d.py)"
+    repeats: ClassVar[int] = 5
+    seed: ClassVar[int] = 46
+    ra_grid: ClassVar[tuple[int, ...]] = RA_GRID
+    eic_grid: ClassVar[tuple[int, ...]] = EIC_GRID
+
+    def applicable(self, ctx: FamilyContext) -> str | None:
+        return None
+
+    async def run(self, ctx: FamilyContext) -> FamilyResult:
+        facts, local = ctx.facts, ctx.facts.local_data_directory()
+        assert local is not None
+        groups, _ = discover(postgres_paths(local, {ts.name: ts.location for ts in facts.tablespaces}))
+        groups = [g for g in groups if g.device.node in ctx.own_devices and g.holds_data_directory]
+        if not groups:
+            return skipped(self.name, "no loop device of the sandbox's own holds the data directory")
+        group = groups[0]
+        async with ctx.connection() as conn:
+            plan = await ra._plan_device(conn, ctx.cfg, ctx.policy, facts, local, group, await ra._relations(conn),
+                                         await workload.candidates(conn))
+        if isinstance(plan, str):
+            return skipped(self.name, plan)
+        cache = await CacheControl.plan(facts, [q.relation for q in plan.queries], connector=ctx.target.connect,
+                                        restart=ctx.target.restart, os_method=choose_os_method(local, plan.files),
+                                        files=plan.files, fresh_files=True)
+        dev, before = group.device, group.device.read_ahead_kb()
+
+        def actuate(kb: int) -> None:
+            ctx.journal.set_sysfs(dev.read_ahead_path, kb, device=dev.node, name=ra.RA)
+
+        # The readahead family's probe (readahead._probe_device builds the same one).
+        probe = ColdProbe(
+            dsn=ctx.target.dsn, queries=plan.queries, cache=cache, statement_timeout_s=ctx.policy.guardrails.statement_timeout_s,
+            min_cold_read_fraction=ctx.policy.cache.min_cold_read_fraction, require_bitmap=False, cold_per_query=True,
+            connect_timeout_s=ctx.cfg.target.connect_timeout_s, actuators={ra.RA: actuate},
+            connector=ctx.target.connect, precheck=ctx.target.check)
+        rng = random.Random(self.seed)
+        trials: list[Trial] = []
+        cells = [(r, e) for r in self.ra_grid for e in self.eic_grid]
+        try:
+            for block in range(self.repeats):
+                if block >= RETIRE_AFTER:
+                    cells = [c for c in cells if not _far_off(trials, c)]
+                order = list(cells)
+                rng.shuffle(order)
+                for r, e in order:
+                    trials.append(await probe({ra.RA: r, ra.EIC: e}))
+                print(f"  block {block + 1}/{self.repeats} done ({len(trials)} probes, {len(cells)} cells, "
+                      f"load {_load()})", file=sys.stderr, flush=True)
+        finally:
+            actuate(before)
+        return FamilyResult(FamilyOutcome(family=self.name, status="done", reason=f"2-D sweep on {dev.node}",
+                                          workload=[q.sql for q in plan.queries], cache=cache.describe()),
+                            trials=trials)
+
+
+def sweep2d(profile: str, scale: int, repeats: int) -> dict[str, Any]:
+    """The 2-D truth's measurements for one profile."""
+    Sweep2D.repeats = repeats
+    report, run = in_sandbox(Sweep2D, profile, scale)
+    section = next((f for f in report.families if f.family == Sweep2D.name), None)
+    times, mbs, failed = samples_of(report.trials)
+    if not times:
+        raise SystemExit(f"{profile}: the 2-D sweep measured nothing ({section.reason if section else 'no section'})")
+    return {"samples": times, "seq_scan_mb_s": mbs, "failed": failed, **run,
+            "workload": section.workload if section else None, "cache": section.cache if section else None}
+
+
+def samples_of(report_trials: list[Trial]) -> tuple[dict[str, list[float]], dict[str, list[float]], int]:
+    """Per cell the weighted time (the objective) and the sequential scan's MB/s; and how many probes failed."""
+    times: dict[str, list[float]] = {}
+    mbs: dict[str, list[float]] = {}
+    failed = 0
+    for t in report_trials:
+        if t.status != "ok" or t.value is None:
+            failed += 1
+            continue
+        key = cell(int(t.config[ra.RA]), int(t.config[ra.EIC]))
+        times.setdefault(key, []).append(t.value)
+        if "seq_scan_mb_s" in t.metrics:
+            mbs.setdefault(key, []).append(t.metrics["seq_scan_mb_s"])
+    return times, mbs, failed
+
+
+def session(profile: str, scale: int, seed: int, root: Any, *, warm_state: str | None = None) -> dict[str, Any]:
+    """One tuner session, readahead then concurrency (as tuner runs them), on a fresh sandbox with the profile:
+    both answers, both decisions, probes, wall time. ``warm_state``: a state directory whose store holds an
+    earlier session (a warm start); else no store (cold)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
+    store = ["--no-store"]
+    if warm_state is not None:
+        env["TUNER_TUNER__STATE_DIR"] = warm_state
+        store = []
+    t0, load0 = time.monotonic(), _load()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--device", profile, "--scale", str(scale),
+         "--family", "readahead", "--family", "concurrency", "--seed", str(seed), "--format", "json", *store],
+        capture_output=True, text=True, cwd=root, env=env, timeout=7200)
+    if proc.returncode != 0:
+        return {"seed": seed, "error": f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"}
+    doc = json.loads(proc.stdout)
+    recs = {r["knob"]: r for r in doc["recommendations"]}
+    out: dict[str, Any] = {"seed": seed, "warm": warm_state is not None, "probes": len(doc["trials"]),
+                           "probes_by_family": {f: sum(1 for t in doc["trials"] if t.get("family") == f)
+                                                for f in ("readahead", "concurrency")},
+                           "wall_s": round(time.monotonic() - t0, 1), "load": [load0, _load()]}
+    for knob, short in ((ra.RA, "ra"), (ra.EIC, "eic")):
+        r = recs.get(knob)
+        out[short] = None if r is None else {k: r.get(k) for k in ("current", "recommended", "decision", "near_optimal")}
+    return out
+
+
+def score_2d(samples: dict[str, list[float]], min_effect: float, sessions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The 2-D truth and each session's (readahead, eic) pair scored on it; the fixed rules beside them."""
+    t = sc.truth2d(samples, min_effect)
+    scored = []
+    for s in sessions:
+        if "error" in s or s.get("ra") is None:
+            scored.append(s)
+            continue
+        r_kb = s["ra"]["recommended"]
+        e = s["eic"]["recommended"] if s.get("eic") else s["ra"].get("eic_current", 1)
+        today = (s["ra"]["current"], s["eic"]["current"] if s.get("eic") else 1)
+        pair = sc.score2d(t, r_kb, e)
+        today_hit = sc.score2d(t, *today)["hit"]
+        changed = s["ra"]["decision"] == "change" or bool(s.get("eic") and s["eic"]["decision"] == "change")
+        scored.append({**s, **pair, "ra_only": sc.score2d(t, r_kb, today[1]),
+                       "decision_agrees": changed == (not today_hit)})
+    return {"truth": t, "sessions": scored, "rules": {
+        "defaults (128 KB, eic 1)": sc.score2d(t, 128, 1),
+        "readahead 0 (databases' old advice), eic 1": sc.score2d(t, 0, 1),
+        "readahead 2048 (SAN advice), eic 256": sc.score2d(t, 2048, 256),
+    }}
+
+
+def run(profile: str, scale: int, repeats: int, sessions: int, path: Any, *, force: bool = False) -> dict[str, Any]:
+    """Measure (or resume) one profile's 2-D truth and sessions into ``path``, and score them. Resumable inside a
+    profile: the sweep and each session are written as soon as they finish."""
+    params = {"scale": scale, "repeats": repeats, "ra_grid": list(Sweep2D.ra_grid), "eic_grid": list(Sweep2D.eic_grid)}
+    measured = json.loads(path.read_text()) if path.exists() and not force else {}
+    if measured.get("params") != params:
+        print(f"{profile}: 2-D truth sweep ({len(Sweep2D.ra_grid)} × {len(Sweep2D.eic_grid)} cells × {repeats})",
+              file=sys.stderr, flush=True)
+        measured = {"profile": profile, "params": params, "truth_sweep": sweep2d(profile, scale, repeats), "sessions": []}
+        path.write_text(json.dumps(measured, indent=1) + "\n")
+    cold = [s for s in measured["sessions"] if not s.get("warm")]
+    for i in range(len(cold), sessions):
+        print(f"{profile}: readahead + concurrency session {i + 1}/{sessions}", file=sys.stderr, flush=True)
+        measured["sessions"].append(session(profile, scale, 4600 + i, ROOT))
+        path.write_text(json.dumps(measured, indent=1) + "\n")
+    ts = measured["truth_sweep"]
+    return {"scale": scale, "load": ts["load"], "wall_s": ts["wall_s"],
+            **score_2d(ts["samples"], ts["min_effect"], measured["sessions"])}
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    """Markdown: per profile the best cell, the truth set, the sessions' answers and regrets, the fixed rules."""
+    lines = ["| | " + " | ".join(f"{p} (scale {r['scale']})" for p, r in results.items()) + " |",
+             "|---|" + "---|" * len(results)]
+
+    def row(name: str, f: Any) -> None:
+        lines.append(f"| {name} | " + " | ".join(f(r) for r in results.values()) + " |")
+
+    row("best (read_ahead_kb, eic): ms", lambda r: f"({r['truth']['best']}): {r['truth']['best_ms']:.0f}")
+    row("truth set (within 5 %)", lambda r: "; ".join(f"({c})" for c in r["truth"]["truth_set"]))
+    ok = lambda r: [s for s in r["sessions"] if "regret" in s]  # noqa: E731
+    row("tuner's answers (regret)", lambda r: "; ".join(
+        f"({s['answer'][0]},{s['answer'][1]}) {s['regret']:.1%}" for s in ok(r)) or "—")
+    row("tuner hits", lambda r: f"{sum(s['hit'] for s in ok(r))}/{len(ok(r))}")
+    row("tuner's readahead alone, at eic 1: hits", lambda r: f"{sum(s['ra_only']['hit'] for s in ok(r))}/{len(ok(r))}")
+    row("keep/change agrees", lambda r: f"{sum(s['decision_agrees'] for s in ok(r))}/{len(ok(r))}")
+    row("probes (readahead + concurrency), wall", lambda r: "; ".join(
+        f"{s['probes']} in {s['wall_s']:.0f} s" for s in ok(r)) or "—")
+    row("sweep: probes, wall", lambda r: f"{sum(c['n'] for c in r['truth']['cells'].values())} in {r['wall_s']:.0f} s")
+    for name in next(iter(results.values()))["rules"]:
+        row(name, lambda r, n=name: f"{r['rules'][n]['regret']:.1%} ({'hit' if r['rules'][n]['hit'] else 'miss'})")
+    return "\n".join(lines) + "\n"
