@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import devices_2d as d2  # noqa: E402
+from benchmarks import devices_pg18 as d18  # noqa: E402
 from benchmarks import devices_score as sc  # noqa: E402
 from tuner.configured import load_config  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
@@ -57,6 +58,10 @@ QUICK_PROFILES = ("local", "latency=1ms")
 # sequential scan at readahead 128 KiB takes about a second on each (latency=1ms reads ~180 MB/s at 128 KiB a
 # request, iops=3000 ~370 MB/s, local ~2 GB/s), plus the bitmap scan.
 TWO_D_PROFILES = ("latency=1ms@6", "iops=3000@16", "local@40")
+# PostgreSQL 18: io_method (worker, sync, io_uring where it runs) × eic on the concurrency family's 17+ workload (a sequential scan and
+# the bitmap scans). Smaller scales than 15's: a session on 18 runs ~150 probes (eic × io_combine_limit, then
+# io_workers, then io_method screened in ABBA pairs).
+PG18_PROFILES = ("latency=1ms@3", "iops=3000@4", "mbps=125@4")
 PG15_DEFAULT_EIC = 1
 
 
@@ -215,6 +220,25 @@ def run_2d(args: argparse.Namespace) -> None:
     print(md)
 
 
+def run_pg18(args: argparse.Namespace) -> None:
+    """io_method × eic on PostgreSQL 18 and concurrency sessions on 18, resumable per profile; summary_pg18.json."""
+    specs = args.pg18.split(";") if args.pg18 else (["latency=1ms@1"] if args.quick else list(PG18_PROFILES))
+    if args.quick:
+        d18.Sweep18.eic_grid = (1, 64)
+    results = {}
+    for spec in specs:
+        profile, _, scale = spec.partition("@")
+        results[profile] = d18.run(profile, int(scale or args.scale), args.repeats, args.sessions,
+                                   args.out / f"{slug(profile)}.pg18.json", force=args.force)
+        t = results[profile]["truth"]
+        print(f"{profile} on 18: best (io_method, eic) ({t['best']}), {t['best_ms']:.0f} ms; truth set {t['truth_set']}",
+              file=sys.stderr)
+    md = d18.table(results)
+    (args.out / "summary_pg18.json").write_text(json.dumps({"repeats": args.repeats, "results": results, "table": md},
+                                                           indent=1) + "\n")
+    print(md)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profiles", help="profiles separated by ';', each optionally with its own scale after '@' "
@@ -225,7 +249,10 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smoke run: scale 1, 2 repeats, 1 session, local and latency=1ms")
     ap.add_argument("--two-d", help="2-D truth profiles separated by ';', each PROFILE@SCALE "
                     f"(default: {';'.join(TWO_D_PROFILES)}; --quick: latency=1ms@1)")
-    ap.add_argument("--only", choices=("1d", "2d"), help="measure only the 1-D (eic) or only the 2-D part")
+    ap.add_argument("--pg18", help="PostgreSQL 18 profiles separated by ';', each PROFILE@SCALE "
+                    f"(default: {';'.join(PG18_PROFILES)}; --quick: latency=1ms@1)")
+    ap.add_argument("--only", choices=("1d", "2d", "pg18"), help="measure only one part: the 1-D eic truth (PostgreSQL "
+                    "15), the 2-D read_ahead_kb × eic truth (15), or io_method × eic on 18")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "measured" / "devices")
     ap.add_argument("--force", action="store_true", help="measure again what --out already holds")
     args = ap.parse_args()
@@ -235,9 +262,11 @@ def main() -> None:
     profiles = args.profiles.split(";") if args.profiles else list(QUICK_PROFILES if args.quick else DEFAULT_PROFILES)
     params = {"scale": args.scale, "repeats": args.repeats, "sessions": args.sessions}
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.only != "1d":
+    if args.only in (None, "2d"):
         run_2d(args)
-    if args.only == "2d":
+    if args.only in (None, "pg18"):
+        run_pg18(args)
+    if args.only is not None and args.only != "1d":
         return
     results = {}
     for spec in profiles:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from benchmarks import devices_score as sc
-from benchmarks.devices_run import in_sandbox, load as _load
+from benchmarks.devices_run import in_sandbox, state_dir, load as _load
 from tuner.families import readahead as ra
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
 from tuner.knobs.devices import discover, postgres_paths
@@ -126,7 +126,7 @@ class Sweep2D:
 def sweep2d(profile: str, scale: int, repeats: int) -> dict[str, Any]:
     """The 2-D truth's measurements for one profile."""
     Sweep2D.repeats = repeats
-    report, run = in_sandbox(Sweep2D, profile, scale)
+    report, run = in_sandbox(Sweep2D, profile, scale, "2d")
     section = next((f for f in report.families if f.family == Sweep2D.name), None)
     times, mbs, failed = samples_of(report.trials)
     if not times:
@@ -156,6 +156,7 @@ def session(profile: str, scale: int, seed: int, root: Any, *, warm_state: str |
     both answers, both decisions, probes, wall time. ``warm_state``: a state directory whose store holds an
     earlier session (a warm start); else no store (cold)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
+    env["TUNER_TUNER__STATE_DIR"] = state_dir(profile, "2d")
     store = ["--no-store"]
     if warm_state is not None:
         env["TUNER_TUNER__STATE_DIR"] = warm_state

@@ -1,0 +1,205 @@
+"""The truth on PostgreSQL 18 per emulated device: effective_io_concurrency × io_method (worker, sync), with
+io_combine_limit at its default, on the concurrency family's own 17+ workload and probe (issue #46, part 2), and
+cold concurrency sessions on 18 scored on it (part 3).
+
+On 18 the family's objective is the policy's weighted sum of a cold sequential scan of the largest table (read
+streams: eic sets their look-ahead from 18) and the sparse bitmap heap scans; io_method changes with ALTER SYSTEM
+and a restart, journaled by the family's own ``SystemKnobs``. The sweep builds that probe with the family's own
+functions (``concurrency._with_seq_scan``, ``concurrency._probe``), so it measures what a session measures.
+Every block visits every (io_method, eic) cell once in a fresh random order; io_method is put back at the end
+(and by the session's journal in any case).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from benchmarks import devices_score as sc
+from benchmarks.devices_run import in_sandbox, state_dir, load
+from tuner import sqlfiles
+from tuner.families import aio, iouring
+from tuner.families import concurrency as cc
+from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
+from tuner.model import FamilyOutcome, Trial
+from tuner.probes import workload
+from tuner.probes.cache import CacheControl, choose_os_method
+from tuner.probes.runner import SystemKnobs
+
+ROOT = Path(__file__).resolve().parent.parent
+# io_uring joins where the build offers it and nothing on the host stops it (families/iouring.py), as in a session.
+METHODS = ("worker", "sync", "io_uring")
+PG18_DEFAULT_EIC = 16  # PostgreSQL 18 raised the default from 1 to 16 (18 release notes, E.1.3.1.6)
+PG18_DEFAULT_METHOD = "worker"
+
+
+class Sweep18:
+    """Every (io_method, eic) cell, cold, in randomised blocks, with the concurrency family's 17+ probe."""
+
+    name: ClassVar[str] = "devsweep18"
+    needs: ClassVar[Needs] = Needs(local_host=True)
+    after: ClassVar[tuple[str, ...]] = ()
+    summary: ClassVar[str] = "io_method × effective_io_concurrency on 18, cold (benchmarks/devices_pg18.py)"
+    repeats: ClassVar[int] = 5
+    seed: ClassVar[int] = 46
+    # The eic grid thinned (three methods × every grid value × 5 repeats would be 180 restarts): PostgreSQL 18's
+    # default 16 and the values around each profile's 1-D optimum (64..256) stay.
+    eic_grid: ClassVar[tuple[int, ...]] = (0, 1, 4, 16, 64, 128, 256, 1000)
+    methods: ClassVar[tuple[str, ...]] = METHODS
+
+    def applicable(self, ctx: FamilyContext) -> str | None:
+        return None
+
+    async def run(self, ctx: FamilyContext) -> FamilyResult:
+        facts = ctx.facts
+        if facts.server_version_num < 180000:
+            return skipped(self.name, "io_method exists from PostgreSQL 18")
+        if (why := aio.alter_system_refusal(ctx)) is not None or ctx.target.restart is None:
+            return skipped(self.name, why or "io_method needs a restart, and this server cannot be restarted")
+        local = facts.local_data_directory()
+        assert local is not None
+        async with ctx.connection() as conn:
+            queries = await workload.plan(conn, custom=ctx.cfg.workload.queries, relations=ctx.cfg.workload.relations,
+                                          pages_fraction=ctx.cfg.workload.pages_fraction)
+            io = {r["name"]: dict(r) for r in await conn.fetch(sqlfiles.load(cc._PROBES_SQL, "io_settings"),
+                                                                 [cc.METHOD, cc.ICL, *iouring.SLOT_SETTINGS])}
+            queries = await cc._with_seq_scan(conn, ctx, queries)
+            files = [f for q in queries if q.relation for f in await workload.relation_files(conn, local, q.relation)]
+        cache = await CacheControl.plan(facts, [q.relation for q in queries], connector=ctx.target.connect,
+                                        restart=ctx.target.restart, os_method=choose_os_method(local, files), files=files)
+        system = SystemKnobs(
+            journal=ctx.journal, contexts={cc.METHOD: io[cc.METHOD]["context"]}, connector=ctx.target.connect,
+            restart=ctx.target.restart, dsn=ctx.target.dsn, data_directory=local,
+            identity={"system_identifier": facts.system_identifier, "port": await cc._port(ctx),
+                      "sandbox_dir": ctx.sandbox_dir})
+        probe = cc._probe(ctx, queries, cache, system)
+        uring = iouring.blocker(iouring.read_facts(tuple(io[cc.METHOD]["enumvals"] or ()), local,
+                                                   {k: str(io[k]["setting"]) for k in iouring.SLOT_SETTINGS if k in io}))
+        methods = [m for m in self.methods if m != "io_uring" or uring is None]
+        rng = random.Random(self.seed)
+        trials: list[Trial] = []
+        try:
+            for block in range(self.repeats):
+                order = [(m, e) for m in methods for e in self.eic_grid]
+                rng.shuffle(order)
+                for m, e in order:
+                    trials.append(await probe({cc.METHOD: m, cc.KNOB: e}))
+                print(f"  block {block + 1}/{self.repeats} done ({len(trials)} probes, load {load()})",
+                      file=sys.stderr, flush=True)
+        finally:
+            await system.put_back()
+        return FamilyResult(FamilyOutcome(
+            family=self.name, status="done", workload=[q.sql for q in queries], cache=cache.describe(),
+            reason=f"io_method ({', '.join(methods)}) × eic at io_combine_limit = {io.get(cc.ICL, {}).get('setting')} "
+                   f"(its default){'; io_uring not swept: ' + uring if uring else ''}"),
+            trials=trials)
+
+
+def sweep18(profile: str, scale: int, repeats: int) -> dict[str, Any]:
+    Sweep18.repeats = repeats
+    report, run = in_sandbox(Sweep18, profile, scale, "pg18", pg_version=18)
+    section = next((f for f in report.families if f.family == Sweep18.name), None)
+    samples: dict[str, list[float]] = {}
+    failed = 0
+    for t in report.trials:
+        if t.status == "ok" and t.value is not None:
+            samples.setdefault(f"{t.config[cc.METHOD]},{int(t.config[cc.KNOB])}", []).append(t.value)
+        else:
+            failed += 1
+    if not samples:
+        raise SystemExit(f"{profile}: the 18 sweep measured nothing ({section.reason if section else 'no section'})")
+    return {"samples": samples, "failed": failed, **run, "reason": section.reason if section else None,
+            "workload": section.workload if section else None, "cache": section.cache if section else None}
+
+
+def session(profile: str, scale: int, seed: int) -> dict[str, Any]:
+    """One cold concurrency session on 18: its eic and io_method answers (io_workers searched too; recorded)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
+    env["TUNER_TUNER__STATE_DIR"] = state_dir(profile, "pg18")
+    t0, load0 = time.monotonic(), load()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--pg-version", "18", "--device", profile,
+         "--scale", str(scale), "--family", "concurrency", "--seed", str(seed), "--format", "json", "--no-store"],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=7200)
+    if proc.returncode != 0:
+        return {"seed": seed, "error": f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"}
+    doc = json.loads(proc.stdout)
+    recs = {r["knob"]: {k: r.get(k) for k in ("current", "recommended", "decision", "near_optimal")}
+            for r in doc["recommendations"]}  # io_combine_limit and io_workers too: the truth holds them at default
+    return {"seed": seed, "recs": recs, "probes": len(doc["trials"]), "wall_s": round(time.monotonic() - t0, 1),
+            "load": [load0, load()]}
+
+
+def score(samples: dict[str, list[float]], min_effect: float, sessions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The (io_method, eic) truth; each session's pair scored on it (an eic off the grid interpolated along its
+    method's row); the fixed rules at 18's defaults."""
+    t = sc.truth(samples, min_effect)  # type: ignore[arg-type]
+    rows = {m: sc.truth({int(k.split(",")[1]): v for k, v in samples.items() if k.startswith(f"{m},")}, min_effect)
+            for m in {k.split(",")[0] for k in samples}}
+
+    def at(method: str, eic: float) -> dict[str, Any]:
+        ms = sc.true_ms(rows[method], eic) if method in rows else float("nan")
+        return {"answer": [method, eic], "true_ms": round(ms, 1), "regret": round(ms / t["best_ms"] - 1, 4),
+                "hit": ms <= t["best_ms"] * min_effect}
+
+    scored = []
+    for s in sessions:
+        if "error" in s or cc.KNOB not in s.get("recs", {}):
+            scored.append(s)
+            continue
+        eic = s["recs"][cc.KNOB]
+        method = s["recs"].get(cc.METHOD, {}).get("recommended") or PG18_DEFAULT_METHOD
+        r = at(str(method), eic["recommended"])
+        today = at(str(s["recs"].get(cc.METHOD, {}).get("current") or PG18_DEFAULT_METHOD), eic["current"])
+        changed = any(v.get("decision") == "change" for k, v in s["recs"].items() if k in (cc.KNOB, cc.METHOD))
+        scored.append({**s, **r, "decision_agrees": changed == (not today["hit"])})
+    rules = {"PostgreSQL 18 defaults (worker, 16)": at(PG18_DEFAULT_METHOD, PG18_DEFAULT_EIC),
+             "worker, 256": at("worker", 256), "sync, 16": at("sync", PG18_DEFAULT_EIC)}
+    return {"truth": t, "rows": {m: {"best": r["best"], "best_ms": r["best_ms"]} for m, r in rows.items()},
+            "sessions": scored, "rules": rules}
+
+
+def run(profile: str, scale: int, repeats: int, sessions: int, path: Path, *, force: bool = False) -> dict[str, Any]:
+    """Measure (or resume) one profile's 18 truth and sessions into ``path``, and score them."""
+    params = {"scale": scale, "repeats": repeats, "eic_grid": list(Sweep18.eic_grid), "methods": list(Sweep18.methods)}
+    measured = json.loads(path.read_text()) if path.exists() and not force else {}
+    if measured.get("params") != params:
+        print(f"{profile}: PostgreSQL 18 sweep ({len(Sweep18.methods)} × {len(Sweep18.eic_grid)} × {repeats})",
+              file=sys.stderr, flush=True)
+        measured = {"profile": profile, "params": params, "truth_sweep": sweep18(profile, scale, repeats), "sessions": []}
+        path.write_text(json.dumps(measured, indent=1) + "\n")
+    for i in range(len(measured["sessions"]), sessions):
+        print(f"{profile}: PostgreSQL 18 concurrency session {i + 1}/{sessions}", file=sys.stderr, flush=True)
+        measured["sessions"].append(session(profile, scale, 4600 + i))
+        path.write_text(json.dumps(measured, indent=1) + "\n")
+    ts = measured["truth_sweep"]
+    return {"scale": scale, "load": ts["load"], "wall_s": ts["wall_s"],
+            **score(ts["samples"], ts["min_effect"], measured["sessions"])}
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    lines = ["| PostgreSQL 18 | " + " | ".join(f"{p} (scale {r['scale']})" for p, r in results.items()) + " |",
+             "|---|" + "---|" * len(results)]
+
+    def row(name: str, f: Any) -> None:
+        lines.append(f"| {name} | " + " | ".join(f(r) for r in results.values()) + " |")
+
+    ok = lambda r: [s for s in r["sessions"] if "regret" in s]  # noqa: E731
+    row("best (io_method, eic): ms", lambda r: f"({r['truth']['best']}): {r['truth']['best_ms']:.0f}")
+    row("best per io_method", lambda r: "; ".join(f"{m} {v['best']}: {v['best_ms']:.0f} ms" for m, v in sorted(r["rows"].items())))
+    row("truth set (within 5 %)", lambda r: "; ".join(f"({c})" for c in r["truth"]["truth_set"]))
+    row("tuner's answers (regret)", lambda r: "; ".join(f"({s['answer'][0]},{s['answer'][1]}) {s['regret']:.1%}"
+                                                        for s in ok(r)) or "—")
+    row("tuner hits", lambda r: f"{sum(s['hit'] for s in ok(r))}/{len(ok(r))}")
+    row("keep/change agrees", lambda r: f"{sum(s['decision_agrees'] for s in ok(r))}/{len(ok(r))}")
+    row("tuner probes, wall", lambda r: "; ".join(f"{s['probes']} in {s['wall_s']:.0f} s" for s in ok(r)) or "—")
+    row("sweep: probes, wall", lambda r: f"{sum(c['n'] for c in r['truth']['cells'].values())} in {r['wall_s']:.0f} s")
+    for name in next(iter(results.values()))["rules"]:
+        row(name, lambda r, n=name: f"{r['rules'][n]['regret']:.1%} ({'hit' if r['rules'][n]['hit'] else 'miss'})")
+    return "\n".join(lines) + "\n"
