@@ -201,41 +201,20 @@ def slug(profile: str) -> str:
     return profile.replace("=", "-").replace(",", "+")
 
 
-def run_2d(args: argparse.Namespace) -> None:
-    """The 2-D truths and their sessions (benchmarks/devices_2d.py), resumable per profile; summary_2d.json."""
-    specs = args.two_d.split(";") if args.two_d else (["latency=1ms@1"] if args.quick else list(TWO_D_PROFILES))
-    if args.quick:  # a smoke run: the corners and the middle of the grid
-        d2.Sweep2D.ra_grid, d2.Sweep2D.eic_grid = (0, 128, 2048), (1, 64)
+def run_part(part: Any, specs: list[str], args: argparse.Namespace, suffix: str) -> None:
+    """One part beyond the 1-D truth (devices_2d: read_ahead_kb × eic on 15; devices_pg18: io_method × eic on 18):
+    every profile resumed and scored, the table printed and written to summary_<suffix>.json."""
     results = {}
     for spec in specs:
         profile, _, scale = spec.partition("@")
-        results[profile] = d2.run(profile, int(scale or args.scale), args.repeats, args.sessions,
-                                  args.out / f"{slug(profile)}.2d.json", force=args.force)
+        results[profile] = part.run(profile, int(scale or args.scale), args.repeats, args.sessions,
+                                    args.out / f"{slug(profile)}.{suffix}.json", force=args.force)
         t = results[profile]["truth"]
-        print(f"{profile}: best (read_ahead_kb, eic) ({t['best']}), {t['best_ms']:.0f} ms; truth set {t['truth_set']}",
+        print(f"{profile} ({suffix}): best ({t['best']}), {t['best_ms']:.0f} ms; truth set {t['truth_set']}",
               file=sys.stderr)
-    md = d2.table(results)
-    (args.out / "summary_2d.json").write_text(json.dumps({"repeats": args.repeats, "results": results, "table": md},
-                                                         indent=1) + "\n")
-    print(md)
-
-
-def run_pg18(args: argparse.Namespace) -> None:
-    """io_method × eic on PostgreSQL 18 and concurrency sessions on 18, resumable per profile; summary_pg18.json."""
-    specs = args.pg18.split(";") if args.pg18 else (["latency=1ms@1"] if args.quick else list(PG18_PROFILES))
-    if args.quick:
-        d18.Sweep18.eic_grid = (1, 64)
-    results = {}
-    for spec in specs:
-        profile, _, scale = spec.partition("@")
-        results[profile] = d18.run(profile, int(scale or args.scale), args.repeats, args.sessions,
-                                   args.out / f"{slug(profile)}.pg18.json", force=args.force)
-        t = results[profile]["truth"]
-        print(f"{profile} on 18: best (io_method, eic) ({t['best']}), {t['best_ms']:.0f} ms; truth set {t['truth_set']}",
-              file=sys.stderr)
-    md = d18.table(results)
-    (args.out / "summary_pg18.json").write_text(json.dumps({"repeats": args.repeats, "results": results, "table": md},
-                                                           indent=1) + "\n")
+    md = part.table(results)
+    (args.out / f"summary_{suffix}.json").write_text(
+        json.dumps({"repeats": args.repeats, "results": results, "table": md}, indent=1) + "\n")
     print(md)
 
 
@@ -262,10 +241,14 @@ def main() -> None:
     profiles = args.profiles.split(";") if args.profiles else list(QUICK_PROFILES if args.quick else DEFAULT_PROFILES)
     params = {"scale": args.scale, "repeats": args.repeats, "sessions": args.sessions}
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.quick:  # a smoke run: the corners and the middle of each grid
+        d2.Sweep2D.ra_grid, d2.Sweep2D.eic_grid, d18.Sweep18.eic_grid = (0, 128, 2048), (1, 64), (1, 64)
     if args.only in (None, "2d"):
-        run_2d(args)
+        run_part(d2, args.two_d.split(";") if args.two_d else (["latency=1ms@1"] if args.quick else list(TWO_D_PROFILES)),
+                 args, "2d")
     if args.only in (None, "pg18"):
-        run_pg18(args)
+        run_part(d18, args.pg18.split(";") if args.pg18 else (["latency=1ms@1"] if args.quick else list(PG18_PROFILES)),
+                 args, "pg18")
     if args.only is not None and args.only != "1d":
         return
     results = {}

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from benchmarks import devices_score as sc
-from benchmarks.devices_run import in_sandbox, state_dir, load
+from benchmarks.devices_run import in_sandbox, load, md_table, resume, scored, state_dir
 from tuner import sqlfiles
 from tuner.families import aio, iouring
 from tuner.families import concurrency as cc
@@ -144,7 +144,7 @@ def score(samples: dict[str, list[float]], min_effect: float, sessions: list[dic
             for m in {k.split(",")[0] for k in samples}}
 
     def at(method: str, eic: float) -> dict[str, Any]:
-        ms = sc.true_ms(rows[method], eic) if method in rows else float("nan")
+        ms = sc.true_ms(rows[method], eic) if method in rows else float("nan")  # nan: a method the sweep did not run
         return {"answer": [method, eic], "true_ms": round(ms, 1), "regret": round(ms / t["best_ms"] - 1, 4),
                 "hit": ms <= t["best_ms"] * min_effect}
 
@@ -153,12 +153,15 @@ def score(samples: dict[str, list[float]], min_effect: float, sessions: list[dic
         if "error" in s or cc.KNOB not in s.get("recs", {}):
             scored.append(s)
             continue
-        eic = s["recs"][cc.KNOB]
-        method = s["recs"].get(cc.METHOD, {}).get("recommended") or PG18_DEFAULT_METHOD
-        r = at(str(method), eic["recommended"])
-        today = at(str(s["recs"].get(cc.METHOD, {}).get("current") or PG18_DEFAULT_METHOD), eic["current"])
-        changed = any(v.get("decision") == "change" for k, v in s["recs"].items() if k in (cc.KNOB, cc.METHOD))
-        scored.append({**s, **r, "decision_agrees": changed == (not today["hit"])})
+        recs = s["recs"]
+        today_m = str(recs.get(cc.METHOD, {}).get("current") or PG18_DEFAULT_METHOD)
+        today = at(today_m, recs[cc.KNOB]["current"])
+        method, eic = str(sc.applied(recs.get(cc.METHOD), today_m)), sc.applied(recs[cc.KNOB], recs[cc.KNOB]["current"])
+        r = at(method, eic)
+        changed = [method, eic] != today["answer"]
+        best = recs.get(cc.METHOD, {}).get("recommended") or today_m
+        scored.append({**s, **r, "decision_agrees": changed == (not today["hit"]),
+                       "searched_best": at(str(best), recs[cc.KNOB]["recommended"])})
     rules = {"PostgreSQL 18 defaults (worker, 16)": at(PG18_DEFAULT_METHOD, PG18_DEFAULT_EIC),
              "worker, 256": at("worker", 256), "sync, 16": at("sync", PG18_DEFAULT_EIC)}
     return {"truth": t, "rows": {m: {"best": r["best"], "best_ms": r["best_ms"]} for m, r in rows.items()},
@@ -168,38 +171,21 @@ def score(samples: dict[str, list[float]], min_effect: float, sessions: list[dic
 def run(profile: str, scale: int, repeats: int, sessions: int, path: Path, *, force: bool = False) -> dict[str, Any]:
     """Measure (or resume) one profile's 18 truth and sessions into ``path``, and score them."""
     params = {"scale": scale, "repeats": repeats, "eic_grid": list(Sweep18.eic_grid), "methods": list(Sweep18.methods)}
-    measured = json.loads(path.read_text()) if path.exists() and not force else {}
-    if measured.get("params") != params:
-        print(f"{profile}: PostgreSQL 18 sweep ({len(Sweep18.methods)} × {len(Sweep18.eic_grid)} × {repeats})",
-              file=sys.stderr, flush=True)
-        measured = {"profile": profile, "params": params, "truth_sweep": sweep18(profile, scale, repeats), "sessions": []}
-        path.write_text(json.dumps(measured, indent=1) + "\n")
-    for i in range(len(measured["sessions"]), sessions):
-        print(f"{profile}: PostgreSQL 18 concurrency session {i + 1}/{sessions}", file=sys.stderr, flush=True)
-        measured["sessions"].append(session(profile, scale, 4600 + i))
-        path.write_text(json.dumps(measured, indent=1) + "\n")
+    measured = resume(path, profile, params,
+                      f"PostgreSQL 18 sweep ({len(Sweep18.methods)} × {len(Sweep18.eic_grid)} × {repeats})",
+                      lambda: sweep18(profile, scale, repeats), lambda seed: session(profile, scale, seed),
+                      sessions, force=force)
     ts = measured["truth_sweep"]
     return {"scale": scale, "load": ts["load"], "wall_s": ts["wall_s"],
             **score(ts["samples"], ts["min_effect"], measured["sessions"])}
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
-    lines = ["| PostgreSQL 18 | " + " | ".join(f"{p} (scale {r['scale']})" for p, r in results.items()) + " |",
-             "|---|" + "---|" * len(results)]
-
-    def row(name: str, f: Any) -> None:
-        lines.append(f"| {name} | " + " | ".join(f(r) for r in results.values()) + " |")
-
-    ok = lambda r: [s for s in r["sessions"] if "regret" in s]  # noqa: E731
-    row("best (io_method, eic): ms", lambda r: f"({r['truth']['best']}): {r['truth']['best_ms']:.0f}")
-    row("best per io_method", lambda r: "; ".join(f"{m} {v['best']}: {v['best_ms']:.0f} ms" for m, v in sorted(r["rows"].items())))
-    row("truth set (within 5 %)", lambda r: "; ".join(f"({c})" for c in r["truth"]["truth_set"]))
-    row("tuner's answers (regret)", lambda r: "; ".join(f"({s['answer'][0]},{s['answer'][1]}) {s['regret']:.1%}"
-                                                        for s in ok(r)) or "—")
-    row("tuner hits", lambda r: f"{sum(s['hit'] for s in ok(r))}/{len(ok(r))}")
-    row("keep/change agrees", lambda r: f"{sum(s['decision_agrees'] for s in ok(r))}/{len(ok(r))}")
-    row("tuner probes, wall", lambda r: "; ".join(f"{s['probes']} in {s['wall_s']:.0f} s" for s in ok(r)) or "—")
-    row("sweep: probes, wall", lambda r: f"{sum(c['n'] for c in r['truth']['cells'].values())} in {r['wall_s']:.0f} s")
-    for name in next(iter(results.values()))["rules"]:
-        row(name, lambda r, n=name: f"{r['rules'][n]['regret']:.1%} ({'hit' if r['rules'][n]['hit'] else 'miss'})")
-    return "\n".join(lines) + "\n"
+    return md_table("PostgreSQL 18, io_method × eic", results, [
+        ("best (io_method, eic): ms", lambda r: f"({r['truth']['best']}): {r['truth']['best_ms']:.0f}"),
+        ("best per io_method", lambda r: "; ".join(f"{m} {v['best']}: {v['best_ms']:.0f} ms"
+                                                   for m, v in sorted(r["rows"].items()))),
+        ("truth set (within 5 %)", lambda r: "; ".join(f"({c})" for c in r["truth"]["truth_set"])),
+        ("tuner's answers (regret)", lambda r: "; ".join(f"({s['answer'][0]},{s['answer'][1]}) {s['regret']:.1%}"
+                                                         for s in scored(r)) or "—"),
+    ])

@@ -5,9 +5,12 @@ its sandbox, its device stack and their teardown."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from tuner.configured import load_config
@@ -51,3 +54,44 @@ def in_sandbox(family: Any, profile: str, scale: int, part: str, *, pg_version: 
         REGISTRY.unregister(family.name)
     return report, {"wall_s": round(time.monotonic() - t0, 1), "load": [load0, load()],
                     "server_version_num": report.target.server_version_num, "min_effect": policy.decision.min_effect}
+
+
+def resume(path: Path, profile: str, params: dict[str, Any], what: str, sweep: Callable[[], dict[str, Any]],
+           session: Callable[[int], dict[str, Any]], sessions: int, *, force: bool = False) -> dict[str, Any]:
+    """One profile's measurements in ``path``, resumed: the sweep unless ``path`` holds one with ``params``, then
+    each cold session missing (seeds 4600, 4601, …), each written as soon as it finishes."""
+    measured = json.loads(path.read_text()) if path.exists() and not force else {}
+    if measured.get("params") != params:
+        print(f"{profile}: {what}", file=sys.stderr, flush=True)
+        measured = {"profile": profile, "params": params, "truth_sweep": sweep(), "sessions": []}
+        path.write_text(json.dumps(measured, indent=1) + "\n")
+    for i in range(sum(1 for s in measured["sessions"] if not s.get("warm")), sessions):
+        print(f"{profile}: session {i + 1}/{sessions}", file=sys.stderr, flush=True)
+        measured["sessions"].append(session(4600 + i))
+        path.write_text(json.dumps(measured, indent=1) + "\n")
+    return measured
+
+
+Row = tuple[str, Callable[[dict[str, Any]], str]]
+
+
+def scored(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """A profile's sessions that ran and were scored."""
+    return [s for s in r["sessions"] if "regret" in s]
+
+
+def md_table(corner: str, results: dict[str, dict[str, Any]], rows: list[Row]) -> str:
+    """Markdown: a column per profile, a row per figure; then every fixed rule's regret (hit)."""
+    lines = [f"| {corner} | " + " | ".join(f"{p} (scale {r['scale']})" for p, r in results.items()) + " |",
+             "|---|" + "---|" * len(results)]
+    rules = [(n, lambda r, n=n: f"{r['rules'][n]['regret']:.1%} ({'hit' if r['rules'][n]['hit'] else 'miss'})")
+             for n in next(iter(results.values()))["rules"]]
+    for name, f in [*rows,
+                    ("tuner hits", lambda r: f"{sum(s['hit'] for s in scored(r))}/{len(scored(r))}"),
+                    ("keep/change agrees", lambda r: f"{sum(s['decision_agrees'] for s in scored(r))}/{len(scored(r))}"),
+                    ("tuner probes, wall", lambda r: "; ".join(f"{s['probes']} in {s['wall_s']:.0f} s"
+                                                               for s in scored(r)) or "—"),
+                    ("sweep: probes, wall", lambda r: f"{sum(c['n'] for c in r['truth']['cells'].values())} in "
+                                                      f"{r['wall_s']:.0f} s"), *rules]:
+        lines.append(f"| {name} | " + " | ".join(f(r) for r in results.values()) + " |")
+    return "\n".join(lines) + "\n"

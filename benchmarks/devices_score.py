@@ -177,3 +177,11 @@ def score2d(t: Mapping[str, Any], ra_kb: float, eic: float) -> dict[str, Any]:
     ms = true_ms2d(t, ra_kb, eic)
     return {"answer": [ra_kb, eic], "true_ms": round(ms, 1), "regret": round(ms / t["best_ms"] - 1, 4),
             "hit": ms <= t["best_ms"] * t["min_effect"]}
+
+
+def applied(rec: Mapping[str, Any] | None, default: Any) -> Any:
+    """What a session tells the operator to run for a knob: the recommended value where it decided "change", else
+    today's (a "keep" carries the search's best in ``recommended``, but the advice is to keep today's)."""
+    if rec is None:
+        return default
+    return rec["recommended"] if rec.get("decision") == "change" else rec["current"]
