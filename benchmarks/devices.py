@@ -208,7 +208,8 @@ def run_part(part: Any, specs: list[str], args: argparse.Namespace, suffix: str)
     for spec in specs:
         profile, _, scale = spec.partition("@")
         results[profile] = part.run(profile, int(scale or args.scale), args.repeats, args.sessions,
-                                    args.out / f"{slug(profile)}.{suffix}.json", force=args.force)
+                                    args.out / f"{slug(profile)}.{suffix}.json", force=args.force,
+                                    parallel=args.parallel)
         t = results[profile]["truth"]
         print(f"{profile} ({suffix}): best ({t['best']}), {t['best_ms']:.0f} ms; truth set {t['truth_set']}",
               file=sys.stderr)
@@ -232,6 +233,8 @@ def main() -> None:
                     f"(default: {';'.join(PG18_PROFILES)}; --quick: latency=1ms@1)")
     ap.add_argument("--only", choices=("1d", "2d", "pg18"), help="measure only one part: the 1-D eic truth (PostgreSQL "
                     "15), the 2-D read_ahead_kb × eic truth (15), or io_method × eic on 18")
+    ap.add_argument("--parallel", type=int, default=1, help="2-D and 18 parts: run a profile's sessions this many at "
+                    "a time, each on its own sandbox (faster; they share the CPU, so times are noisier)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "measured" / "devices")
     ap.add_argument("--force", action="store_true", help="measure again what --out already holds")
     args = ap.parse_args()

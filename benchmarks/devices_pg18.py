@@ -118,10 +118,10 @@ def sweep18(profile: str, scale: int, repeats: int) -> dict[str, Any]:
             "workload": section.workload if section else None, "cache": section.cache if section else None}
 
 
-def session(profile: str, scale: int, seed: int) -> dict[str, Any]:
+def session(profile: str, scale: int, seed: int, state: str) -> dict[str, Any]:
     """One cold concurrency session on 18: its eic and io_method answers (io_workers searched too; recorded)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
-    env["TUNER_TUNER__STATE_DIR"] = state_dir(profile, "pg18")
+    env["TUNER_TUNER__STATE_DIR"] = state
     t0, load0 = time.monotonic(), load()
     proc = subprocess.run(
         [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--pg-version", "18", "--device", profile,
@@ -168,13 +168,15 @@ def score(samples: dict[str, list[float]], min_effect: float, sessions: list[dic
             "sessions": scored, "rules": rules}
 
 
-def run(profile: str, scale: int, repeats: int, sessions: int, path: Path, *, force: bool = False) -> dict[str, Any]:
+def run(profile: str, scale: int, repeats: int, sessions: int, path: Path, *, force: bool = False,
+        parallel: int = 1) -> dict[str, Any]:
     """Measure (or resume) one profile's 18 truth and sessions into ``path``, and score them."""
     params = {"scale": scale, "repeats": repeats, "eic_grid": list(Sweep18.eic_grid), "methods": list(Sweep18.methods)}
     measured = resume(path, profile, params,
                       f"PostgreSQL 18 sweep ({len(Sweep18.methods)} × {len(Sweep18.eic_grid)} × {repeats})",
-                      lambda: sweep18(profile, scale, repeats), lambda seed: session(profile, scale, seed),
-                      sessions, force=force)
+                      lambda: sweep18(profile, scale, repeats),
+                      lambda seed: session(profile, scale, seed, state_dir(profile, f"pg18-{seed}")),
+                      sessions, force=force, parallel=parallel)
     ts = measured["truth_sweep"]
     return {"scale": scale, "load": ts["load"], "wall_s": ts["wall_s"],
             **score(ts["samples"], ts["min_effect"], measured["sessions"])}

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tuner.configured import load_config
@@ -57,18 +58,24 @@ def in_sandbox(family: Any, profile: str, scale: int, part: str, *, pg_version: 
 
 
 def resume(path: Path, profile: str, params: dict[str, Any], what: str, sweep: Callable[[], dict[str, Any]],
-           session: Callable[[int], dict[str, Any]], sessions: int, *, force: bool = False) -> dict[str, Any]:
+           session: Callable[[int], dict[str, Any]], sessions: int, *, force: bool = False,
+           parallel: int = 1) -> dict[str, Any]:
     """One profile's measurements in ``path``, resumed: the sweep unless ``path`` holds one with ``params``, then
-    each cold session missing (seeds 4600, 4601, …), each written as soon as it finishes."""
+    each cold session missing (seeds 4600, 4601, …), ``parallel`` at a time (each on its own sandbox and journal),
+    each written as soon as it finishes."""
     measured = json.loads(path.read_text()) if path.exists() and not force else {}
     if measured.get("params") != params:
         print(f"{profile}: {what}", file=sys.stderr, flush=True)
         measured = {"profile": profile, "params": params, "truth_sweep": sweep(), "sessions": []}
         path.write_text(json.dumps(measured, indent=1) + "\n")
-    for i in range(sum(1 for s in measured["sessions"] if not s.get("warm")), sessions):
-        print(f"{profile}: session {i + 1}/{sessions}", file=sys.stderr, flush=True)
-        measured["sessions"].append(session(4600 + i))
-        path.write_text(json.dumps(measured, indent=1) + "\n")
+    done = {s["seed"] for s in measured["sessions"] if "error" not in s}
+    measured["sessions"] = [s for s in measured["sessions"] if s["seed"] in done]  # a failed one runs again
+    missing = [4600 + i for i in range(sessions) if 4600 + i not in done]
+    print(f"{profile}: sessions {missing}", file=sys.stderr, flush=True)
+    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+        for result in pool.map(session, missing):
+            measured["sessions"].append(result)
+            path.write_text(json.dumps(measured, indent=1) + "\n")
     return measured
 
 
