@@ -197,9 +197,10 @@ def score_2d(samples: dict[str, list[float]], min_effect: float, sessions: list[
                        "joint": None if s.get("joint_eic") is None else sc.score2d(t, s["ra"]["recommended"], s["joint_eic"])})
     rules = {}
     if (ra_today := next((s["ra"]["current"] for s in sessions if s.get("ra")), None)) is not None:
-        # The sandbox's loop device starts with the readahead the kernel gave it (2560 KB here, above the grid:
-        # scored at 2048), and PostgreSQL 15's eic 1: what a session's keep means.
-        rules[f"today (loop device's {ra_today} KB)"] = sc.score2d(row, ra_today, PG15_DEFAULT_EIC)
+        # The loop device's own readahead, what a session's keep means: 2560 or 128 KB here, depending on the
+        # loop device the sandbox got (scored at the grid's edge beyond 2048).
+        rules["today (the first session's loop device readahead)"] = {**sc.score2d(row, ra_today, PG15_DEFAULT_EIC),
+                                                                       "read_ahead_kb": ra_today}
     rules.update({"kernel default 128 KB": sc.score2d(row, 128, PG15_DEFAULT_EIC),
                   "readahead 0 (databases' old advice)": sc.score2d(row, 0, PG15_DEFAULT_EIC),
                   "2048 KB (SAN advice)": sc.score2d(row, 2048, PG15_DEFAULT_EIC)})

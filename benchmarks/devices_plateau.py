@@ -43,9 +43,9 @@ def lines(out: Path = MEASURED) -> dict[str, dict[int, list[float]]]:
     """Every 1-D line of the measured truths: name → value → readings (ms)."""
     found: dict[str, dict[int, list[float]]] = {}
     for f in sorted(out.glob("*.json")):
-        if f.name.startswith("summary"):
-            continue
         doc = json.loads(f.read_text())
+        if "truth_sweep" not in doc:  # summaries, this script's own output
+            continue
         samples = doc["truth_sweep"]["samples"]
         profile = doc["profile"]
         if f.name.endswith(".2d.json"):
