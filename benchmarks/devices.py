@@ -209,7 +209,7 @@ def run_part(part: Any, specs: list[str], args: argparse.Namespace, suffix: str)
         profile, _, scale = spec.partition("@")
         results[profile] = part.run(profile, int(scale or args.scale), args.repeats, args.sessions,
                                     args.out / f"{slug(profile)}.{suffix}.json", force=args.force,
-                                    parallel=args.parallel)
+                                    parallel=args.parallel, score_only=args.score_only)
         t = results[profile]["truth"]
         print(f"{profile} ({suffix}): best ({t['best']}), {t['best_ms']:.0f} ms; truth set {t['truth_set']}",
               file=sys.stderr)
@@ -235,6 +235,8 @@ def main() -> None:
                     "15), the 2-D read_ahead_kb × eic truth (15), or io_method × eic on 18")
     ap.add_argument("--parallel", type=int, default=1, help="2-D and 18 parts: run a profile's sessions this many at "
                     "a time, each on its own sandbox (faster; they share the CPU, so times are noisier)")
+    ap.add_argument("--score-only", action="store_true", help="2-D and 18 parts: measure nothing, score what --out "
+                    "holds (sessions still missing are left out)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "measured" / "devices")
     ap.add_argument("--force", action="store_true", help="measure again what --out already holds")
     args = ap.parse_args()

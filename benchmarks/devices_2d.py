@@ -48,8 +48,11 @@ EIC_GRID = (0, 1, 4, 16, 64, 256, 1000)
 
 # A cell whose every probe so far took more than RETIRE_FACTOR × the best cell's mean cannot come within the 5 %
 # truth set; after RETIRE_AFTER blocks it is dropped from later blocks. (Readahead 0 on a 1 ms disk reads 8 KiB
-# per millisecond: 20 s a probe at 50× the best — five repeats of it would cost more than the rest of the grid.)
-RETIRE_AFTER, RETIRE_FACTOR = 2, 2.0
+# per millisecond: 45 s a probe at 100× the best.) The first run (2026-12-06, committed) used a factor of 2: with
+# the load rising from 6 to 30 during the sweeps it dropped cells only 1.5–2× from the best, which then kept only
+# their early, less loaded readings while the kept cells also got the later, slower ones — a bias randomised blocks
+# exist to prevent. 5 drops only the cells no drift can bring near the best.
+RETIRE_AFTER, RETIRE_FACTOR = 2, 5.0
 
 
 def _far_off(trials: list[Trial], c: tuple[int, int]) -> bool:
@@ -208,14 +211,15 @@ def score_2d(samples: dict[str, list[float]], min_effect: float, sessions: list[
 
 
 def run(profile: str, scale: int, repeats: int, sessions: int, path: Path, *, force: bool = False,
-        parallel: int = 1) -> dict[str, Any]:
+        parallel: int = 1, score_only: bool = False) -> dict[str, Any]:
     """Measure (or resume) one profile's 2-D truth and sessions into ``path``, and score them."""
-    params = {"scale": scale, "repeats": repeats, "ra_grid": list(Sweep2D.ra_grid), "eic_grid": list(Sweep2D.eic_grid)}
+    params = {"scale": scale, "repeats": repeats, "ra_grid": list(Sweep2D.ra_grid), "eic_grid": list(Sweep2D.eic_grid),
+              "retire_factor": RETIRE_FACTOR}
     measured = resume(path, profile, params,
                       f"2-D truth sweep ({len(Sweep2D.ra_grid)} × {len(Sweep2D.eic_grid)} cells × {repeats})",
                       lambda: sweep2d(profile, scale, repeats),
                       lambda seed: session(profile, scale, seed, state_dir(profile, f"2d-{seed}")),
-                      sessions, force=force, parallel=parallel)
+                      sessions, force=force, parallel=parallel, score_only=score_only)
     ts = measured["truth_sweep"]
     return {"scale": scale, "load": ts["load"], "wall_s": ts["wall_s"],
             **score_2d(ts["samples"], ts["min_effect"], measured["sessions"])}

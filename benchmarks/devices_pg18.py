@@ -169,14 +169,14 @@ def score(samples: dict[str, list[float]], min_effect: float, sessions: list[dic
 
 
 def run(profile: str, scale: int, repeats: int, sessions: int, path: Path, *, force: bool = False,
-        parallel: int = 1) -> dict[str, Any]:
+        parallel: int = 1, score_only: bool = False) -> dict[str, Any]:
     """Measure (or resume) one profile's 18 truth and sessions into ``path``, and score them."""
     params = {"scale": scale, "repeats": repeats, "eic_grid": list(Sweep18.eic_grid), "methods": list(Sweep18.methods)}
     measured = resume(path, profile, params,
                       f"PostgreSQL 18 sweep ({len(Sweep18.methods)} × {len(Sweep18.eic_grid)} × {repeats})",
                       lambda: sweep18(profile, scale, repeats),
                       lambda seed: session(profile, scale, seed, state_dir(profile, f"pg18-{seed}")),
-                      sessions, force=force, parallel=parallel)
+                      sessions, force=force, parallel=parallel, score_only=score_only)
     ts = measured["truth_sweep"]
     return {"scale": scale, "load": ts["load"], "wall_s": ts["wall_s"],
             **score(ts["samples"], ts["min_effect"], measured["sessions"])}
@@ -190,4 +190,10 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         ("truth set (within 5 %)", lambda r: "; ".join(f"({c})" for c in r["truth"]["truth_set"])),
         ("tuner's answers (regret)", lambda r: "; ".join(f"({s['answer'][0]},{s['answer'][1]}) {s['regret']:.1%}"
                                                          for s in scored(r)) or "—"),
+        ("its search's best, before keep/change (regret)", lambda r: "; ".join(
+            f"({s['searched_best']['answer'][0]},{s['searched_best']['answer'][1]}) {s['searched_best']['regret']:.1%}"
+            for s in scored(r)) or "—"),
+        ("io_workers (today 3; the truth holds 3) and io_combine_limit (16) it advised", lambda r: "; ".join(
+            f"{sc.applied(s['recs'].get('io_workers'), 3)}, {sc.applied(s['recs'].get('io_combine_limit'), 16)}"
+            for s in scored(r)) or "—"),
     ])

@@ -59,11 +59,15 @@ def in_sandbox(family: Any, profile: str, scale: int, part: str, *, pg_version: 
 
 def resume(path: Path, profile: str, params: dict[str, Any], what: str, sweep: Callable[[], dict[str, Any]],
            session: Callable[[int], dict[str, Any]], sessions: int, *, force: bool = False,
-           parallel: int = 1) -> dict[str, Any]:
+           parallel: int = 1, score_only: bool = False) -> dict[str, Any]:
     """One profile's measurements in ``path``, resumed: the sweep unless ``path`` holds one with ``params``, then
     each cold session missing (seeds 4600, 4601, …), ``parallel`` at a time (each on its own sandbox and journal),
     each written as soon as it finishes."""
     measured = json.loads(path.read_text()) if path.exists() and not force else {}
+    if score_only:  # what is there, measured as far as it got
+        if "truth_sweep" not in measured:
+            raise SystemExit(f"{profile}: nothing measured in {path}")
+        return {**measured, "sessions": [s for s in measured["sessions"] if "error" not in s]}
     if measured.get("params") != params:
         print(f"{profile}: {what}", file=sys.stderr, flush=True)
         measured = {"profile": profile, "params": params, "truth_sweep": sweep(), "sessions": []}
