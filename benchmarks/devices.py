@@ -31,7 +31,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import devices_2d as d2  # noqa: E402
 from benchmarks import devices_pg18 as d18  # noqa: E402
 from benchmarks import devices_score as sc  # noqa: E402
+from benchmarks.devices_run import recommend_json  # noqa: E402
 from tuner.configured import load_config  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped  # noqa: E402
@@ -141,20 +141,13 @@ def sweep(profile: str, scale: int, repeats: int) -> dict[str, Any]:
 
 def session(profile: str, scale: int, seed: int) -> dict[str, Any]:
     """One cold tuner session on a fresh sandbox with the profile: its answer, decision, probes and wall time."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
-    t0, load0 = time.monotonic(), _load()
-    proc = subprocess.run(
-        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--device", profile, "--scale", str(scale),
-         "--family", "concurrency", "--seed", str(seed), "--format", "json", "--no-store"],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=7200)
-    if proc.returncode != 0:
-        return {"seed": seed, "error": f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"}
-    doc = json.loads(proc.stdout)
+    doc, run = recommend_json(["--device", profile, "--scale", str(scale), "--family", "concurrency"], seed)
+    if doc is None:
+        return run
     rec = next(r for r in doc["recommendations"] if r["knob"] == KNOB)
     return {"seed": seed, "current": rec["current"], "recommended": rec["recommended"], "decision": rec["decision"],
             "near_optimal": rec.get("near_optimal"), "probes": len(doc["trials"]),
-            "search_probes": sum(1 for t in doc["trials"] if t["phase"] == "search"),
-            "wall_s": round(time.monotonic() - t0, 1), "load": [load0, _load()]}
+            "search_probes": sum(1 for t in doc["trials"] if t["phase"] == "search"), **run}
 
 
 def score_profile(profile: str, measured: dict[str, Any]) -> dict[str, Any]:

@@ -16,18 +16,14 @@ answers between them are interpolated on the log2(1 + x) axes tuner searches on.
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import re
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, ClassVar
 
 from benchmarks import devices_score as sc
-from benchmarks.devices_run import in_sandbox, md_table, resume, scored, state_dir
+from benchmarks.devices_run import in_sandbox, md_table, recommend_json, resume, scored, scored_profile, state_dir
 from benchmarks.devices_run import load as _load
 from tuner.families import readahead as ra
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
@@ -163,20 +159,12 @@ def session(profile: str, scale: int, seed: int, state: str) -> dict[str, Any]:
     joint search's optimum (read_ahead_kb, eic), probes, wall time. The concurrency family is not run after it
     here: its eic question has its own truth (devices.py, the 1-D sweep), and on this loaded machine a session
     of both took ~25 minutes."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
-    env["TUNER_TUNER__STATE_DIR"] = state
-    t0, load0 = time.monotonic(), _load()
-    proc = subprocess.run(
-        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--device", profile, "--scale", str(scale),
-         "--family", "readahead", "--seed", str(seed), "--format", "json", "--no-store"],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=7200)
-    if proc.returncode != 0:
-        return {"seed": seed, "error": f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"}
-    doc = json.loads(proc.stdout)
+    doc, run = recommend_json(["--device", profile, "--scale", str(scale), "--family", "readahead"], seed, state)
+    if doc is None:
+        return run
     rec = next((r for r in doc["recommendations"] if r["knob"] == ra.RA), None)
     joint = next((m for d in doc.get("devices") or [] if (m := JOINT.search(d.get("reason") or ""))), None)
-    return {"seed": seed, "probes": len(doc["trials"]), "wall_s": round(time.monotonic() - t0, 1),
-            "load": [load0, _load()],
+    return {"probes": len(doc["trials"]), **run,
             "ra": None if rec is None else {k: rec.get(k) for k in ("current", "recommended", "decision", "near_optimal")},
             "joint_eic": int(joint.group(1)) if joint else None}
 
@@ -220,9 +208,7 @@ def run(profile: str, scale: int, repeats: int, sessions: int, path: Path, *, fo
                       lambda: sweep2d(profile, scale, repeats),
                       lambda seed: session(profile, scale, seed, state_dir(profile, f"2d-{seed}")),
                       sessions, force=force, parallel=parallel, score_only=score_only)
-    ts = measured["truth_sweep"]
-    return {"scale": scale, "load": ts["load"], "wall_s": ts["wall_s"],
-            **score_2d(ts["samples"], ts["min_effect"], measured["sessions"])}
+    return scored_profile(measured, scale, score_2d)
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:

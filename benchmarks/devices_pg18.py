@@ -12,17 +12,13 @@ Every block visits every (io_method, eic) cell once in a fresh random order; io_
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, ClassVar
 
 from benchmarks import devices_score as sc
-from benchmarks.devices_run import in_sandbox, load, md_table, resume, scored, state_dir
+from benchmarks.devices_run import in_sandbox, load, md_table, recommend_json, resume, scored, scored_profile, state_dir
 from tuner import sqlfiles
 from tuner.families import aio, iouring
 from tuner.families import concurrency as cc
@@ -120,20 +116,13 @@ def sweep18(profile: str, scale: int, repeats: int) -> dict[str, Any]:
 
 def session(profile: str, scale: int, seed: int, state: str) -> dict[str, Any]:
     """One cold concurrency session on 18: its eic and io_method answers (io_workers searched too; recorded)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
-    env["TUNER_TUNER__STATE_DIR"] = state
-    t0, load0 = time.monotonic(), load()
-    proc = subprocess.run(
-        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--pg-version", "18", "--device", profile,
-         "--scale", str(scale), "--family", "concurrency", "--seed", str(seed), "--format", "json", "--no-store"],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=7200)
-    if proc.returncode != 0:
-        return {"seed": seed, "error": f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"}
-    doc = json.loads(proc.stdout)
+    doc, run = recommend_json(["--pg-version", "18", "--device", profile, "--scale", str(scale),
+                               "--family", "concurrency"], seed, state)
+    if doc is None:
+        return run
     recs = {r["knob"]: {k: r.get(k) for k in ("current", "recommended", "decision", "near_optimal")}
             for r in doc["recommendations"]}  # io_combine_limit and io_workers too: the truth holds them at default
-    return {"seed": seed, "recs": recs, "probes": len(doc["trials"]), "wall_s": round(time.monotonic() - t0, 1),
-            "load": [load0, load()]}
+    return {"recs": recs, "probes": len(doc["trials"]), **run}
 
 
 def score(samples: dict[str, list[float]], min_effect: float, sessions: list[dict[str, Any]]) -> dict[str, Any]:
@@ -177,9 +166,7 @@ def run(profile: str, scale: int, repeats: int, sessions: int, path: Path, *, fo
                       lambda: sweep18(profile, scale, repeats),
                       lambda seed: session(profile, scale, seed, state_dir(profile, f"pg18-{seed}")),
                       sessions, force=force, parallel=parallel, score_only=score_only)
-    ts = measured["truth_sweep"]
-    return {"scale": scale, "load": ts["load"], "wall_s": ts["wall_s"],
-            **score(ts["samples"], ts["min_effect"], measured["sessions"])}
+    return scored_profile(measured, scale, score)
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,6 +21,7 @@ from tuner.model import Report
 from tuner.policy import load_policy
 
 STATE_ROOT = "/var/lib/tuner-bench"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def load() -> float:
@@ -62,7 +64,7 @@ def resume(path: Path, profile: str, params: dict[str, Any], what: str, sweep: C
            parallel: int = 1, score_only: bool = False) -> dict[str, Any]:
     """One profile's measurements in ``path``, resumed: the sweep unless ``path`` holds one with ``params``, then
     each cold session missing (seeds 4600, 4601, …), ``parallel`` at a time (each on its own sandbox and journal),
-    each written as soon as it finishes."""
+    each written as soon as it finishes. ``params["scale"]`` is the profile's data scale."""
     measured = json.loads(path.read_text()) if path.exists() and not force else {}
     if score_only:  # what is there, measured as far as it got
         if "truth_sweep" not in measured:
@@ -81,6 +83,14 @@ def resume(path: Path, profile: str, params: dict[str, Any], what: str, sweep: C
             measured["sessions"].append(result)
             path.write_text(json.dumps(measured, indent=1) + "\n")
     return measured
+
+
+def scored_profile(measured: dict[str, Any], scale: int,
+                   score: Callable[[dict[str, list[float]], float, list[dict[str, Any]]], dict[str, Any]]) -> dict[str, Any]:
+    """A profile's result for the tables: its scale, the sweep's load and wall time, and ``score``'s verdicts."""
+    ts = measured["truth_sweep"]
+    return {"scale": scale, "load": ts["load"], "wall_s": ts["wall_s"],
+            **score(ts["samples"], ts["min_effect"], measured["sessions"])}
 
 
 Row = tuple[str, Callable[[dict[str, Any]], str]]
@@ -106,3 +116,19 @@ def md_table(corner: str, results: dict[str, dict[str, Any]], rows: list[Row]) -
                                                       f"{r['wall_s']:.0f} s"), *rules]:
         lines.append(f"| {name} | " + " | ".join(f(r) for r in results.values()) + " |")
     return "\n".join(lines) + "\n"
+
+
+def recommend_json(args: list[str], seed: int, state: str | None = None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """``tuner recommend --sandbox ARGS --seed SEED --format json --no-store`` in a subprocess with a clean
+    environment (and its own journal in ``state``): the report (None when it failed) and the run's seed, wall time
+    and load average before and after, or its error."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
+    if state is not None:
+        env["TUNER_TUNER__STATE_DIR"] = state
+    t0, load0 = time.monotonic(), load()
+    proc = subprocess.run([sys.executable, "-m", "tuner", "recommend", "--sandbox", *args, "--seed", str(seed),
+                           "--format", "json", "--no-store"],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=7200)
+    if proc.returncode != 0:
+        return None, {"seed": seed, "error": f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"}
+    return json.loads(proc.stdout), {"seed": seed, "wall_s": round(time.monotonic() - t0, 1), "load": [load0, load()]}
