@@ -208,7 +208,7 @@ def run_part(part: Any, specs: list[str], args: argparse.Namespace, suffix: str)
               file=sys.stderr)
     md = part.table(results)
     (args.out / f"summary_{suffix}.json").write_text(
-        json.dumps({"repeats": args.repeats, "results": results, "table": md}, indent=1) + "\n")
+        json.dumps({"repeats": args.repeats, "results": results, "table": md}) + "\n")  # compact: benchmarks/ < 1 MB
     print(md)
 
 
