@@ -31,7 +31,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,7 +39,10 @@ from typing import Any, ClassVar
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import devices_2d as d2  # noqa: E402
+from benchmarks import devices_pg18 as d18  # noqa: E402
 from benchmarks import devices_score as sc  # noqa: E402
+from benchmarks.devices_run import recommend_json  # noqa: E402
 from tuner.configured import load_config  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped  # noqa: E402
@@ -52,6 +54,14 @@ from tuner.probes.cache import CacheControl, choose_os_method  # noqa: E402
 
 DEFAULT_PROFILES = ("local", "ram", "latency=1ms", "iops=3000", "iops=300", "mbps=125", "hdd")
 QUICK_PROFILES = ("local", "latency=1ms")
+# The 2-D truth (read_ahead_kb × eic on the readahead family's workload) with each profile's scale: a cold
+# sequential scan at readahead 128 KiB takes about a second on each (latency=1ms reads ~180 MB/s at 128 KiB a
+# request, iops=3000 ~370 MB/s, local ~2 GB/s), plus the bitmap scan.
+TWO_D_PROFILES = ("latency=1ms@6", "iops=3000@16", "local@40")
+# PostgreSQL 18: io_method (worker, sync, io_uring where it runs) × eic on the concurrency family's 17+ workload (a sequential scan and
+# the bitmap scans). Smaller scales than 15's: a session on 18 runs ~150 probes (eic × io_combine_limit, then
+# io_workers, then io_method screened in ABBA pairs).
+PG18_PROFILES = ("latency=1ms@3", "iops=3000@4", "mbps=125@4")
 PG15_DEFAULT_EIC = 1
 
 
@@ -131,20 +141,13 @@ def sweep(profile: str, scale: int, repeats: int) -> dict[str, Any]:
 
 def session(profile: str, scale: int, seed: int) -> dict[str, Any]:
     """One cold tuner session on a fresh sandbox with the profile: its answer, decision, probes and wall time."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
-    t0, load0 = time.monotonic(), _load()
-    proc = subprocess.run(
-        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--device", profile, "--scale", str(scale),
-         "--family", "concurrency", "--seed", str(seed), "--format", "json", "--no-store"],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=7200)
-    if proc.returncode != 0:
-        return {"seed": seed, "error": f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"}
-    doc = json.loads(proc.stdout)
+    doc, run = recommend_json(["--device", profile, "--scale", str(scale), "--family", "concurrency"], seed)
+    if doc is None:
+        return run
     rec = next(r for r in doc["recommendations"] if r["knob"] == KNOB)
     return {"seed": seed, "current": rec["current"], "recommended": rec["recommended"], "decision": rec["decision"],
             "near_optimal": rec.get("near_optimal"), "probes": len(doc["trials"]),
-            "search_probes": sum(1 for t in doc["trials"] if t["phase"] == "search"),
-            "wall_s": round(time.monotonic() - t0, 1), "load": [load0, _load()]}
+            "search_probes": sum(1 for t in doc["trials"] if t["phase"] == "search"), **run}
 
 
 def score_profile(profile: str, measured: dict[str, Any]) -> dict[str, Any]:
@@ -191,6 +194,24 @@ def slug(profile: str) -> str:
     return profile.replace("=", "-").replace(",", "+")
 
 
+def run_part(part: Any, specs: list[str], args: argparse.Namespace, suffix: str) -> None:
+    """One part beyond the 1-D truth (devices_2d: read_ahead_kb × eic on 15; devices_pg18: io_method × eic on 18):
+    every profile resumed and scored, the table printed and written to summary_<suffix>.json."""
+    results = {}
+    for spec in specs:
+        profile, _, scale = spec.partition("@")
+        results[profile] = part.run(profile, int(scale or args.scale), args.repeats, args.sessions,
+                                    args.out / f"{slug(profile)}.{suffix}.json", force=args.force,
+                                    parallel=args.parallel, score_only=args.score_only)
+        t = results[profile]["truth"]
+        print(f"{profile} ({suffix}): best ({t['best']}), {t['best_ms']:.0f} ms; truth set {t['truth_set']}",
+              file=sys.stderr)
+    md = part.table(results)
+    (args.out / f"summary_{suffix}.json").write_text(
+        json.dumps({"repeats": args.repeats, "results": results, "table": md}) + "\n")  # compact: benchmarks/ < 1 MB
+    print(md)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profiles", help="profiles separated by ';', each optionally with its own scale after '@' "
@@ -199,6 +220,16 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--sessions", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="smoke run: scale 1, 2 repeats, 1 session, local and latency=1ms")
+    ap.add_argument("--two-d", help="2-D truth profiles separated by ';', each PROFILE@SCALE "
+                    f"(default: {';'.join(TWO_D_PROFILES)}; --quick: latency=1ms@1)")
+    ap.add_argument("--pg18", help="PostgreSQL 18 profiles separated by ';', each PROFILE@SCALE "
+                    f"(default: {';'.join(PG18_PROFILES)}; --quick: latency=1ms@1)")
+    ap.add_argument("--only", choices=("1d", "2d", "pg18"), help="measure only one part: the 1-D eic truth (PostgreSQL "
+                    "15), the 2-D read_ahead_kb × eic truth (15), or io_method × eic on 18")
+    ap.add_argument("--parallel", type=int, default=1, help="2-D and 18 parts: run a profile's sessions this many at "
+                    "a time, each on its own sandbox (faster; they share the CPU, so times are noisier)")
+    ap.add_argument("--score-only", action="store_true", help="2-D and 18 parts: measure nothing, score what --out "
+                    "holds (sessions still missing are left out)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "measured" / "devices")
     ap.add_argument("--force", action="store_true", help="measure again what --out already holds")
     args = ap.parse_args()
@@ -208,6 +239,16 @@ def main() -> None:
     profiles = args.profiles.split(";") if args.profiles else list(QUICK_PROFILES if args.quick else DEFAULT_PROFILES)
     params = {"scale": args.scale, "repeats": args.repeats, "sessions": args.sessions}
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.quick:  # a smoke run: the corners and the middle of each grid
+        d2.Sweep2D.ra_grid, d2.Sweep2D.eic_grid, d18.Sweep18.eic_grid = (0, 128, 2048), (1, 64), (1, 64)
+    if args.only in (None, "2d"):
+        run_part(d2, args.two_d.split(";") if args.two_d else (["latency=1ms@1"] if args.quick else list(TWO_D_PROFILES)),
+                 args, "2d")
+    if args.only in (None, "pg18"):
+        run_part(d18, args.pg18.split(";") if args.pg18 else (["latency=1ms@1"] if args.quick else list(PG18_PROFILES)),
+                 args, "pg18")
+    if args.only is not None and args.only != "1d":
+        return
     results = {}
     for spec in profiles:
         profile, _, own_scale = spec.partition("@")

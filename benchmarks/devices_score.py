@@ -135,3 +135,53 @@ def peers(t: Mapping[str, Any], samples: Mapping[int, Sequence[float]], *, profi
                      "hit": round(sum(r["hit"] for r in rs) / len(rs), 3), "runs": len(rs),
                      "probes": len(samples) if name == "seeds_method" else budget}
     return out
+
+
+# --- the 2-D truth: cells keyed "read_ahead_kb,eic" ------------------------------------------------------------
+
+
+def truth2d(samples: Mapping[str, Sequence[float]], min_effect: float) -> dict[str, Any]:
+    """The 2-D truth: per cell the mean and interval (as :func:`truth`), the best cell, the truth set (within
+    min_effect of the best) and the plausible set (interval reaching within min_effect of the best)."""
+    t = truth(samples, min_effect)  # type: ignore[arg-type]  (keys are "ra,eic" strings; truth() only groups them)
+    t["axes"] = {"read_ahead_kb": sorted({int(k.split(",")[0]) for k in samples}),
+                 "effective_io_concurrency": sorted({int(k.split(",")[1]) for k in samples})}
+    return t
+
+
+def _bracket(grid: Sequence[int], v: float) -> tuple[int, int, float]:
+    """The grid neighbours of ``v`` and its position between them on log2(1 + x)."""
+    v = min(max(v, grid[0]), grid[-1])
+    lo = max(g for g in grid if g <= v)
+    hi = min(g for g in grid if g >= v)
+    if lo == hi:
+        return lo, hi, 0.0
+    x, x0, x1 = math.log2(1 + v), math.log2(1 + lo), math.log2(1 + hi)
+    return lo, hi, (x - x0) / (x1 - x0)
+
+
+def true_ms2d(t: Mapping[str, Any], ra_kb: float, eic: float) -> float:
+    """The true time at (read_ahead_kb, eic): the cell's mean, else bilinear between the four neighbours on the
+    log2(1 + x) axes."""
+    def m(r: int, e: int) -> float:
+        return float(t["cells"][f"{r},{e}"]["mean_ms"])
+
+    r0, r1, fr = _bracket(t["axes"]["read_ahead_kb"], ra_kb)
+    e0, e1, fe = _bracket(t["axes"]["effective_io_concurrency"], eic)
+    low = m(r0, e0) + (m(r0, e1) - m(r0, e0)) * fe
+    high = m(r1, e0) + (m(r1, e1) - m(r1, e0)) * fe
+    return low + (high - low) * fr
+
+
+def score2d(t: Mapping[str, Any], ra_kb: float, eic: float) -> dict[str, Any]:
+    ms = true_ms2d(t, ra_kb, eic)
+    return {"answer": [ra_kb, eic], "true_ms": round(ms, 1), "regret": round(ms / t["best_ms"] - 1, 4),
+            "hit": ms <= t["best_ms"] * t["min_effect"]}
+
+
+def applied(rec: Mapping[str, Any] | None, default: Any) -> Any:
+    """What a session tells the operator to run for a knob: the recommended value where it decided "change", else
+    today's (a "keep" carries the search's best in ``recommended``, but the advice is to keep today's)."""
+    if rec is None:
+        return default
+    return rec["recommended"] if rec.get("decision") == "change" else rec["current"]

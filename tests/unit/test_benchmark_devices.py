@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -50,3 +51,39 @@ def test_peers_are_scored_reproducibly_and_searching_ones_over_many_draws() -> N
     assert a["postgresql_default"]["hit"] is False and a["folklore_256"]["hit"] is True
     assert a["optuna_tpe"]["runs"] == 5 and 0 <= a["optuna_tpe"]["hit"] <= 1
     assert a["seeds_method"]["probes"] == len(SAMPLES) and a["random_search"]["probes"] == 6
+
+
+# A 2-D surface: readahead 0 slow everywhere, eic helping at every readahead, the best at (512, 64).
+GRID2D = {f"{r},{e}": [base * f, base * f * 1.01] for r, base in ((0, 1000.0), (128, 120.0), (512, 100.0))
+          for e, f in ((1, 2.0), (64, 1.0))}
+
+
+def test_the_2d_truth_and_an_answer_between_cells_interpolated_on_both_log_axes() -> None:
+    t = sc.truth2d(GRID2D, 1.05)
+    assert t["best"] == "512,64" and t["axes"] == {"read_ahead_kb": [0, 128, 512], "effective_io_concurrency": [1, 64]}
+    assert t["truth_set"] == ["512,64"]
+    assert sc.true_ms2d(t, 512, 64) == pytest.approx(100.5)
+    # 256 KB lies half-way between 128 and 512 on log2(1 + x) within 0.01; eic 64 is a grid value.
+    frac = (math.log2(257) - math.log2(129)) / (math.log2(513) - math.log2(129))
+    assert sc.true_ms2d(t, 256, 64) == pytest.approx(120.6 + (100.5 - 120.6) * frac)
+    s = sc.score2d(t, 0, 1)
+    assert s["hit"] is False and s["regret"] == pytest.approx(2010.0 / 100.5 - 1, abs=1e-3)
+    assert sc.score2d(t, 4096, 200)["true_ms"] == pytest.approx(100.5)  # beyond the grid: its edge
+
+
+def test_a_sessions_advice_is_the_recommended_value_only_where_it_decided_change() -> None:
+    assert sc.applied({"current": 1, "recommended": 128, "decision": "change"}, 16) == 128
+    assert sc.applied({"current": 1, "recommended": 128, "decision": "keep"}, 16) == 1
+    assert sc.applied(None, 16) == 16
+
+
+def test_the_plateau_rule_answers_the_smallest_level_value_only_on_a_wide_plateau() -> None:
+    import devices_plateau as pl
+
+    # 16, 64 and 256 within 2.5 % of the best (64): four octaves wide, so the smallest, 16.
+    assert pl.plateau_answer({0: 200.0, 16: 101.0, 64: 100.0, 256: 102.0, 1000: 110.0}) == 16
+    # Level values only one octave apart (64 and 128): no plateau, the best reading's value.
+    assert pl.plateau_answer({0: 200.0, 16: 150.0, 64: 100.0, 128: 101.0, 1000: 110.0}) == 64
+    # A replay on readings whose truth has no plateau: the rule never moves the answer.
+    r = pl.replay({0: [50.0, 51.0], 64: [100.0, 101.0], 1000: [200.0, 199.0]}, reads=2, draws=20)
+    assert r["best"] == 0 and r["answers_differ"] == 0 and r["plateau_mean_regret"] == r["argmin_mean_regret"] == 0

@@ -1,0 +1,134 @@
+"""One tuner session on a fresh sandbox with an emulated device, running a benchmark-only family (the truth
+sweeps of benchmarks/devices.py and devices_2d.py) through the same runner as the shipped families: its journal,
+its sandbox, its device stack and their teardown."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from tuner.configured import load_config
+from tuner.families import REGISTRY
+from tuner.model import Report
+from tuner.policy import load_policy
+
+STATE_ROOT = "/var/lib/tuner-bench"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load() -> float:
+    """The machine's 1-minute load average (other engineers' tests share it): recorded with every result."""
+    return round(os.getloadavg()[0], 2)
+
+
+def state_dir(profile: str, part: str) -> str:
+    """A journal of each profile's own, so profiles can be measured side by side: a journal admits one tuner at a
+    time, and each of these sessions changes only its own sandbox (its loop device, its servers)."""
+    path = Path(STATE_ROOT) / f"{profile.replace('=', '-').replace(',', '+')}.{part}"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return str(path)
+
+
+def in_sandbox(family: Any, profile: str, scale: int, part: str, *, pg_version: int | None = None) -> tuple[Report, dict[str, Any]]:
+    """Run ``family`` (a class, registered for this call only) on a sandbox with ``profile``; the report and the
+    run's wall time and load average before and after."""
+    from tuner.runner import recommend  # heavy: the whole session machinery
+
+    env = {"TUNER_SANDBOX__DEVICE": profile, "TUNER_SANDBOX__SCALE": str(scale),
+           "TUNER_TUNER__STATE_DIR": state_dir(profile, part)}
+    if pg_version is not None:
+        env["TUNER_SANDBOX__PG_VERSION"] = str(pg_version)
+    cfg = load_config(None, environ=env)
+    policy = load_policy("default")
+    t0, load0 = time.monotonic(), load()
+    REGISTRY.register(family)
+    try:
+        report = asyncio.run(recommend(cfg, policy, use_sandbox=True, families=(family.name,), store=None,
+                                       warm_start=False))
+    finally:
+        REGISTRY.unregister(family.name)
+    return report, {"wall_s": round(time.monotonic() - t0, 1), "load": [load0, load()],
+                    "server_version_num": report.target.server_version_num, "min_effect": policy.decision.min_effect}
+
+
+def resume(path: Path, profile: str, params: dict[str, Any], what: str, sweep: Callable[[], dict[str, Any]],
+           session: Callable[[int], dict[str, Any]], sessions: int, *, force: bool = False,
+           parallel: int = 1, score_only: bool = False) -> dict[str, Any]:
+    """One profile's measurements in ``path``, resumed: the sweep unless ``path`` holds one with ``params``, then
+    each cold session missing (seeds 4600, 4601, …), ``parallel`` at a time (each on its own sandbox and journal),
+    each written as soon as it finishes. ``params["scale"]`` is the profile's data scale."""
+    measured = json.loads(path.read_text()) if path.exists() and not force else {}
+    if score_only:  # what is there, measured as far as it got
+        if "truth_sweep" not in measured:
+            raise SystemExit(f"{profile}: nothing measured in {path}")
+        return {**measured, "sessions": [s for s in measured["sessions"] if "error" not in s]}
+    if measured.get("params") != params:
+        print(f"{profile}: {what}", file=sys.stderr, flush=True)
+        measured = {"profile": profile, "params": params, "truth_sweep": sweep(), "sessions": []}
+        path.write_text(json.dumps(measured, indent=1) + "\n")
+    done = {s["seed"] for s in measured["sessions"] if "error" not in s}
+    measured["sessions"] = [s for s in measured["sessions"] if s["seed"] in done]  # a failed one runs again
+    missing = [4600 + i for i in range(sessions) if 4600 + i not in done]
+    print(f"{profile}: sessions {missing}", file=sys.stderr, flush=True)
+    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+        for result in pool.map(session, missing):
+            measured["sessions"].append(result)
+            path.write_text(json.dumps(measured, indent=1) + "\n")
+    return measured
+
+
+def scored_profile(measured: dict[str, Any], scale: int,
+                   score: Callable[[dict[str, list[float]], float, list[dict[str, Any]]], dict[str, Any]]) -> dict[str, Any]:
+    """A profile's result for the tables: its scale, the sweep's load and wall time, and ``score``'s verdicts."""
+    ts = measured["truth_sweep"]
+    return {"scale": scale, "load": ts["load"], "wall_s": ts["wall_s"],
+            **score(ts["samples"], ts["min_effect"], measured["sessions"])}
+
+
+Row = tuple[str, Callable[[dict[str, Any]], str]]
+
+
+def scored(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """A profile's sessions that ran and were scored."""
+    return [s for s in r["sessions"] if "regret" in s]
+
+
+def md_table(corner: str, results: dict[str, dict[str, Any]], rows: list[Row]) -> str:
+    """Markdown: a column per profile, a row per figure; then every fixed rule's regret (hit)."""
+    lines = [f"| {corner} | " + " | ".join(f"{p} (scale {r['scale']})" for p, r in results.items()) + " |",
+             "|---|" + "---|" * len(results)]
+    rules = [(n, lambda r, n=n: f"{r['rules'][n]['regret']:.1%} ({'hit' if r['rules'][n]['hit'] else 'miss'})")
+             for n in next(iter(results.values()))["rules"]]
+    for name, f in [*rows,
+                    ("tuner hits", lambda r: f"{sum(s['hit'] for s in scored(r))}/{len(scored(r))}"),
+                    ("keep/change agrees", lambda r: f"{sum(s['decision_agrees'] for s in scored(r))}/{len(scored(r))}"),
+                    ("tuner probes, wall", lambda r: "; ".join(f"{s['probes']} in {s['wall_s']:.0f} s"
+                                                               for s in scored(r)) or "—"),
+                    ("sweep: probes, wall", lambda r: f"{sum(c['n'] for c in r['truth']['cells'].values())} in "
+                                                      f"{r['wall_s']:.0f} s"), *rules]:
+        lines.append(f"| {name} | " + " | ".join(f(r) for r in results.values()) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def recommend_json(args: list[str], seed: int, state: str | None = None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """``tuner recommend --sandbox ARGS --seed SEED --format json --no-store`` in a subprocess with a clean
+    environment (and its own journal in ``state``): the report (None when it failed) and the run's seed, wall time
+    and load average before and after, or its error."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
+    if state is not None:
+        env["TUNER_TUNER__STATE_DIR"] = state
+    t0, load0 = time.monotonic(), load()
+    proc = subprocess.run([sys.executable, "-m", "tuner", "recommend", "--sandbox", *args, "--seed", str(seed),
+                           "--format", "json", "--no-store"],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=7200)
+    if proc.returncode != 0:
+        return None, {"seed": seed, "error": f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"}
+    return json.loads(proc.stdout), {"seed": seed, "wall_s": round(time.monotonic() - t0, 1), "load": [load0, load()]}
