@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, SerializationInfo, SerializeAsAny, SerializerFunctionWrapHandler,
+                      model_serializer, model_validator)
+
+from tuner import sections
 
 SCHEMA_VERSION = 1
 
@@ -165,64 +168,26 @@ class FamilyOutcome(_Frozen):
         "(None: a cold start)")
 
 
-class DeviceOut(_Frozen):
-    """A block device under the target's directories, what it holds, and what the readahead family measured."""
+class ReportSection(_Frozen):
+    """A family's own part of the report: the model a family declares as its ``report_section``. Its fields are
+    top-level keys of the JSON report (``devices``, ``wal_scaling``, ...: readers depend on them), written flat
+    beside the shared ones and split back among the families when a report is read (:mod:`tuner.sections`). A
+    section equal to its defaults is no section: the report keeps none, and writes the defaults' keys."""
 
-    device: str | None  # /dev/NAME, None when the directory has no tunable device
-    description: str
-    roles: list[str]
-    read_ahead_kb: int | None  # before tuner touched it
-    status: Literal["probed", "skipped", "not tunable"]
-    reason: str
-    raw_read_mb_s: float | None = Field(default=None, description="O_DIRECT reads of a relation file (like dd)")
-    seq_scan_mb_s_current: float | None = Field(default=None, description="median over confirmation trials")
-    seq_scan_mb_s_recommended: float | None = None
-    efficiency_current: float | None = Field(default=None, description="seq scan MB/s / raw MB/s")
-    efficiency_recommended: float | None = None
+    def table(self) -> list[Any]:
+        """What the terminal report shows of this section, in order: lines (str) and rich renderables."""
+        return []
 
+    def trial_objects(self) -> dict[str, str]:
+        """Names of objects in recommendations (a device) mapped to the name the family's trials give the same
+        place (the directories on it), so a report's reader can pair the two."""
+        return {}
 
-class WalContentionOut(_Frozen):
-    """Where load backends spent their time at one client count (share of sampled backend states)."""
-
-    clients: int
-    rows_per_tx: int
-    tps: float | None
-    wal_insert_wait_share: float | None = Field(description="LWLock WALInsert: the 8 compiled-in insertion locks")
-    wal_write_wait_share: float | None = Field(description="LWLock WALWrite and IO WALWrite/WalWrite")
-    wal_sync_wait_share: float | None = Field(description="IO WALSync/WalSync: flushing WAL to disk")
-    wal_buf_mapping_wait_share: float | None = None
-    p95_latency_ms: float | None = None
-
-
-class WalScalingOut(_Frozen):
-    clients: int
-    rows_per_tx: int
-    tps_current: float | None
-    tps_recommended: float | None = Field(description="None when nothing was recommended to change")
-
-
-class ReplayPointOut(_Frozen):
-    """The replay rate measured at one maintenance_io_concurrency value (median over its ok probes)."""
-
-    maintenance_io_concurrency: int
-    mb_per_s: float = Field(description="MB of WAL replayed per second (pg_wal_lsn_diff over the catch-up time)")
-    pages_per_s: float
-    n: int
-
-
-class ReplayOut(_Frozen):
-    """What the replay family measured: the standby's catch-up over a fixed WAL stream of random-page updates."""
-
-    maintenance_io_concurrency_current: int
-    maintenance_io_concurrency_recommended: int
-    mb_per_s_current: float | None = Field(description="median over the probes at today's value")
-    mb_per_s_recommended: float | None = Field(description="median over the probes at the recommended value")
-    wal_mb: float | None = Field(description="WAL of one probe's stream (median)")
-    pages: int = Field(description="heap pages the stream updates, one row each, in a fixed random order")
-    table_mb: float
-    recovery_prefetch: str
-    method: str = Field(description="how the stream was made and the standby's caches emptied")
-    curve: list[ReplayPointOut] = Field(default_factory=list)
+    @classmethod
+    def of(cls, report: Report, family: str) -> Self:
+        """``family``'s section of ``report`` (its defaults when the report has none)."""
+        found = report.sections.get(family)
+        return found if isinstance(found, cls) else cls()
 
 
 class TargetOut(_Frozen):
@@ -256,14 +221,52 @@ class Report(_Frozen):
     session: SessionOut
     families: list[FamilyOutcome]
     recommendations: list[Recommendation]
-    devices: list[DeviceOut] = Field(default_factory=list)
     restored: list[str] = Field(default_factory=list, description="what tuner changed on the host and put back")
-    wal_contention: list[WalContentionOut] = Field(default_factory=list)
-    wal_scaling: list[WalScalingOut] = Field(default_factory=list)
-    wal_summary: str | None = Field(default=None, description="what the insertion-lock evidence implies")
-    replay: ReplayOut | None = Field(default=None, description="the replay family's catch-up rates")
     trials: list[Trial]
     # The decision policy's values, carried so that a reader (the HTML report's minimum-effect line) need not
     # recover them from the reasons' prose. Optional: reports written before they were carried still load.
     min_effect: float | None = Field(default=None, description="the improvement ratio a change had to clear")
     alpha: float | None = Field(default=None, description="the error rate of the sequential confirmation")
+    # Per family, its own section (see ReportSection). Not a key of the JSON report: the sections' fields are.
+    sections: dict[str, SerializeAsAny[ReportSection]] = Field(default_factory=dict, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sections_from_keys(cls, data: Any) -> Any:
+        """The families' keys (flat, as the JSON report has them, or as ``sections``) into their sections."""
+        if not isinstance(data, dict):
+            return data
+        out = sections.split(data, cls.model_fields, "report", by_field=True)
+        models = sections.types("report")
+        kept: dict[str, ReportSection] = {}
+        for family, value in out["sections"].items():
+            model = models.get(family)
+            if model is None and not isinstance(value, ReportSection):
+                raise ValueError(f"no family {family!r} with a report section")
+            section = value if model is None else sections.validated(cls.__name__, family, model, value, under=())
+            if section != type(section)():
+                kept[family] = section  # type: ignore[assignment]
+        out["sections"] = kept
+        return out
+
+    @model_serializer(mode="wrap")
+    def _sections_flat(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        """The sections' fields as top-level keys after the recommendations, every registered family's (its
+        defaults where it wrote nothing), so a report has the same keys whichever families ran."""
+        data = handler(self)
+        present: dict[str, BaseModel] = dict(self.sections)
+        for family, model in sections.types("report").items():
+            present.setdefault(family, model())
+        flat: dict[str, Any] = {}
+        for section in present.values():
+            flat.update(section.model_dump(mode=info.mode))
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out[key] = value
+            if key == "recommendations":
+                out.update(flat)
+        return out
+
+    def section(self, family: str) -> ReportSection | None:
+        """``family``'s section, None when it wrote none."""
+        return self.sections.get(family)

@@ -1,4 +1,5 @@
-"""The terminal report: a table of recommendations with their evidence, devices, WAL scaling, what was put back.
+"""The terminal report: a table of recommendations with their evidence, each family's own section (as it renders
+itself), what was put back.
 
 Much of it is text from outside (reasons, names, version strings). rich would read ``[...]`` in it as markup —
 and a stray ``[/x]`` raises at the very end of a run — so nothing here is printed as a markup string: every line
@@ -78,45 +79,12 @@ def to_table(report: Report, *, width: int = 120) -> str:
             say(f"  not written: {why}")
         if r.together_with and r.decision == "change":
             say(f"  confirmed together with {', '.join(r.together_with)}: apply both")
-    for d in report.devices:
-        line = f"device {d.device or '-'} ({', '.join(d.roles)}): {d.status}"
-        if d.status == "probed":
-            figures = []
-            if d.raw_read_mb_s is not None:
-                figures.append(f"raw O_DIRECT read {d.raw_read_mb_s:.0f} MB/s")
-            if d.seq_scan_mb_s_current is not None:
-                rec_txt = f" -> {d.seq_scan_mb_s_recommended:.0f}" if d.seq_scan_mb_s_recommended is not None else ""
-                figures.append(f"seq scan {d.seq_scan_mb_s_current:.0f}{rec_txt} MB/s")
-            if d.efficiency_current is not None:
-                rec_eff = f" -> {d.efficiency_recommended:.0%}" if d.efficiency_recommended is not None else ""
-                figures.append(f"efficiency {d.efficiency_current:.0%}{rec_eff}")
-            line += (": " + ", ".join(figures)) if figures else ""
-        else:
-            line += f" — {d.reason}"
-        say(line)
-    if report.wal_scaling:
-        wt = Table(title="WAL scaling: TPS and where load backends waited (today's settings)", title_justify="left")
-        for col in ("clients", "rows/tx", "TPS today", "TPS recommended", "insert locks", "WAL write", "WAL sync"):
-            wt.add_column(col, no_wrap=True, justify="right")
-        for sc, co in zip(report.wal_scaling, report.wal_contention, strict=False):
-            pct = lambda v: "-" if v is None else f"{v:.0%}"  # noqa: E731
-            wt.add_row(*map(_text, (
-                str(sc.clients), str(sc.rows_per_tx), f"{sc.tps_current:.0f}" if sc.tps_current else "-",
-                f"{sc.tps_recommended:.0f}" if sc.tps_recommended else "-", pct(co.wal_insert_wait_share),
-                pct(co.wal_write_wait_share), pct(co.wal_sync_wait_share))))
-        console.print(wt)
-    if report.wal_summary:
-        say(report.wal_summary)
-    if report.replay is not None:
-        r = report.replay
-
-        def rate(v: float | None) -> str:
-            return "-" if v is None else f"{v:.2f}"
-
-        say(f"replay: {rate(r.mb_per_s_current)} MB/s of WAL at maintenance_io_concurrency = "
-            f"{r.maintenance_io_concurrency_current} today, {rate(r.mb_per_s_recommended)} MB/s at "
-            f"{r.maintenance_io_concurrency_recommended} (recommended); {r.pages} random pages per "
-            f"{rate(r.wal_mb)} MB stream; recovery_prefetch = {r.recovery_prefetch}")
+    for section in report.sections.values():  # each family's own part, rendered by its model
+        for item in section.table():
+            if isinstance(item, str):
+                say(item)
+            else:
+                console.print(item)
     for text in report.restored:
         say(f"restored: {text}")
     for f in report.families:

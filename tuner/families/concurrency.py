@@ -28,7 +28,7 @@ from tuner.core import space
 from tuner.core.decide import Decision, decide, recommendation
 from tuner.core.session import Probe, build_optimiser, search
 from tuner.errors import ProbeError
-from tuner.families import aio, concurrency_figures, iouring
+from tuner.families import aio, concurrency_figures, concurrency_sections, iouring
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Trial
@@ -57,6 +57,7 @@ class Concurrency:
     summary: ClassVar[str] = "effective_io_concurrency (SET) over cold scans; 17+ io_combine_limit; 18+ io_workers, io_method"
     honours_pins: ClassVar[bool] = True  # a stored effective_io_concurrency is re-validated by pinning it
     html_sections = staticmethod(concurrency_figures.html_sections)
+    policy_section: ClassVar[type[concurrency_sections.Policy]] = concurrency_sections.Policy
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         dim = space.dimension(KNOB, ctx.policy, ctx.facts)
@@ -156,7 +157,7 @@ async def _with_seq_scan(conn: Any, ctx: FamilyContext, queries: list[workload.P
     """17+: the generated bitmap scans and a cold sequential scan of the largest table, each with the policy's
     weight — where a knob the family searches here acts on sequential scans. Custom queries are the workload as
     they are."""
-    mix = ctx.policy.concurrency
+    mix = ctx.policy.section(Concurrency.name)
     if ctx.cfg.workload.queries:
         return queries
     searched = [k for k in (KNOB, ICL) if not isinstance(space.dimension(k, ctx.policy, ctx.facts), str)]

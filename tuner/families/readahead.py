@@ -30,11 +30,12 @@ from tuner.config import Config
 from tuner.core import space
 from tuner.core.decide import Decision, decide
 from tuner.core.session import build_optimiser, search
-from tuner.families import readahead_figures
+from tuner.families import readahead_figures, readahead_sections
+from tuner.families.readahead_sections import DeviceOut
 from tuner.families.base import OBJECTIVE_UNIT, FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.knobs.devices import BlockDevice, DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
 from tuner.log import get_logger
-from tuner.model import DeviceOut, DeviceRef, FamilyOutcome, Recommendation, Trial
+from tuner.model import DeviceRef, FamilyOutcome, Recommendation, Trial
 from tuner.policy import Policy
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
@@ -88,14 +89,14 @@ async def _plan_device(
         return f"no table of at least {workload.MIN_PAGES} pages lives on it ({', '.join(group.roles)})"
     biggest = on_device[0]
     queries = [workload.seq_query(biggest["relation"])]
-    queries[0] = _weighted(queries[0], policy.readahead.seq_scan_weight)
+    queries[0] = _weighted(queries[0], policy.section(FAMILY).seq_scan_weight)
     names = {r["relation"] for r in on_device}
     bitmap = workload.choose([c for c in cands if c.relation in names], relations=1,
                              pages_fraction=cfg.workload.pages_fraction)
     joint, why = False, None
     eic_dim = space.dimension(EIC, policy, facts)
     own = _tablespace_eic(facts, group.tablespaces)
-    if policy.readahead.bitmap_scan_weight == 0:
+    if policy.section(FAMILY).bitmap_scan_weight == 0:
         why = "the policy gives bitmap heap scans no weight"
     elif not bitmap:
         why = "no indexed column on its tables drives a sparse bitmap heap scan"
@@ -105,9 +106,9 @@ async def _plan_device(
         why = f"tablespace {', '.join(sorted(own))} sets its own effective_io_concurrency, which SET cannot override"
     else:
         joint = True
-    if bitmap and policy.readahead.bitmap_scan_weight > 0:
-        queries.append(_weighted(bitmap[0], policy.readahead.bitmap_scan_weight))
-    if policy.readahead.seq_scan_weight == 0:
+    if bitmap and policy.section(FAMILY).bitmap_scan_weight > 0:
+        queries.append(_weighted(bitmap[0], policy.section(FAMILY).bitmap_scan_weight))
+    if policy.section(FAMILY).seq_scan_weight == 0:
         queries = queries[1:] or queries
     files: list[Path] = []
     for q in queries:
@@ -144,6 +145,8 @@ class Readahead:
     objective_unit: ClassVar[str] = OBJECTIVE_UNIT  # a cold sequential scan's execution time
     object_scopes: ClassVar[tuple[str, ...]] = ("device", "tablespace")  # read_ahead_kb; eic per tablespace
     html_sections = staticmethod(readahead_figures.html_sections)
+    policy_section: ClassVar[type[readahead_sections.Policy]] = readahead_sections.Policy
+    report_section: ClassVar[type[readahead_sections.Report]] = readahead_sections.Report
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         if RA not in ctx.policy.search:
@@ -167,14 +170,15 @@ class Readahead:
                 return skipped(FAMILY,
                     f"the sandbox lives on this host's own disk ({', '.join(g.device.node for g in host_disks)}); "
                     "tuner changes a host disk's readahead in a sandbox run only when [readahead] devices names it "
-                    "(as root the sandbox gets a loop device of its own)", devices=devices)
+                    "(as root the sandbox gets a loop device of its own)", readahead_sections.Report(devices=devices))
         if cfg.readahead.devices:
             wanted = {d if d.startswith("/dev/") else f"/dev/{d}" for d in cfg.readahead.devices}
             devices += [_device_out(g, None, "skipped", "not listed in [readahead] devices",
                                     read_ahead_kb=g.device.read_ahead_kb()) for g in groups if g.device.node not in wanted]
             groups = [g for g in groups if g.device.node in wanted]
         if not groups:
-            return skipped(FAMILY, "no tunable block device under the target's directories", devices=devices)
+            return skipped(FAMILY, "no tunable block device under the target's directories",
+                           readahead_sections.Report(devices=devices))
 
         # Plan every device before probing any: probes restart the server.
         plans: list[tuple[DevicePlan, CacheControl, int]] = []
@@ -202,7 +206,7 @@ class Readahead:
                 if why_not is not None:
                     devices.append(_device_out(group, None, "skipped", why_not, read_ahead_kb=before))
         if not plans:
-            return skipped(FAMILY, "no device could be probed (see devices)", devices=devices)
+            return skipped(FAMILY, "no device could be probed (see devices)", readahead_sections.Report(devices=devices))
         result = FamilyResult(FamilyOutcome(family=FAMILY, status="done", reason=""))
         workload_sql: list[str] = []
         warm_notes: list[str] = []
@@ -228,7 +232,7 @@ class Readahead:
                                            reason=f"searched and confirmed {measured} of {len(plans)} device(s)",
                                            workload=workload_sql, optimiser="bayesian", cache=plans[-1][1].describe(),
                                            warm_start="; ".join(warm_notes) or None)
-        result.section = {"devices": devices}
+        result.section = readahead_sections.Report(devices=devices)
         return result
 
 

@@ -32,7 +32,9 @@ from tuner.families.base import (
     warm_note,
 )
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome, ReplayOut, Trial
+from tuner.families import replay_sections
+from tuner.families.replay_sections import ReplayOut
+from tuner.model import FamilyOutcome, Trial
 from tuner.probes import replay, workload
 from tuner.probes.cache import CacheControl, choose_os_method
 from tuner.target.connection import redact
@@ -51,6 +53,8 @@ class Replay:
     summary: ClassVar[str] = ("maintenance_io_concurrency on a hot standby (ALTER SYSTEM + reload, journaled), over "
                               "its cold catch-up on a fixed WAL stream of random-page updates from its primary")
     objective_unit: ClassVar[str] = "ms (the standby's time to replay the WAL stream)"
+    policy_section: ClassVar[type[replay_sections.Policy]] = replay_sections.Policy
+    report_section: ClassVar[type[replay_sections.Report]] = replay_sections.Report
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         facts = ctx.facts
@@ -77,7 +81,7 @@ class Replay:
     async def run(self, ctx: FamilyContext) -> FamilyResult:
         primary, standby = ctx.writable, ctx.target
         assert primary is not None  # the family needs a writable endpoint: the orchestrator checked it
-        rp = ctx.policy.replay
+        rp = ctx.policy.section(FAMILY)
         async with ctx.connection(standby) as s:
             prefetch = str(await s.fetchval("SHOW recovery_prefetch"))
             standby_port = int(await s.fetchval("SHOW port"))
@@ -118,7 +122,7 @@ class Replay:
 
     async def _run(self, ctx: FamilyContext, primary: Endpoint, standby: Endpoint, prefetch: str, table_pages: int,
                    filler_pages: int, s_identity: dict[str, Any]) -> FamilyResult:
-        policy, rp = ctx.policy, ctx.policy.replay
+        policy, rp = ctx.policy, ctx.policy.section(FAMILY)
         local = standby.facts.local_data_directory()
         assert local is not None  # applicable() checked it
         ctx.progress.phase("replay setup", None)
@@ -195,7 +199,7 @@ class Replay:
                                   f"recovery_prefetch = {prefetch}")
         trials.extend(decided.trials)
         rec = recommendation(KNOB, decided, source=today.source, requires=spec.requires, run_on="target")
-        section = {"replay": _section(trials, decided, int(rec.recommended), layout, prefetch, method)}
+        section = replay_sections.Report(replay=_section(trials, decided, int(rec.recommended), layout, prefetch, method))
         return FamilyResult(FamilyOutcome(status="done", **outcome), trials=trials, recommendations=[rec],
                             section=section)
 

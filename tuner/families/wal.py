@@ -31,11 +31,12 @@ from tuner.core import space
 from tuner.core.decide import decide, recommendation
 from tuner.core.session import Progress, build_optimiser, search
 from tuner.errors import ProbeError, RefusedError, TunerError
-from tuner.families import wal_figures
+from tuner.families import wal_figures, wal_sections
+from tuner.families.wal_sections import WalContentionOut, WalScalingOut
 from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped, warm_note
 from tuner.knobs import catalog
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome, Recommendation, Trial, WalContentionOut, WalScalingOut
+from tuner.model import FamilyOutcome, Recommendation, Trial
 from tuner.policy import Policy
 from tuner.probes import walload
 from tuner.stop import STOP
@@ -134,6 +135,8 @@ class Wal:
     objective_unit: ClassVar[str] = "ms per transaction"
     honours_pins: ClassVar[bool] = True  # a stored WAL setting is re-validated by pinning it
     html_sections = staticmethod(wal_figures.html_sections)
+    policy_section: ClassVar[type[wal_sections.Policy]] = wal_sections.Policy
+    report_section: ClassVar[type[wal_sections.Report]] = wal_sections.Report
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         return None
@@ -160,7 +163,7 @@ class Wal:
             await _tune(ctx, where, probe, settings, result)
         finally:
             restored = await _put_back(probe, ctx.journal, where.restart)
-        wp = ctx.policy.wal
+        wp = ctx.policy.section(FAMILY)
         place = ("the sandbox's primary (tuner's own, marked staging)" if ctx.sandbox_dir
                  else f"{redact(where.dsn)} ({where.facts.server_version})")
         knobs = _knobs(ctx, where, settings)
@@ -172,8 +175,8 @@ class Wal:
                                     f"into {walload.TABLE}, {wp.duration_s:g} s per probe"],
                           optimiser="bayesian" if knobs else None, warm_start=result.warm_start),
             trials=result.trials, recommendations=result.recommendations, restored=restored,
-            section={"wal_contention": result.contention, "wal_scaling": result.scaling,
-                     "wal_summary": _summary(result.contention, where.facts.major)},
+            section=wal_sections.Report(wal_contention=result.contention, wal_scaling=result.scaling,
+                                        wal_summary=_summary(result.contention, where.facts.major)),
         )
 
 
@@ -185,7 +188,7 @@ def _knobs(ctx: FamilyContext, where: Endpoint, settings: dict[str, dict[str, An
 
 def _probe(ctx: FamilyContext, where: Endpoint, settings: dict[str, dict[str, Any]],
            identity: dict[str, Any]) -> WalProbe:
-    wp = ctx.policy.wal
+    wp = ctx.policy.section(FAMILY)
     return WalProbe(dsn=where.dsn, journal=ctx.journal, restart=where.restart,
                     contexts={k: settings[k]["context"] for k in settings}, clients=wp.clients,
                     rows_per_tx=wp.rows_per_tx, duration_s=wp.duration_s, warmup_s=wp.warmup_s, identity=identity,
@@ -194,7 +197,7 @@ def _probe(ctx: FamilyContext, where: Endpoint, settings: dict[str, dict[str, An
 
 async def _tune(ctx: FamilyContext, where: Endpoint, probe: WalProbe, settings: dict[str, dict[str, Any]],
                 result: WalResult) -> None:
-    policy, wp = ctx.policy, ctx.policy.wal
+    policy, wp = ctx.policy, ctx.policy.section(FAMILY)
     knobs = _knobs(ctx, where, settings)
     current = {k: int(settings[k]["setting"]) for k in knobs}
     recommended: dict[str, Any] = dict(current)
@@ -275,7 +278,7 @@ async def _scaling(
     probe: WalProbe, policy: Policy, today: dict[str, Any], recommended: dict[str, Any], result: WalResult,
     progress: Progress,
 ) -> None:
-    wp = policy.wal
+    wp = policy.section(FAMILY)
     differs = recommended != today
     progress.phase("wal scaling", len(wp.scaling_clients) * len(wp.scaling_rows_per_tx) * (2 if differs else 1))
     for rows in wp.scaling_rows_per_tx:

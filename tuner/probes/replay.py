@@ -34,12 +34,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import asyncpg
+from pydantic import Field
 
 from tuner import sqlfiles
 from tuner.actuate import Journal
 from tuner.errors import ProbeError, RefusedError, TunerError
 from tuner.log import get_logger
-from tuner.model import CacheEvidence, ReplayPointOut, Trial
+from tuner.model import CacheEvidence, Trial, _Frozen
 from tuner.probes import walload
 from tuner.probes.cache import CacheControl
 
@@ -89,6 +90,15 @@ def cold_problem(read_bytes: int | None, pages: int, block_size: int, min_fracti
     if frac < min_fraction:
         return f"only {min(frac, 1.0):.0%} of the stream's pages came from disk (cache not cold)"
     return None
+
+
+class ReplayPointOut(_Frozen):
+    """The replay rate measured at one maintenance_io_concurrency value (median over its ok probes)."""
+
+    maintenance_io_concurrency: int
+    mb_per_s: float = Field(description="MB of WAL replayed per second (pg_wal_lsn_diff over the catch-up time)")
+    pages_per_s: float
+    n: int
 
 
 def curve(trials: Iterable[Trial]) -> list[ReplayPointOut]:
