@@ -140,14 +140,6 @@ class WarmStart:
             return None
 
 
-def warm_note(prior: Prior | None, optimiser: Any) -> str | None:
-    """What a report says about a search's warm start (None: it started cold, with nothing stored to start from)."""
-    if prior is None:
-        return None
-    how = getattr(optimiser, "prior_status", None) or "its trials were offered to the optimiser"
-    return f"session {prior.session_id} of {prior.started_at} (same {prior.matched_by}): {how}"
-
-
 @dataclass
 class FamilyResult:
     """One family's part of the report."""

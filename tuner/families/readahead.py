@@ -29,10 +29,10 @@ from tuner import sqlfiles
 from tuner.config import Config
 from tuner.core import space
 from tuner.core.decide import Decision, decide
-from tuner.core.session import build_optimiser, search
+from tuner.core.tune import tune
 from tuner.families import readahead_figures, readahead_sections
 from tuner.families.readahead_sections import DeviceOut
-from tuner.families.base import OBJECTIVE_UNIT, FamilyContext, FamilyResult, Needs, skipped, warm_note
+from tuner.families.base import OBJECTIVE_UNIT, FamilyContext, FamilyResult, Needs, skipped
 from tuner.knobs.devices import BlockDevice, DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
 from tuner.log import get_logger
 from tuner.model import DeviceRef, FamilyOutcome, Recommendation, Trial
@@ -272,30 +272,25 @@ async def _probe_device(
     # A warm start from the latest stored session on a matching target that probed a device holding the same
     # directories (device names change between boots and sandboxes; what a device holds does not).
     where = ", ".join(group.roles)
-    prior = await ctx.history.prior(FAMILY) if ctx.history else None
-    warm = prior.for_knobs(current, object=where) if prior is not None else {}
-    if prior is not None and not warm["prior"]:
-        prior, warm = None, {}
-    optimiser = build_optimiser(policy, dims, current, seed=cfg.tuner.seed, budget=ctx.budget, **warm)
-    warm_start = warm_note(prior, optimiser)
     trials: list[Trial] = []
     marginal: Decision | None = None
     try:
-        found = await search(optimiser, probe, max_consecutive_failures=policy.guardrails.max_failed_probes,
-                             progress=ctx.progress)
-        trials.extend(found.trials)
-        if found.recommendation is None:
-            out = _device_out(group, None, "skipped", f"the search found nothing: {found.stop_reason}",
+        # The joint search's optimum is confirmed here, knob by knob (below), not by the tuning step.
+        tuned = await tune(ctx, FAMILY, probe, dims, current, metric=METRIC, confirm=False, object=where)
+        warm_start = tuned.warm_start
+        trials.extend(tuned.trials)
+        if tuned.found is None:
+            out = _device_out(group, None, "skipped", f"the search found nothing: {tuned.stop_reason}",
                               read_ahead_kb=before, raw_read_mb_s=_r(raw))
             return [], _on(trials, where), out, warm_start
-        best = found.recommendation.config
+        best = tuned.found.config
         candidate = {k: best[k] for k in current}
         if plan.joint and group.holds_data_directory:
             # The server-wide effective_io_concurrency is the concurrency family's to decide (on bitmap scans
             # alone); here the readahead found jointly is confirmed at today's concurrency.
             candidate[EIC] = current[EIC]
         joint = await decide(current, candidate, probe, policy, metric=METRIC,
-                             near_optimal=found.recommendation.near_optimal, progress=ctx.progress)
+                             near_optimal=tuned.found.near_optimal, progress=ctx.progress)
         trials.extend(joint.trials)
         both = plan.joint and candidate[RA] != current[RA] and candidate[EIC] != current[EIC]
         if both and joint.decision == "change":

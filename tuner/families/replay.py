@@ -20,20 +20,13 @@ from typing import Any, ClassVar
 import asyncpg
 
 from tuner.core import space
-from tuner.core.decide import Decision, decide, recommendation
-from tuner.core.session import build_optimiser, search
+from tuner.core.decide import Decision, recommendation
+from tuner.core.tune import tune
 from tuner.errors import ProbeError, RefusedError, TunerError
-from tuner.families.base import (
-    Endpoint,
-    FamilyContext,
-    FamilyResult,
-    Needs,
-    skipped,
-    warm_note,
-)
-from tuner.log import get_logger
 from tuner.families import replay_sections
+from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped
 from tuner.families.replay_sections import ReplayOut
+from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Trial
 from tuner.probes import replay, workload
 from tuner.probes.cache import CacheControl, choose_os_method
@@ -171,33 +164,22 @@ class Replay:
                  else f"{redact(standby.dsn)} and its primary ({standby.facts.server_version})")
         outcome: dict[str, Any] = {"family": FAMILY, "workload": workload_text, "cache": method}
         trials: list[Trial] = []
-        pin = ctx.pins.get(FAMILY)
-        if pin is not None:  # the daemon's re-validation: the stored recommendation against today, no search
-            before, candidate = pin.against(current)
-            decided = await decide(before, candidate, probe, policy, metric=replay.METRIC,
-                                   near_optimal=pin.near_optimal, progress=ctx.progress)
-            outcome.update(reason=f"{pin.note()}, on {place}", warm_start=pin.note())
-        else:
-            budget = ctx.budget if ctx.budget is not None else policy.budget.probes
-            # A warm start from the latest stored session on a matching target (concurrency.py's three lines).
-            prior = await ctx.history.prior(FAMILY) if ctx.history else None
-            warm = prior.for_knobs([KNOB]) if prior is not None else {}
-            optimiser = build_optimiser(policy, [dim], current, seed=ctx.cfg.tuner.seed, budget=budget, **warm)
+        if FAMILY not in ctx.pins:
             log.info("plan", family=FAMILY, knob=KNOB, range=[dim.low, dim.high], current=current[KNOB],
-                     pages=layout.pages, table_mb=layout.table_mb, recovery_prefetch=prefetch, budget=budget)
-            found = await search(optimiser, probe, max_consecutive_failures=policy.guardrails.max_failed_probes,
-                                 progress=ctx.progress)
-            trials.extend(found.trials)
-            outcome.update(stop_reason=found.stop_reason, optimiser=optimiser.kind,
-                           warm_start=warm_note(prior, optimiser))
-            if found.recommendation is None:
-                return FamilyResult(FamilyOutcome(status="failed", reason=found.stop_reason, **outcome), trials=trials)
-            best = found.recommendation
-            decided = await decide(current, {KNOB: best.config[KNOB]}, probe, policy, metric=replay.METRIC,
-                                   near_optimal=best.near_optimal, progress=ctx.progress)
+                     pages=layout.pages, table_mb=layout.table_mb, recovery_prefetch=prefetch,
+                     budget=ctx.budget if ctx.budget is not None else policy.budget.probes)
+        tuned = await tune(ctx, FAMILY, probe, [dim], current, metric=replay.METRIC)
+        trials.extend(tuned.trials)
+        if tuned.pinned:  # the daemon's re-validation: the stored recommendation against today, no search
+            outcome.update(reason=f"{tuned.warm_start}, on {place}", warm_start=tuned.warm_start)
+        else:
+            outcome.update(stop_reason=tuned.stop_reason, optimiser=tuned.optimiser, warm_start=tuned.warm_start)
+        decided = tuned.decided
+        if decided is None:
+            return FamilyResult(FamilyOutcome(status="failed", reason=tuned.stop_reason, **outcome), trials=trials)
+        if not tuned.pinned:
             outcome.update(reason=("searched and confirmed" if decided.trials else "searched") + f" on {place}; "
                                   f"recovery_prefetch = {prefetch}")
-        trials.extend(decided.trials)
         rec = recommendation(KNOB, decided, source=today.source, requires=spec.requires, run_on="target")
         section = replay_sections.Report(replay=_section(trials, decided, int(rec.recommended), layout, prefetch, method))
         return FamilyResult(FamilyOutcome(status="done", **outcome), trials=trials, recommendations=[rec],

@@ -29,11 +29,12 @@ import asyncpg
 from tuner.actuate import Journal
 from tuner.core import space
 from tuner.core.decide import decide, recommendation
-from tuner.core.session import Progress, build_optimiser, search
+from tuner.core.session import Progress
+from tuner.core.tune import tune
 from tuner.errors import ProbeError, RefusedError, TunerError
 from tuner.families import wal_figures, wal_sections
 from tuner.families.wal_sections import WalContentionOut, WalScalingOut
-from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped, warm_note
+from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped
 from tuner.knobs import catalog
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Trial
@@ -211,33 +212,19 @@ async def _tune(ctx: FamilyContext, where: Endpoint, probe: WalProbe, settings: 
                 raise TunerError(f"cannot search {k}: {dim}")
             dims.append(dim)
         # A warm start from the latest stored session on a matching target: its trials of these same knobs (the
-        # screens' trials carry one more knob and are left out).
-        pin = ctx.pins.get(FAMILY)
-        if pin is not None:  # the daemon's re-validation: the searched knobs' stored recommendation, no screens
-            before, candidate = pin.against(current)
-            decided = await decide(before, candidate, probe, policy, metric=METRIC, near_optimal=pin.near_optimal,
-                                   progress=ctx.progress, baseline_is_today=before == current)
-            result.trials.extend(decided.trials)
-            result.recommendations.extend(recommendation(k, decided, source=settings[k]["source"],
-                                                         requires=_requires(settings[k])) for k in knobs)
-            result.warm_start = pin.note()
-            return
-        prior = await ctx.history.prior(FAMILY) if ctx.history else None
-        warm = prior.for_knobs(knobs) if prior is not None else {}
-        optimiser = build_optimiser(policy, dims, current, seed=ctx.cfg.tuner.seed, budget=ctx.budget, **warm)
-        result.warm_start = warm_note(prior, optimiser)
-        found = await search(optimiser, probe, max_consecutive_failures=policy.guardrails.max_failed_probes,
-                             progress=ctx.progress)
-        result.trials.extend(found.trials)
-        if found.recommendation is not None:
-            decided = await decide(current, found.recommendation.config, probe, policy, metric=METRIC,
-                                   near_optimal=found.recommendation.near_optimal, progress=ctx.progress)
-            result.trials.extend(decided.trials)
+        # screens' trials carry one more knob and are left out). A pin (the daemon's re-validation of the searched
+        # knobs' stored recommendation) runs no screens.
+        tuned = await tune(ctx, FAMILY, probe, dims, current, metric=METRIC)
+        result.trials.extend(tuned.trials)
+        result.warm_start = tuned.warm_start
+        if tuned.decided is not None:
             for k in knobs:
-                rec = recommendation(k, decided, source=settings[k]["source"], requires=_requires(settings[k]))
+                rec = recommendation(k, tuned.decided, source=settings[k]["source"], requires=_requires(settings[k]))
                 result.recommendations.append(rec)
                 if rec.decision == "change":
                     recommended[k] = rec.recommended
+        if tuned.pinned:
+            return
     # Screens: one alternative each, paired against today's value.
     screens: list[tuple[str, Any, Any]] = []
     comp = _compression_candidate(settings.get(COMPRESSION), wp.wal_compression)
