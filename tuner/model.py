@@ -236,17 +236,8 @@ class Report(_Frozen):
         """The families' keys (flat, as the JSON report has them, or as ``sections``) into their sections."""
         if not isinstance(data, dict):
             return data
-        out = sections.split(data, cls.model_fields, "report", by_field=True)
-        models = sections.types("report")
-        kept: dict[str, ReportSection] = {}
-        for family, value in out["sections"].items():
-            model = models.get(family)
-            if model is None and not isinstance(value, ReportSection):
-                raise ValueError(f"no family {family!r} with a report section")
-            section = value if model is None else sections.validated(cls.__name__, family, model, value, under=())
-            if section != type(section)():
-                kept[family] = section  # type: ignore[assignment]
-        out["sections"] = kept
+        out = sections.sectioned(cls.__name__, data, cls.model_fields, "report", by_field=True, every=False, under=())
+        out["sections"] = {f: s for f, s in out["sections"].items() if s != type(s)()}  # a default one is none
         return out
 
     @model_serializer(mode="wrap")

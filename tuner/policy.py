@@ -212,12 +212,7 @@ class Policy(Section):
         """Each family's table into its section, its defaults where the file has none."""
         if not isinstance(data, dict):
             return data
-        out = sections.split(data, cls.model_fields, "policy", by_field=False)
-        given = out["sections"]
-        out["sections"] = {family: sections.validated("Policy", family, model, given.get(family, {}))
-                           for family, model in sections.types("policy").items()}
-        out["sections"].update({k: v for k, v in given.items() if k not in out["sections"]})
-        return out
+        return sections.sectioned(cls.__name__, data, cls.model_fields, "policy", by_field=False, every=True)
 
     def section(self, family: str) -> Any:
         """``family``'s table, as the model the family declares (see :class:`tuner.families.base.Family`)."""

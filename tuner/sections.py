@@ -65,6 +65,25 @@ def _detail(error: Mapping[str, Any], prefix: tuple[str, ...]) -> Any:
     return out
 
 
+def sectioned(owner: str, data: Mapping[str, Any], own: Iterable[str], kind: Kind, *, by_field: bool,
+              every: bool, under: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """``data`` (a model's input) with ``data["sections"]``: per family, its keys validated into its model (see
+    :func:`split` and :func:`validated`). ``every``: every family that declares a model gets its section (its
+    defaults where ``data`` has nothing of it). A section given for a family that declares no model stays only
+    when it is already a model (a family registered and gone again, in tests); else it is refused."""
+    out = split(data, own, kind, by_field=by_field)
+    models, given = types(kind), out["sections"]
+    names = [*models, *(f for f in given if f not in models)] if every else list(given)
+    checked: dict[str, BaseModel] = {}
+    for family in names:
+        model, value = models.get(family), given.get(family, {})
+        if model is None and not isinstance(value, BaseModel):
+            raise ValueError(f"no family {family!r} with a {kind} section")
+        checked[family] = value if model is None else validated(owner, family, model, value, under=under)
+    out["sections"] = checked
+    return out
+
+
 def split(data: Mapping[str, Any], own: Iterable[str], kind: Kind, *, by_field: bool) -> dict[str, Any]:
     """``data`` with the keys the families own moved into ``data["sections"]`` (family → its keys' values).
 
