@@ -236,10 +236,29 @@ class Readahead:
         return result
 
 
+def _cold_probe(ctx: FamilyContext, plan: DevicePlan, cache: CacheControl, actuate: Any) -> ColdProbe:
+    """The device's probe: its scans, each from a cold cache, with ``actuate`` setting the readahead."""
+    policy, facts = ctx.policy, ctx.facts
+    return ColdProbe(
+        dsn=ctx.target.dsn, queries=plan.queries, cache=cache, statement_timeout_s=policy.guardrails.statement_timeout_s,
+        min_cold_read_fraction=policy.cache.min_cold_read_fraction, require_bitmap=False,
+        # Each scan cold: the bitmap scan after the sequential scan of the same table found its blocks in the OS
+        # page cache (PostgreSQL counts those as reads, so the cold check could not see it): 120 ms against
+        # 942 ms cold, measured on 15.
+        cold_per_query=True,
+        connect_timeout_s=ctx.cfg.target.connect_timeout_s, actuators={RA: actuate}, connector=ctx.target.connect,
+        precheck=ctx.target.check,
+        block_size=int(facts.settings["block_size"].setting) if "block_size" in facts.settings else 8192,
+        # The server's version selects the I/O evidence each trial carries, as the concurrency family's do:
+        # pg_stat_io's reads and hits (16+) and bytes per read (18+), EXPLAIN (IO)'s read-stream figures (19+).
+        server_version_num=facts.server_version_num,
+    )
+
+
 async def _probe_device(
     ctx: FamilyContext, plan: DevicePlan, cache: CacheControl, before: int,
 ) -> tuple[list[Recommendation], list[Trial], DeviceOut, str | None]:
-    cfg, policy, facts, journal = ctx.cfg, ctx.policy, ctx.facts, ctx.journal
+    policy, facts, journal = ctx.policy, ctx.facts, ctx.journal
     group, dev = plan.group, plan.group.device
     ra_dim = space.dimension(RA, policy, facts, quantum=readahead_quantum_kb())
     if isinstance(ra_dim, str):
@@ -255,16 +274,7 @@ async def _probe_device(
     def actuate(kb: int) -> None:
         journal.set_sysfs(dev.read_ahead_path, kb, device=dev.node, name=RA)
 
-    probe = ColdProbe(
-        dsn=ctx.target.dsn, queries=plan.queries, cache=cache, statement_timeout_s=policy.guardrails.statement_timeout_s,
-        min_cold_read_fraction=policy.cache.min_cold_read_fraction, require_bitmap=False,
-        # Each scan cold: the bitmap scan after the sequential scan of the same table found its blocks in the OS
-        # page cache (PostgreSQL counts those as reads, so the cold check could not see it): 120 ms against
-        # 942 ms cold, measured on 15.
-        cold_per_query=True,
-        connect_timeout_s=cfg.target.connect_timeout_s, actuators={RA: actuate}, connector=ctx.target.connect, precheck=ctx.target.check,
-        block_size=int(facts.settings["block_size"].setting) if "block_size" in facts.settings else 8192,
-    )
+    probe = _cold_probe(ctx, plan, cache, actuate)
     raw = raw_read_mb_s(plan.heap_files) if plan.heap_files else None
     log.info("plan", family=FAMILY, device=dev.node, description=dev.description, roles=group.roles,
              read_ahead_kb=before, joint=plan.joint, why_not_joint=plan.why_not_joint,
