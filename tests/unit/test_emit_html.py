@@ -426,11 +426,11 @@ def test_ratio_ticks_keep_one_and_do_not_crowd() -> None:
 
 
 def test_a_plateau_and_an_edge_are_said_in_the_recommendations() -> None:
-    from tuner.optimiser.space import KnobRange
+    from tuner.model import NearRange
 
     search = [_trial({"effective_io_concurrency": v}, t) for v, t in [(0, 120.0), (16, 98.0), (256, 99.0), (1000, 97.0)]]
     rec = Recommendation(knob="effective_io_concurrency", scope="system", object=None, current=1, recommended=1000,
-                         near_optimal=KnobRange(16, 1000, searched=(0, 1000), limits=(True, True), plateau=True),
+                         near_optimal=NearRange(16, 1000, searched=(0, 1000), limits=(True, True), plateau=True),
                          decision="keep", requires="reload", effect=_effect(1.007, 0.99, 1.02), reason="r")
     page = h.to_html(_report([rec], search))
     checked(page)

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from tuner.core.decide import Decision, decide
 from tuner.core.progress import Progress
 from tuner.core.session import Probe, build_optimiser, search
-from tuner.model import Trial
+from tuner.model import NearOptimal, Trial
 from tuner.optimiser import BaseOptimiser, Dimension, Recommendation
 from tuner.policy import Policy
 from tuner.store.base import Prior
@@ -113,8 +113,9 @@ async def tune(
     if pin is not None:
         today = dict(current if pinned is None else pinned)
         before, candidate = pin.against(today)
-        decided = await decide(before, candidate, probe, policy, metric=metric, near_optimal=pin.near_optimal,
-                               progress=progress, baseline_is_today=before == today)
+        decided = await decide(before, candidate, probe, policy, metric=metric,
+                               near_optimal=NearOptimal.of_pairs(pin.near_optimal), progress=progress,
+                               baseline_is_today=before == today)
         return Tuned(list(decided.trials), decided, warm_start=pin.note(), pinned=True)
     prior, warm = await _warm(ctx, family, current, object) if warm_start else (None, {})
     optimiser: BaseOptimiser = build_optimiser(policy, dims, current, seed=ctx.cfg.tuner.seed, budget=ctx.budget,

@@ -32,7 +32,7 @@ from tuner.errors import ProbeError
 from tuner.families import aio, concurrency_figures, concurrency_sections, iouring
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome, Recommendation, Trial
+from tuner.model import FamilyOutcome, NearOptimal, Recommendation, Trial
 from tuner.optimiser import Dimension
 from tuner.policy import Policy
 from tuner.probes import workload
@@ -317,7 +317,7 @@ async def _method_stage(ctx: FamilyContext, probe: ColdProbe, methods: list[str]
 
 
 async def _confirm_each(ctx: FamilyContext, probe: Probe, searched: list[Trial], current: dict[str, Any],
-                        best: dict[str, Any], near: dict[str, tuple[int, int]], metric: str,
+                        best: dict[str, Any], near: NearOptimal, metric: str,
                         io: dict[str, dict[str, Any]], notes: list[str]) -> _Stage:
     """Confirm the search's optimum against today's values in paired trials; where the optimum is today's value,
     the best other values measured instead. A knob that did not move in that comparison is then confirmed on its

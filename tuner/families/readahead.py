@@ -35,7 +35,7 @@ from tuner.families.readahead_sections import DeviceOut
 from tuner.families.base import OBJECTIVE_UNIT, FamilyContext, FamilyResult, Needs, skipped
 from tuner.knobs.devices import BlockDevice, DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
 from tuner.log import get_logger
-from tuner.model import DeviceRef, FamilyOutcome, Recommendation, Trial
+from tuner.model import DeviceRef, FamilyOutcome, NearRange, Recommendation, Trial
 from tuner.policy import Policy
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
@@ -369,7 +369,7 @@ def device_ref(dev: BlockDevice) -> DeviceRef:
 
 
 def _eic_recommendations(
-    group: DeviceGroup, candidate: dict[str, int], current: dict[str, int], near: dict[str, tuple[int, int]],
+    group: DeviceGroup, candidate: dict[str, int], current: dict[str, int], near: dict[str, NearRange],
     decision: str, reason: str, effect: Any, *, together: list[str],
 ) -> list[Recommendation]:
     """effective_io_concurrency found jointly with the readahead of a device that holds tablespaces but not the
