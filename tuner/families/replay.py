@@ -125,8 +125,11 @@ class Replay:
                                               seed=ctx.cfg.tuner.seed, on_step=ctx.progress.advance)
                 built = await replay.current_lsn(p)
             async with ctx.connection(standby) as s:
+                # Not the probe's timeout: the standby may still be replaying what an earlier family wrote (the
+                # WAL family's load) besides the scratch tables just built, and on a loaded host that can take
+                # longer than one probe's stream; only a replay that stops advancing is a failure.
                 try:
-                    await replay.wait_lsn(s, built, timeout_s=rp.catch_up_timeout_s)
+                    await replay.wait_caught_up(s, built, stall_s=rp.catch_up_timeout_s)
                 except ProbeError as exc:
                     raise ProbeError(f"{exc}: is it replaying this primary's WAL?") from None
                 files = await workload.relation_files(s, local, replay.TABLE)

@@ -189,6 +189,40 @@ async def wait_lsn(conn: asyncpg.Connection, lsn: str, *, timeout_s: float, rece
     return time.perf_counter() - t0
 
 
+async def wait_caught_up(conn: asyncpg.Connection, lsn: str, *, stall_s: float, interval_s: float = 0.1) -> float:
+    """Wait until the standby over ``conn`` has replayed WAL up to ``lsn``, for as long as its replay keeps
+    advancing: a backlog — the WAL another family just wrote, this family's own scratch tables — takes as long as
+    it takes on a loaded host, and only ``stall_s`` without progress fails (:class:`ProbeError`). The seconds it
+    took."""
+    stmt = await conn.prepare("SELECT pg_wal_lsn_diff($1::text::pg_lsn, "
+                              "coalesce(pg_last_wal_replay_lsn(), '0/0'::pg_lsn))")
+
+    async def behind() -> float:
+        return float(await stmt.fetchval(lsn))
+
+    try:
+        return await until_caught_up(behind, stall_s=stall_s, interval_s=interval_s)
+    except ProbeError as exc:
+        raise ProbeError(f"the standby had not replayed the primary's WAL up to {lsn}: {exc}") from None
+
+
+async def until_caught_up(behind: Callable[[], Awaitable[float]], *, stall_s: float, interval_s: float,
+                          clock: Callable[[], float] = time.monotonic,
+                          sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> float:
+    """Poll ``behind()`` (bytes still to replay) until it reaches 0; :class:`ProbeError` once it has not shrunk
+    for ``stall_s``. The seconds it took."""
+    t0 = clock()
+    least, since = math.inf, t0
+    while (left := await behind()) > 0:
+        now = clock()
+        if left < least:
+            least, since = left, now
+        elif now - since > stall_s:
+            raise ProbeError(f"its replay did not advance for {stall_s:g} s, {left / 1e6:.1f} MB short")
+        await sleep(interval_s)
+    return clock() - t0
+
+
 async def pause(conn: asyncpg.Connection, *, timeout_s: float) -> None:
     """Pause the standby's replay and wait until it is paused (not just asked to)."""
     await conn.execute("SELECT pg_wal_replay_pause()")
