@@ -267,12 +267,12 @@ def run_tuner(surface: Surface, noise: NoiseStream, seed: int,
     if probed is not None:
         probed.extend(dict(c) for c in opt.history.configs)
     if near is not None:
-        near.update({k: (int(v[0]), int(v[1])) for k, v in result.recommendation.near_optimal.items()})
+        found = result.recommendation.near_optimal
+        near.update(found.pairs())
         # What the range becomes once a confirmation has measured the reading noise (``NearOptimal.given_noise``):
         # here the noise's own standard deviation of log(time), what a long confirmation would measure.
-        confirmed = getattr(result.recommendation.near_optimal, "given_noise", None)
-        if confirmed is not None and noise.cv:
-            near.update({f"{k} confirmed": (int(v[0]), int(v[1])) for k, v in confirmed(noise.sigma).items()})
+        if noise.cv:
+            near.update({f"{k} confirmed": v for k, v in found.given_noise(noise.sigma).pairs().items()})
     return result.recommendation.config, opt.probes, anytime
 
 

@@ -128,21 +128,20 @@ def replay(paths: list[Path]) -> list[dict[str, Any]]:
             near = rec.near_optimal
             recorded = row["knobs"][knob]
             reading_noise = getattr(decide_mod, "reading_noise", None)
-            if reading_noise is not None and hasattr(near, "given_noise"):
+            if reading_noise is not None:
                 now = datetime.now(UTC)
                 confirm = [Trial(config=c, value=v, status="ok" if v else "failed", phase="confirm", arm=a,
                                  started_at=now, duration_s=0.0) for ph, a, c, v in row["trials"] if ph == "confirm"]
                 noise = reading_noise(confirm)
                 if noise is not None:
                     near = near.given_noise(noise)
-            lo, hi = near[knob]
-            cut = getattr(near[knob], "without", None)
-            if cut is not None and recorded["decision"] == "change" and rec.config[knob] != recorded["current"]:
-                kept = cut(recorded["current"], keep=rec.config[knob])  # decide(): the pairs told today's apart
-                lo, hi = (lo, hi) if kept is None else (kept[0], kept[1])
+            lo, hi = near[knob].as_pair()
+            if recorded["decision"] == "change" and rec.config[knob] != recorded["current"]:
+                kept = near[knob].without(recorded["current"], keep=rec.config[knob])  # decide(): the pairs told today's apart
+                lo, hi = (lo, hi) if kept is None else kept.as_pair()
             rows.append({**row, "file": path.name, "knobs": {knob: {
                 **recorded, "recommended": rec.config[knob], "near_optimal": [lo, hi],
-                "plateau": bool(getattr(near[knob], "plateau", False)), "recorded": recorded["recommended"]}}})
+                "plateau": near[knob].plateau, "recorded": recorded["recommended"]}}})
     return rows
 
 

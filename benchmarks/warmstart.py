@@ -79,7 +79,7 @@ def first_session(surface: Surface, seed: int, cv: float) -> tuple[dict[str, int
         same = run_tuner(surface, NoiseStream(cv, seed), seed)
         assert (same[0], same[1]) == (answer, opt.probes), (surface.name, same[:2], answer, opt.probes)
     trials = [(t.config, t.value) for t in result.trials if t.value is not None]
-    return answer, opt.probes, result.recommendation.near_optimal, trials  # type: ignore[return-value]
+    return answer, opt.probes, result.recommendation.near_optimal.pairs(), trials  # type: ignore[return-value]
 
 
 def second_session(surface: Surface, seed: int, cv: float, drift: float, prior: list[tuple[dict[str, int], float]],

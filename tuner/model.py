@@ -2,16 +2,95 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, SerializationInfo, SerializeAsAny, SerializerFunctionWrapHandler,
+                      model_serializer, model_validator)
+
+from tuner import sections
 
 SCHEMA_VERSION = 1
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+@dataclass(frozen=True)
+class NearRange:
+    """One knob's near-optimal range, ``low..high``, with what a report says about it: the range the search
+    covered (``searched``), whether either bound is the knob's own limit on this server (``limits``), whether the
+    measurements show a plateau across it (``plateau``: measured values at least a factor of four apart, level
+    with the best), and the knob's step (``step``: read_ahead_kb moves in whole pages).
+    :class:`Recommendation` takes those facts from it, so every family's recommendation carries them."""
+
+    low: int
+    high: int
+    searched: tuple[int, int] | None = None
+    limits: tuple[bool, bool] = (False, False)
+    plateau: bool = False
+    step: int = 1
+
+    def __post_init__(self) -> None:
+        if self.low > self.high:
+            raise ValueError(f"a range runs from low to high, not {self.low}..{self.high}")
+        object.__setattr__(self, "low", int(self.low))
+        object.__setattr__(self, "high", int(self.high))
+
+    def as_pair(self) -> tuple[int, int]:
+        return self.low, self.high
+
+    def __iter__(self) -> Iterator[int]:  # ``low, high = near``
+        return iter(self.as_pair())
+
+    def holds(self, value: int) -> bool:
+        return self.low <= value <= self.high
+
+    def without(self, value: int, *, keep: int) -> NearRange | None:
+        """The range cut short of ``value`` on the side of ``keep`` (a value paired trials told apart from the
+        recommendation): unchanged where ``value`` lies outside it (or is ``keep``), None where nothing is left."""
+        if not self.holds(value) or value == keep:
+            return self
+        low, high = (value + self.step, self.high) if keep > value else (self.low, value - self.step)
+        return replace(self, low=low, high=high) if low <= high else None
+
+
+@dataclass(frozen=True)
+class NearOptimal:
+    """Per knob, its :class:`NearRange`, and how the ranges widen once the noise of one reading is known better
+    than the search's model knew it (``widen``: the search's refit, given the standard deviation of log(time)
+    that repeated readings since measured; None where nothing can widen them — a pin's stored ranges). The ranges
+    only widen: the answer stays the one the search gave."""
+
+    ranges: Mapping[str, NearRange]
+    widen: Callable[[float], Mapping[str, NearRange]] | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of_pairs(cls, pairs: Mapping[str, tuple[int, int]]) -> NearOptimal:
+        """Stored ranges (a pin's), as plain pairs: nothing to widen them with."""
+        return cls({k: NearRange(lo, hi) for k, (lo, hi) in pairs.items()})
+
+    def __getitem__(self, knob: str) -> NearRange:
+        return self.ranges[knob]
+
+    def get(self, knob: str) -> NearRange | None:
+        return self.ranges.get(knob)
+
+    def pairs(self) -> dict[str, tuple[int, int]]:
+        return {k: r.as_pair() for k, r in self.ranges.items()}
+
+    def given_noise(self, noise_sd: float) -> NearOptimal:
+        """The ranges for a reading noise of ``noise_sd`` (where it exceeds what the search's model assumed)."""
+        if self.widen is None or not math.isfinite(noise_sd) or noise_sd <= 0:
+            return self
+        return NearOptimal(self.widen(noise_sd), self.widen)
+
+    def __reduce__(self) -> Any:  # a copy or a pickle (another process) keeps the ranges, not the optimiser
+        return (NearOptimal, (dict(self.ranges),))
 
 
 class CacheEvidence(_Frozen):
@@ -136,18 +215,18 @@ class Recommendation(_Frozen):
     @model_validator(mode="before")
     @classmethod
     def _range_facts(cls, data: Any) -> Any:
-        """A near-optimal range given as the optimiser's ``KnobRange`` brings its facts along (``searched``, the
-        knob's limits, ``plateau``); where the searched range is known, ``at_edge`` follows from the
-        recommended value. Fields given explicitly win."""
+        """A near-optimal range given as a :class:`NearRange` brings its facts along (``searched``, the knob's
+        limits, ``plateau``); where the searched range is known, ``at_edge`` follows from the recommended value.
+        Fields given explicitly win."""
         if not isinstance(data, dict):
             return data
         near = data.get("near_optimal")
         out = dict(data)
         limits = (False, False)
-        if near is not None and hasattr(near, "searched"):
-            out["near_optimal"] = (int(near[0]), int(near[1]))
+        if isinstance(near, NearRange):
+            out["near_optimal"] = near.as_pair()
             out.setdefault("searched", near.searched)
-            out.setdefault("plateau", bool(near.plateau))
+            out.setdefault("plateau", near.plateau)
             limits = near.limits
         searched, value = out.get("searched"), out.get("recommended")
         if searched is not None and isinstance(value, int) and "at_edge" not in data:
@@ -171,69 +250,26 @@ class FamilyOutcome(_Frozen):
         "(None: a cold start)")
 
 
-class DeviceOut(_Frozen):
-    """A block device under the target's directories, what it holds, and what the readahead family measured."""
+class ReportSection(_Frozen):
+    """A family's own part of the report: the model a family declares as its ``report_section``. Its fields are
+    top-level keys of the JSON report (``devices``, ``wal_scaling``, ...: readers depend on them), written flat
+    beside the shared ones and split back among the families when a report is read (:mod:`tuner.sections`). A
+    section equal to its defaults is no section: the report keeps none, and writes the defaults' keys."""
 
-    device: str | None  # /dev/NAME, None when the directory has no tunable device
-    description: str
-    roles: list[str]
-    read_ahead_kb: int | None  # before tuner touched it
-    status: Literal["probed", "skipped", "not tunable"]
-    reason: str
-    raw_read_mb_s: float | None = Field(default=None, description="O_DIRECT reads of a relation file (like dd)")
-    seq_scan_mb_s_current: float | None = Field(default=None, description="median over confirmation trials")
-    seq_scan_mb_s_recommended: float | None = None
-    efficiency_current: float | None = Field(default=None, description="seq scan MB/s / raw MB/s")
-    efficiency_recommended: float | None = None
+    def table(self) -> list[Any]:
+        """What the terminal report shows of this section, in order: lines (str) and rich renderables."""
+        return []
 
+    def trial_objects(self) -> dict[str, str]:
+        """Names of objects in recommendations (a device) mapped to the name the family's trials give the same
+        place (the directories on it), so a report's reader can pair the two."""
+        return {}
 
-class WalContentionOut(_Frozen):
-    """Where load backends spent their time at one client count (share of sampled backend states)."""
-
-    clients: int
-    rows_per_tx: int
-    tps: float | None
-    wal_insert_wait_share: float | None = Field(description="LWLock WALInsert: the 8 compiled-in insertion locks")
-    wal_write_wait_share: float | None = Field(description="LWLock WALWrite and IO WALWrite/WalWrite")
-    wal_sync_wait_share: float | None = Field(description="IO WALSync/WalSync: flushing WAL to disk")
-    wal_buf_mapping_wait_share: float | None = None
-    p95_latency_ms: float | None = None
-
-
-class WalScalingOut(_Frozen):
-    """Throughput at one client count and transaction size: context for the decision, never evidence for it."""
-
-    clients: int
-    rows_per_tx: int
-    tps_current: float | None
-    tps_recommended: float | None = Field(description="None when nothing was recommended to change")
-    readings: int = Field(default=1, ge=1, description="load runs behind each TPS value: one, not repeated")
-    reading_s: float | None = Field(default=None, description="measured seconds of each run (after its warm-up); "
-                                    "None in reports written before it was carried")
-
-
-class ReplayPointOut(_Frozen):
-    """The replay rate measured at one maintenance_io_concurrency value (median over its ok probes)."""
-
-    maintenance_io_concurrency: int
-    mb_per_s: float = Field(description="MB of WAL replayed per second (pg_wal_lsn_diff over the catch-up time)")
-    pages_per_s: float
-    n: int
-
-
-class ReplayOut(_Frozen):
-    """What the replay family measured: the standby's catch-up over a fixed WAL stream of random-page updates."""
-
-    maintenance_io_concurrency_current: int
-    maintenance_io_concurrency_recommended: int
-    mb_per_s_current: float | None = Field(description="median over the probes at today's value")
-    mb_per_s_recommended: float | None = Field(description="median over the probes at the recommended value")
-    wal_mb: float | None = Field(description="WAL of one probe's stream (median)")
-    pages: int = Field(description="heap pages the stream updates, one row each, in a fixed random order")
-    table_mb: float
-    recovery_prefetch: str
-    method: str = Field(description="how the stream was made and the standby's caches emptied")
-    curve: list[ReplayPointOut] = Field(default_factory=list)
+    @classmethod
+    def of(cls, report: Report, family: str) -> Self:
+        """``family``'s section of ``report`` (its defaults when the report has none)."""
+        found = report.sections.get(family)
+        return found if isinstance(found, cls) else cls()
 
 
 class IoRegimeOut(_Frozen):
@@ -293,12 +329,7 @@ class Report(_Frozen):
     session: SessionOut
     families: list[FamilyOutcome]
     recommendations: list[Recommendation]
-    devices: list[DeviceOut] = Field(default_factory=list)
     restored: list[str] = Field(default_factory=list, description="what tuner changed on the host and put back")
-    wal_contention: list[WalContentionOut] = Field(default_factory=list)
-    wal_scaling: list[WalScalingOut] = Field(default_factory=list)
-    wal_summary: str | None = Field(default=None, description="what the insertion-lock evidence implies")
-    replay: ReplayOut | None = Field(default=None, description="the replay family's catch-up rates")
     trials: list[Trial]
     # The decision policy's values, carried so that a reader (the HTML report's minimum-effect line) need not
     # recover them from the reasons' prose. Optional: reports written before they were carried still load.
@@ -308,3 +339,37 @@ class Report(_Frozen):
     device_profile: str | None = Field(default=None, description="the emulated disk a sandbox session ran on "
                                        "(--device, e.g. iops=3000); None for a real target")
     io_regime: list[IoRegimeOut] = Field(default_factory=list, description="what limited each workload's reads")
+    # Per family, its own section (see ReportSection). Not a key of the JSON report: the sections' fields are.
+    sections: dict[str, SerializeAsAny[ReportSection]] = Field(default_factory=dict, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sections_from_keys(cls, data: Any) -> Any:
+        """The families' keys (flat, as the JSON report has them, or as ``sections``) into their sections."""
+        if not isinstance(data, dict):
+            return data
+        out = sections.sectioned(cls.__name__, data, cls.model_fields, "report", by_field=True, every=False, under=())
+        out["sections"] = {f: s for f, s in out["sections"].items() if s != type(s)()}  # a default one is none
+        return out
+
+    @model_serializer(mode="wrap")
+    def _sections_flat(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        """The sections' fields as top-level keys after the recommendations, every registered family's (its
+        defaults where it wrote nothing), so a report has the same keys whichever families ran."""
+        data = handler(self)
+        present: dict[str, BaseModel] = dict(self.sections)
+        for family, model in sections.types("report").items():
+            present.setdefault(family, model())
+        flat: dict[str, Any] = {}
+        for section in present.values():
+            flat.update(section.model_dump(mode=info.mode))
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out[key] = value
+            if key == "recommendations":
+                out.update(flat)
+        return out
+
+    def section(self, family: str) -> ReportSection | None:
+        """``family``'s section, None when it wrote none."""
+        return self.sections.get(family)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, SerializeAsAny, ValidationError, model_validator
 
+from tuner import sections
 from tuner.config import Section, _describe
 from tuner.errors import ConfigError
 from tuner.knobs import catalog
@@ -33,7 +34,8 @@ log = get_logger("tuner.policy")
 
 
 INT32 = 2**31 - 1  # PostgreSQL's integer settings are 32-bit
-_VALUES = 64  # the longest list of values a policy may give
+VALUES_MAX = 64  # the longest list of values a policy may give
+_VALUES = VALUES_MAX
 
 
 class PolicyInfo(Section):
@@ -173,8 +175,8 @@ class Cache(Section):
 
 
 class Mix(Section):
-    """A workload of cold sequential scans and sparse bitmap heap scans (the readahead family's, of the relations
-    on one device). The objective is ``seq_scan_weight * seq_ms + bitmap_scan_weight * bitmap_ms``."""
+    """A workload of cold sequential scans and sparse bitmap heap scans, as the families that probe one declare
+    it in their tables. The objective is ``seq_scan_weight * seq_ms + bitmap_scan_weight * bitmap_ms``."""
 
     seq_scan_weight: float = Field(default=1.0, ge=0, le=1000, description="weight of the sequential scan's time")
     bitmap_scan_weight: float = Field(default=1.0, ge=0, le=1000, description="weight of the bitmap heap scan's time")
@@ -184,82 +186,6 @@ class Mix(Section):
         if self.seq_scan_weight == 0 and self.bitmap_scan_weight == 0:
             raise ValueError("seq_scan_weight and bitmap_scan_weight cannot both be 0")
         return self
-
-
-IO_METHODS = ("sync", "worker", "io_uring")  # PostgreSQL 18's io_method values (io_uring only in some builds)
-
-
-class ConcurrencyMix(Mix):
-    """The concurrency family's workload where read streams serve sequential scans too (from 17 ``io_combine_limit``
-    sizes their reads, from 18 ``effective_io_concurrency`` sets their look-ahead: see
-    ``tuner.probes.workload.seq_scan_knobs``): the objective is ``seq_scan_weight * seq_ms + bitmap_scan_weight *
-    bitmap_ms``. Up to 16 the family probes bitmap heap scans alone, as it always did, and the weights are not used.
-    With ``bitmap_scan_weight = 0`` no bitmap scan is probed on 17+: no knob acts on it alone there."""
-
-    io_method: tuple[str, ...] = Field(
-        default=IO_METHODS, max_length=len(IO_METHODS),
-        description="io_method values screened against today's on 18+ (a restart each: only with "
-        "guardrails.allow_restart), those the build offers",
-    )
-
-    @model_validator(mode="after")
-    def _known_methods(self) -> ConcurrencyMix:
-        unknown = [m for m in self.io_method if m not in IO_METHODS]
-        if unknown:
-            raise ValueError(f"io_method values {unknown} are not PostgreSQL's ({', '.join(IO_METHODS)})")
-        return self
-
-
-class WalLoad(Section):
-    """The wal family's load: concurrent autocommitted INSERTs into tuner's scratch table (10 rows per transaction,
-    OLTP-like, or 1000, bulk loading: see ``tuner.probes.walload``)."""
-
-    clients: int = Field(default=8, ge=1, le=256, description="connections of the search and confirmation probes")
-    rows_per_tx: int = Field(default=10, ge=1, le=100000, description="rows per transaction of those probes")
-    duration_s: float = Field(default=2.0, gt=0, le=600, description="measured time per probe")
-    warmup_s: float = Field(default=0.5, ge=0, le=600, description="load before the measurement starts")
-    scaling_clients: tuple[int, ...] = Field(default=(1, 2, 4, 8, 16), max_length=_VALUES,
-                                             description="client counts of the curve (1 to 256 each)")
-    scaling_rows_per_tx: tuple[int, ...] = Field(default=(10, 1000), max_length=_VALUES,
-                                                 description="transaction shapes of the curve (1 to 100000 each)")
-    wal_compression: tuple[str, ...] = Field(
-        default=("lz4", "zstd", "pglz"), max_length=_VALUES,
-        description="screened against today's value: the first this build offers",
-    )
-    wal_buffers: tuple[int, ...] = Field(
-        default=(8192,), max_length=_VALUES,
-        description="wal_buffers (8 kB pages) screened when restarts are allowed: the first not in force",
-    )
-
-    @model_validator(mode="after")
-    def _sane(self) -> WalLoad:
-        if not self.scaling_clients or not self.scaling_rows_per_tx:
-            raise ValueError("scaling_clients and scaling_rows_per_tx need at least one value each")
-        if not all(1 <= c <= 256 for c in self.scaling_clients):
-            raise ValueError("scaling_clients must each be 1 to 256")
-        if not all(1 <= r <= 100000 for r in self.scaling_rows_per_tx):
-            raise ValueError("scaling_rows_per_tx must each be 1 to 100000")
-        if not all(-1 <= b <= 262143 for b in self.wal_buffers):
-            raise ValueError("wal_buffers must each be -1 to 262143 (8 kB pages, PostgreSQL's range)")
-        return self
-
-
-class ReplayLoad(Section):
-    """The replay family's WAL stream: one-row updates of ``pages`` heap pages of a scratch table larger than the
-    standby's shared buffers, in a fixed random order, replayed by the standby from a cold cache."""
-
-    pages: int = Field(default=8000, ge=100, le=1_000_000,
-                       description="heap pages the stream updates, one row each (~140 bytes of WAL per page)")
-    table_shared_buffers: float = Field(
-        default=2.0, ge=1.1, le=64, description="the scratch table's size, as a multiple of the standby's shared_buffers")
-    filler_shared_buffers: float = Field(
-        default=3.0, ge=1.0, le=64,
-        description="the table read on the standby before each probe to push the stream's pages out of its shared "
-        "buffers, as a multiple of shared_buffers")
-    max_scratch_mb: int = Field(default=4096, ge=16, le=1_048_576,
-                                description="the family is skipped when the scratch table and the filler need more")
-    catch_up_timeout_s: float = Field(default=120, gt=0, le=3600,
-                                      description="a probe fails when replay has not caught up by then")
 
 
 class Guardrails(Section):
@@ -276,11 +202,21 @@ class Policy(Section):
     daemon: Daemon = Daemon()
     decision: Decision = Decision()
     cache: Cache = Cache()
-    readahead: Mix = Mix()
-    concurrency: ConcurrencyMix = ConcurrencyMix()
-    wal: WalLoad = WalLoad()
-    replay: ReplayLoad = ReplayLoad()
     guardrails: Guardrails = Guardrails()
+    # Per family, its own table (the model it declares as ``policy_section``), under the family's name: [wal].
+    sections: dict[str, SerializeAsAny[Section]] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _family_tables(cls, data: Any) -> Any:
+        """Each family's table into its section, its defaults where the file has none."""
+        if not isinstance(data, dict):
+            return data
+        return sections.sectioned(cls.__name__, data, cls.model_fields, "policy", by_field=False, every=True)
+
+    def section(self, family: str) -> Any:
+        """``family``'s table, as the model the family declares (see :class:`tuner.families.base.Family`)."""
+        return self.sections[family]
 
     @model_validator(mode="after")
     def _knobs_known(self) -> Policy:

@@ -20,9 +20,9 @@ from tuner.core.regime import assess
 from tuner.core.session import NullProgress, Progress
 from tuner.families import REGISTRY
 from tuner.endpoints import endpoint
-from tuner.families.base import FamilyContext, FamilyResult, Pin, Registry, WarmStart, skipped, why_skipped
+from tuner.families.base import FamilyContext, Pin, Registry, WarmStart, skipped, why_skipped
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
+from tuner.model import FamilyOutcome, Recommendation, Report, ReportSection, SessionOut, TargetOut, Trial
 from tuner.policy import Policy
 from tuner.probes.diskstat import data_disk
 from tuner.stop import STOP
@@ -34,14 +34,6 @@ from tuner.target.server import Servers, servers
 
 log = get_logger("tuner.runner")
 
-def _merge(into: dict[str, Any], result: FamilyResult) -> None:
-    for key, value in result.section.items():
-        if key not in Report.model_fields or key in ("target", "session", "families", "recommendations", "trials"):
-            raise ValueError(f"family {result.outcome.family} fills an unknown report section {key!r}")
-        if isinstance(value, list):
-            into.setdefault(key, []).extend(value)
-        else:
-            into[key] = value
 
 
 async def recommend(
@@ -76,7 +68,7 @@ async def recommend(
     trials: list[Trial] = []
     outcomes: list[FamilyOutcome] = []
     recs: list[Recommendation] = []
-    sections: dict[str, Any] = {}
+    sections: dict[str, ReportSection] = {}
 
     # The journal first: whatever a crashed session left is put back before anything else happens.
     journal = Journal(state_dir(cfg), writer=SysfsWriter(cfg.readahead.helper_command))
@@ -139,7 +131,8 @@ async def recommend(
                                       for t in result.trials)
                         recs.extend(result.recommendations)
                         restored.extend(result.restored)
-                        _merge(sections, result)
+                        if result.section is not None:
+                            sections[family.name] = result.section
                     STOP.check()  # a stop whose cancellation was lost in the last probe still stops the session
             finally:
                 # While the servers still exist: a sandbox's loop device is detached when the sandbox closes, and
@@ -163,7 +156,7 @@ async def recommend(
             cache="; ".join(f"{o.family}: {o.cache}" for o in outcomes if o.cache) or "no probes ran",
             host=socket.gethostname(), kernel=platform.release(),
         ),
-        families=outcomes, recommendations=recs, restored=restored, trials=trials, **sections,
+        families=outcomes, recommendations=recs, restored=restored, trials=trials, sections=sections,
         min_effect=policy.decision.min_effect, alpha=policy.decision.alpha,
         device_profile=str(profile) if profile is not None else None,
         io_regime=assess(trials, profile=profile, device=disk.name if disk else None,

@@ -3,12 +3,15 @@ orchestrator as the shipped ones, on a real hot standby."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tuner.config import Config
 from tuner.emit import sql
 from tuner.families import REGISTRY
-from tuner.policy import load_policy
+from tuner.emit.json import parse, to_json
+from tuner.emit.table import to_table
+from tuner.policy import SHIPPED_POLICY_DIR, load_policy
 from tuner.runner import recommend
 
 from .conftest import Running
@@ -18,9 +21,17 @@ from .toy_family import Toy
 def test_a_registered_fourth_family_runs_through_the_orchestrator(sandbox15: Running, tmp_path: Path) -> None:
     cfg = Config.model_validate({"target": {"dsn": sandbox15.sandbox.dsn("standby")},
                                  "tuner": {"state_dir": str(tmp_path / "state")}})
+    policy_file = tmp_path / "toy.toml"  # the shipped default with the toy's own table
+    policy_file.write_text((SHIPPED_POLICY_DIR / "default.toml").read_text() + "\n[toy]\nrows = 200000\n")
     REGISTRY.register(Toy)  # the one registry line a new family needs
     try:
-        report = sandbox15.run(recommend(cfg, load_policy("default"), use_sandbox=False, families=("toy",), budget=5))
+        report = sandbox15.run(recommend(cfg, load_policy(str(policy_file)), use_sandbox=False, families=("toy",),
+                                         budget=5))
+        # Its report section: a top-level key of the JSON report, read back, and a line of the terminal table.
+        text = to_json(report)
+        assert json.loads(text)["toy_rows_sorted"] == 200000
+        assert parse(text).section("toy") == report.section("toy") is not None
+        assert "toy: sorted 200000 rows per probe" in to_table(report)
     finally:
         REGISTRY.unregister("toy")
     assert [(f.family, f.status) for f in report.families] == [("toy", "done")]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tuner.config import Config
+from tuner.families.replay_sections import Report as ReplayReport
 from tuner.policy import load_policy
 from tuner.runner import recommend
 from tuner.target.connection import connect
@@ -108,7 +109,7 @@ def test_replay_decides_with_a_ci_and_leaves_the_standby_replaying_as_it_was(pai
         assert {t.arm for t in report.trials if t.phase == "confirm"} == {"baseline", "candidate"}
     else:
         assert rec.decision == "keep" and rec.recommended == rec.current
-    rp = report.replay
+    rp = ReplayReport.of(report, "replay").replay  # the family's own section of the report
     assert rp is not None and rp.maintenance_io_concurrency_current == 12
     assert rp.maintenance_io_concurrency_recommended == rec.recommended
     assert rp.mb_per_s_current and rp.mb_per_s_recommended and rp.wal_mb and rp.recovery_prefetch == "try"
@@ -136,7 +137,7 @@ def test_a_standby_without_recovery_prefetch_is_skipped_with_the_reason(pair: Ru
         pair.run(_sql(sb.dsn("standby"), "ALTER SYSTEM RESET recovery_prefetch", "SELECT pg_reload_conf()"))
     [fam] = report.families
     assert fam.status == "skipped" and fam.reason.startswith("recovery_prefetch is off on the standby"), fam
-    assert report.trials == [] and report.recommendations == [] and report.replay is None
+    assert report.trials == [] and report.recommendations == [] and report.section("replay") is None
     assert pair.run(_scratch_schemas(sb)) == 0
 
 

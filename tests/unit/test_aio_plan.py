@@ -61,8 +61,9 @@ def test_failed_and_confirmation_trials_do_not_name_the_runner_up() -> None:
 def test_shipped_policies_spell_out_the_aio_knobs(name: str) -> None:
     policy = load_policy(name)
     assert {"io_combine_limit", "io_workers"} <= set(policy.search)
-    assert policy.concurrency.seq_scan_weight > 0 and policy.concurrency.bitmap_scan_weight > 0
-    assert set(policy.concurrency.io_method) == {"sync", "worker", "io_uring"}
+    mix = policy.section("concurrency")
+    assert mix.seq_scan_weight > 0 and mix.bitmap_scan_weight > 0
+    assert set(mix.io_method) == {"sync", "worker", "io_uring"}
 
 
 def test_an_unknown_io_method_is_refused_in_one_sentence() -> None:

@@ -18,9 +18,11 @@ from tuner.emit import html as h
 from tuner.emit.json import parse
 from tuner.families import REGISTRY
 from tuner.families.base import Needs, objective_unit
+from tuner.families.readahead_sections import DeviceOut
+from tuner.families.wal_sections import WalContentionOut, WalScalingOut
+from tuner.families.wal_sections import Report as WalSection
 from tuner.model import (
     CacheEvidence,
-    DeviceOut,
     EffectOut,
     FamilyOutcome,
     Recommendation,
@@ -28,8 +30,6 @@ from tuner.model import (
     SessionOut,
     TargetOut,
     Trial,
-    WalContentionOut,
-    WalScalingOut,
 )
 from tuner.store.base import SessionSummary
 
@@ -113,7 +113,8 @@ def test_html_is_a_format_for_stdout_and_a_file(sandbox: Report, tmp_path: Path)
 
 def test_the_fixture_is_a_whole_session_of_every_family(sandbox: Report) -> None:
     assert {f.family for f in sandbox.families} == {"readahead", "concurrency", "wal"}
-    assert sandbox.devices and sandbox.wal_scaling and sandbox.wal_contention
+    wal = WalSection.of(sandbox, "wal")
+    assert sandbox.section("readahead") and wal.wal_scaling and wal.wal_contention
     assert {t.phase for t in sandbox.trials} == {"search", "confirm"}
 
 
@@ -195,14 +196,15 @@ def test_the_figures_mark_today_the_recommendation_and_the_minimum_effect(page: 
 
 def test_the_wal_figures_stack_every_share(sandbox: Report, page: str) -> None:
     (contention,) = svgs(page, "wal-contention")
-    shares = sum(1 for c in sandbox.wal_contention for v in (c.wal_insert_wait_share, c.wal_write_wait_share,
+    wal = WalSection.of(sandbox, "wal")
+    shares = sum(1 for c in wal.wal_contention for v in (c.wal_insert_wait_share, c.wal_write_wait_share,
                  c.wal_sync_wait_share, c.wal_buf_mapping_wait_share) if v)
-    rest = sum(1 for c in sandbox.wal_contention
+    rest = sum(1 for c in wal.wal_contention
                if sum(v or 0 for v in (c.wal_insert_wait_share, c.wal_write_wait_share, c.wal_sync_wait_share,
                                        c.wal_buf_mapping_wait_share)) < 1)
     assert contention.count('class="seg"') == shares + rest
     (scaling,) = svgs(page, "wal-scaling")
-    assert scaling.count('class="pt wal"') == sum(1 for s in sandbox.wal_scaling for v in
+    assert scaling.count('class="pt wal"') == sum(1 for s in wal.wal_scaling for v in
                                                   (s.tps_current, s.tps_recommended) if v is not None)
     (devices,) = svgs(page, "devices")
     assert devices.count('class="bar"') == 3 and "3755 MB/s" in devices
@@ -427,11 +429,11 @@ def test_ratio_ticks_keep_one_and_do_not_crowd() -> None:
 
 
 def test_a_plateau_and_an_edge_are_said_in_the_recommendations() -> None:
-    from tuner.optimiser.space import KnobRange
+    from tuner.model import NearRange
 
     search = [_trial({"effective_io_concurrency": v}, t) for v, t in [(0, 120.0), (16, 98.0), (256, 99.0), (1000, 97.0)]]
     rec = Recommendation(knob="effective_io_concurrency", scope="system", object=None, current=1, recommended=1000,
-                         near_optimal=KnobRange(16, 1000, searched=(0, 1000), limits=(True, True), plateau=True),
+                         near_optimal=NearRange(16, 1000, searched=(0, 1000), limits=(True, True), plateau=True),
                          decision="keep", requires="reload", effect=_effect(1.007, 0.99, 1.02), reason="r")
     page = h.to_html(_report([rec], search))
     checked(page)

@@ -204,16 +204,16 @@ def test_a_tablespace_with_a_value_of_its_own_rolls_back_to_it() -> None:
 def plateau_report() -> Report:
     """The README's first command on a plateau: effective_io_concurrency level with the best from 8 to 1000 (the
     knob's own maximum), and a readahead window whose best is the top of a policy's range (8192)."""
-    from tuner.optimiser.space import KnobRange
+    from tuner.model import NearRange
 
     base = report("change")
     eic = base.recommendations[0].model_dump() | {
-        "recommended": 16, "near_optimal": KnobRange(8, 1000, searched=(0, 1000), limits=(True, True), plateau=True)}
+        "recommended": 16, "near_optimal": NearRange(8, 1000, searched=(0, 1000), limits=(True, True), plateau=True)}
     for k in ("plateau", "searched", "at_edge", "edge_is_limit"):
         eic.pop(k)
     ra = Recommendation(
         knob="read_ahead_kb", scope="device", object="/dev/loop3", current=128, recommended=8192, source="kernel",
-        near_optimal=KnobRange(4096, 8192, searched=(0, 8192), limits=(True, False)), decision="change",
+        near_optimal=NearRange(4096, 8192, searched=(0, 8192), limits=(True, False)), decision="change",
         reason="the whole CI lies above the minimum effect 1.05x", effect=base.recommendations[0].effect,
         requires="reopen", run_on="host",
         device=DeviceRef(node="/dev/loop3", name="loop3", sysfs_path="/sys/block/loop3/queue/read_ahead_kb",

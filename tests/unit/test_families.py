@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from pydantic import ValidationError
 
 from tuner.families import REGISTRY
 from tuner.families.base import FamilyContext, FamilyResult, Needs, Registry, unmet_needs
-from tuner.model import FamilyOutcome
-from tuner.runner import _merge
+from tuner.emit.json import parse
+from tuner.model import Report
 
 
 def _family(name: str, after: tuple[str, ...] = ()) -> type:
@@ -59,15 +61,15 @@ def test_families_that_wait_for_each_other_are_an_error() -> None:
         reg.ordered(["x", "y"])
 
 
-def test_a_section_that_is_not_a_report_field_is_refused() -> None:
-    into: dict[str, object] = {}
-    ok = FamilyResult(FamilyOutcome(family="t", status="done", reason="r"), section={"devices": [1], "wal_summary": "s"})
-    _merge(into, ok)
-    _merge(into, ok)
-    assert into == {"devices": [1, 1], "wal_summary": "s"}
-    bad = FamilyResult(FamilyOutcome(family="t", status="done", reason="r"), section={"trials": []})
-    with pytest.raises(ValueError, match="unknown report section"):
-        _merge(into, bad)
+def test_a_report_key_or_section_no_family_owns_is_refused() -> None:
+    fixture = Path(__file__).parent.parent / "fixtures" / "reports" / "sandbox-all-families.json"
+    data = parse(fixture.read_text()).model_dump(mode="json")  # flat, as the JSON report has it
+    assert "wal_summary" in data and "sections" not in data
+    assert Report.model_validate(data).section("wal") is not None  # the flat keys go to the family that owns them
+    with pytest.raises(ValidationError, match="extra"):
+        Report.model_validate({**data, "wal_sumary": "s"})  # a key no family's section has
+    with pytest.raises(ValidationError, match="no family 'nofamily'"):
+        Report.model_validate({**data, "sections": {"nofamily": {"x": 1}}})
 
 
 def test_unmet_needs_name_the_first_missing_one() -> None:

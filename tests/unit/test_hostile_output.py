@@ -34,8 +34,8 @@ from tuner.emit import tuned as tuned_emit
 from tuner.emit import udev as udev_emit
 from tuner.emit.json import parse, to_json
 from tuner.emit.table import to_table
+from tuner.families.readahead_sections import DeviceOut
 from tuner.model import (
-    DeviceOut,
     DeviceRef,
     EffectOut,
     FamilyOutcome,

@@ -13,7 +13,7 @@ from tuner.core.decide import decide, recommendation
 from tuner.core.session import build_optimiser
 from tuner.model import Recommendation
 from tuner.optimiser import BayesianOptimiser, Dimension
-from tuner.optimiser.space import KnobRange
+from tuner.model import NearOptimal, NearRange
 from tuner.policy import load_policy
 from tuner.testing import SyntheticProbe
 
@@ -44,7 +44,7 @@ def test_a_flat_plateau_is_one_range_flagged_as_a_plateau_and_answered_by_its_sm
     opt = _searched(DIM, _noisy([0, 1, 4, 16, 64, 256, 1000, 16, 64, 256], PLATEAU))
     rec = opt.recommendation()
     near = rec.near_optimal[EIC]
-    assert isinstance(near, KnobRange) and near.plateau
+    assert isinstance(near, NearRange) and near.plateau
     assert 4 < near.low <= 16 and near.high == 1000  # 4 is 40 % slower: told apart; the plateau is not
     assert rec.config == {EIC: 16}  # the smallest value measured on it, not wherever the noise put the best
     assert opt._answer().config != rec.config  # (the search's own answer was elsewhere on the plateau)
@@ -111,16 +111,16 @@ def test_a_joint_search_gives_each_knob_its_own_range_and_plateau() -> None:
 
 
 def test_a_range_cut_short_of_a_value_keeps_the_side_of_the_recommendation() -> None:
-    near = KnobRange(1, 1000, searched=(0, 1000), plateau=True)
-    assert near.without(1, keep=64) == (2, 1000)
-    assert near.without(1000, keep=64) == (1, 999)
+    near = NearRange(1, 1000, searched=(0, 1000), plateau=True)
+    assert near.without(1, keep=64) == NearRange(2, 1000, searched=(0, 1000), plateau=True)
+    assert near.without(1000, keep=64).as_pair() == (1, 999)  # type: ignore[union-attr]
     assert near.without(2000, keep=64) is near
-    assert KnobRange(512, 512).without(512, keep=1024) is None  # nothing is left
-    assert KnobRange(512, 516, step=4).without(512, keep=516) == (516, 516)
+    assert NearRange(512, 512).without(512, keep=1024) is None  # nothing is left
+    assert NearRange(512, 516, step=4).without(512, keep=516) == NearRange(516, 516, step=4)
     cut = near.without(1, keep=64)
     assert cut is not None and cut.plateau and cut.searched == (0, 1000)
     with pytest.raises(ValueError):
-        KnobRange(5, 4)
+        NearRange(5, 4)
 
 
 def _policy():  # type: ignore[no-untyped-def]
@@ -129,26 +129,26 @@ def _policy():  # type: ignore[no-untyped-def]
 
 def test_a_keep_with_todays_value_inside_the_range_says_so() -> None:
     probe = SyntheticProbe(lambda c: 100.0, noise_cv=0.05, seed=1)
-    near = {EIC: KnobRange(8, 1000, searched=(0, 1000), plateau=True)}
+    near = NearOptimal({EIC: NearRange(8, 1000, searched=(0, 1000), plateau=True)})
     d = asyncio.run(decide({EIC: 16}, {EIC: 256}, probe, _policy(), near_optimal=near))
     assert d.decision == "keep"
     assert d.reason.endswith("; today's value 16 lies inside the plateau from 8 to 1000")
-    assert d.near_optimal[EIC] == (8, 1000)
+    assert d.near_optimal[EIC].as_pair() == (8, 1000)
 
 
 def test_a_change_tells_todays_value_apart_so_the_range_is_cut_short_of_it() -> None:
     probe = SyntheticProbe(lambda c: 100.0 if c[EIC] >= 16 else 300.0, noise_cv=0.05, seed=2)
-    near = {EIC: KnobRange(1, 1000, searched=(0, 1000), plateau=True)}
+    near = NearOptimal({EIC: NearRange(1, 1000, searched=(0, 1000), plateau=True)})
     d = asyncio.run(decide({EIC: 1}, {EIC: 16}, probe, _policy(), near_optimal=near))
     assert d.decision == "change"
-    assert d.near_optimal[EIC] == (2, 1000) and "lies inside" not in d.reason
+    assert d.near_optimal[EIC].as_pair() == (2, 1000) and "lies inside" not in d.reason
     rec = recommendation(EIC, d, source="default", requires="reload")
     assert rec.near_optimal == (2, 1000) and rec.plateau and rec.searched == (0, 1000) and rec.at_edge is None
 
 
 def test_todays_value_as_the_answer_is_kept_with_the_range_as_its_evidence() -> None:
     probe = SyntheticProbe(lambda c: 100.0)
-    near = {EIC: KnobRange(0, 4, searched=(0, 1000))}
+    near = NearOptimal({EIC: NearRange(0, 4, searched=(0, 1000))})
     d = asyncio.run(decide({EIC: 1}, {EIC: 1}, probe, _policy(), near_optimal=near))
     assert d.decision == "keep" and not d.trials
     assert d.reason.endswith("(the search's measurements cannot tell it from the best: "
@@ -156,7 +156,7 @@ def test_todays_value_as_the_answer_is_kept_with_the_range_as_its_evidence() -> 
 
 
 def test_a_recommendation_at_an_edge_the_policy_set_can_be_widened() -> None:
-    near = KnobRange(4096, 16384, searched=(0, 16384), limits=(True, False))
+    near = NearRange(4096, 16384, searched=(0, 16384), limits=(True, False))
     rec = Recommendation(knob=RA, scope="device", object="/dev/sdb", current=128, recommended=16384, near_optimal=near,
                          decision="change", reason="r", effect=None, requires="reopen", run_on="host")
     assert rec.at_edge == "upper" and not rec.edge_is_limit
@@ -187,28 +187,27 @@ def test_the_noise_a_confirmation_measured_widens_a_range_the_search_was_too_sur
         opt.register({EIC: v}, ms)
     assert opt._noise_sd() < 0.01
     near = opt.recommendation().near_optimal
-    assert near[EIC][0] > 512  # 512 read 1.5x slower than 1000: told apart at 0.7 % noise
-    wider = near.given_noise(0.138)  # type: ignore[attr-defined]
-    assert wider[EIC][0] <= 512 < near[EIC][0] and wider[EIC][1] == 1000
-    assert wider[EIC][0] > 256  # 256 read 2x slower: told apart even at 14 %
-    assert isinstance(wider[EIC], KnobRange) and wider[EIC].searched == (0, 1000)
-    assert near.given_noise(0.001) == near  # type: ignore[attr-defined]  # less than the model's own: no change
+    assert near[EIC].low > 512  # 512 read 1.5x slower than 1000: told apart at 0.7 % noise
+    wider = near.given_noise(0.138)
+    assert wider[EIC].low <= 512 < near[EIC].low and wider[EIC].high == 1000
+    assert wider[EIC].low > 256  # 256 read 2x slower: told apart even at 14 %
+    assert isinstance(wider[EIC], NearRange) and wider[EIC].searched == (0, 1000)
+    assert near.given_noise(0.001) == near  # less than the model's own: no change
 
 
 def test_decide_widens_the_range_by_the_noise_of_its_own_pairs() -> None:
-    from tuner.optimiser.space import NearOptimal
 
     asked: list[float] = []
 
-    def refine(noise_sd: float) -> dict[str, tuple[int, int]]:
+    def refine(noise_sd: float) -> dict[str, NearRange]:
         asked.append(noise_sd)
-        return {EIC: KnobRange(4, 1000, searched=(0, 1000))}
+        return {EIC: NearRange(4, 1000, searched=(0, 1000))}
 
-    near = NearOptimal({EIC: KnobRange(200, 1000, searched=(0, 1000))}, refine)
+    near = NearOptimal({EIC: NearRange(200, 1000, searched=(0, 1000))}, refine)
     probe = SyntheticProbe(lambda c: 100.0 if c[EIC] >= 16 else 300.0, noise_cv=0.10, seed=4)
     d = asyncio.run(decide({EIC: 1}, {EIC: 1000}, probe, _policy(), near_optimal=near))
     assert d.decision == "change" and len(asked) == 1 and 0.05 < asked[0] < 0.2  # about the probe's CV
-    assert d.near_optimal[EIC] == (4, 1000)  # widened; today's 1 lies outside it, so nothing is cut
+    assert d.near_optimal[EIC].as_pair() == (4, 1000)  # widened; today's 1 lies outside it, so nothing is cut
 
 
 def test_reading_noise_pools_the_spread_within_each_arm() -> None:
@@ -241,7 +240,7 @@ def test_a_change_to_a_value_outside_the_searchs_range_reports_no_range_for_it()
     # A runner-up confirmed instead of the search's best (concurrency's _confirm_each): the range was built around
     # the best and says nothing about the candidate, so it is left out rather than shown beside a value it misses.
     probe = SyntheticProbe(lambda c: 100.0 if c[EIC] >= 128 else 300.0, noise_cv=0.05, seed=3)
-    near = {EIC: KnobRange(8, 64, searched=(0, 1000))}
+    near = NearOptimal({EIC: NearRange(8, 64, searched=(0, 1000))})
     d = asyncio.run(decide({EIC: 16}, {EIC: 256}, probe, _policy(), near_optimal=near))
     assert d.decision == "change" and EIC not in d.near_optimal
     assert recommendation(EIC, d, source="default", requires="reload").near_optimal is None
@@ -249,18 +248,17 @@ def test_a_change_to_a_value_outside_the_searchs_range_reports_no_range_for_it()
 
 def test_a_revalidation_against_the_replaced_value_does_not_call_it_todays() -> None:
     probe = SyntheticProbe(lambda c: 100.0, noise_cv=0.05, seed=1)
-    near = {EIC: (8, 1000)}  # a pin's stored range: a plain pair
+    near = NearOptimal.of_pairs({EIC: (8, 1000)})  # a pin's stored range: a plain pair, nothing to widen it
     d = asyncio.run(decide({EIC: 16}, {EIC: 256}, probe, _policy(), near_optimal=near, baseline_is_today=False))
     assert d.decision == "keep" and "today's value" not in d.reason
     assert d.reason.endswith("; the value it was compared with, 16 lies inside the near-optimal range 8..1000")
 
 
 def test_a_plain_pair_is_cut_only_where_it_holds_todays_value() -> None:
-    from tuner.core.decide import _cut
-
-    assert _cut((10, 20), 5, 15) == (10, 20)
-    assert _cut((10, 20), 12, 15) == (13, 20)
-    assert _cut((10, 20), 20, 15) == (10, 19)
+    near = NearOptimal.of_pairs({EIC: (10, 20)})[EIC]  # a pin's: by steps of 1, no facts
+    assert near.without(5, keep=15) == near
+    assert near.without(12, keep=15) == NearRange(13, 20)
+    assert near.without(20, keep=15) == NearRange(10, 19)
 
 
 def test_an_answer_at_the_top_a_knob_can_hold_is_at_the_edge() -> None:
@@ -286,5 +284,5 @@ def test_repeated_readings_set_a_floor_under_the_noise_the_range_assumes() -> No
     without = _searched(DIM, readings)
     without._repeat_noise = lambda: 0.0  # type: ignore[method-assign]
     narrow = without.recommendation().near_optimal[EIC]
-    assert wide[0] <= narrow[0] and wide[1] >= narrow[1] and wide != narrow
+    assert wide.low <= narrow.low and wide.high >= narrow.high and wide != narrow
     assert _searched(DIM, readings[:7])._repeat_noise() == 0.0  # no value read twice: no floor

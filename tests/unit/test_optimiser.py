@@ -76,7 +76,7 @@ def test_bayesian_search_finds_the_fast_region_of_a_seed_like_curve() -> None:
         best = result.recommendation.config[EIC]
         # Within 10 % of the true optimum's time (the curve is flat at the top).
         found += seed_like_surface({EIC: best}) <= 1.10 * seed_like_surface({EIC: 1000})
-        assert result.recommendation.near_optimal[EIC][0] <= best <= result.recommendation.near_optimal[EIC][1]
+        assert result.recommendation.near_optimal[EIC].holds(best)
         assert opt.probes <= opt.budget
     assert found >= 10, f"only {found} of 12 seeded searches found the fast region"
 

@@ -292,7 +292,7 @@ def test_a_cold_search_is_the_one_recorded_before_warm_starts(prior: list) -> No
     # The search's own answer and box (what it stops on) are the recorded ones; the reported near-optimal range
     # is issue #39's (tests/unit/test_near_optimal.py), so only its containing the answer is checked here.
     assert one._answer().config == answer and one._answer().near_optimal == near
-    assert res.recommendation.config == answer and res.recommendation.near_optimal[EIC][0] <= answer[EIC] <= res.recommendation.near_optimal[EIC][1]
+    assert res.recommendation.config == answer and res.recommendation.near_optimal[EIC].holds(answer[EIC])
     assert res.recommendation.predicted_ms == pytest.approx(predicted, rel=1e-9)
     two = build_optimiser(POLICY, [DIM, RA_DIM], {EIC: 1, RA: 128}, seed=7, prior=prior)
     res = _run(two, _bowl, cv=0.1, seed=7)
@@ -300,7 +300,7 @@ def test_a_cold_search_is_the_one_recorded_before_warm_starts(prior: list) -> No
     assert [(c[EIC], c[RA]) for c in two.history.configs] == probed and res.stop_reason == reason
     assert two._answer().config == answer and two._answer().near_optimal == near
     assert res.recommendation.config == answer
-    assert all(lo <= answer[k] <= hi for k, (lo, hi) in res.recommendation.near_optimal.items())
+    assert all(lo <= answer[k] <= hi for k, (lo, hi) in res.recommendation.near_optimal.pairs().items())
     assert res.recommendation.predicted_ms == pytest.approx(predicted, rel=1e-9)
     assert two.prior_dropped == len(prior) and not two.prior_in_use
 

@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import json
+
 import pytest
 
 from tuner.actuate import schema
@@ -66,10 +68,10 @@ def test_the_curve_has_the_median_rate_of_the_ok_probes_at_each_value() -> None:
 
 
 def test_the_replay_policy_table_has_documented_defaults() -> None:
-    rp = load_policy("default").replay
+    rp = load_policy("default").section("replay")
     assert (rp.pages, rp.table_shared_buffers, rp.filler_shared_buffers) == (8000, 2.0, 3.0)
     quick = load_policy(str(QUICK))
-    assert quick.replay.pages == 6000 and "maintenance_io_concurrency" in quick.search
+    assert quick.section("replay").pages == 6000 and "maintenance_io_concurrency" in quick.search
 
 
 def test_maintenance_io_concurrency_belongs_to_the_replay_family_and_may_be_journaled() -> None:
@@ -139,7 +141,9 @@ def test_the_family_says_in_one_sentence_why_it_does_not_apply(
 def test_the_terminal_report_gives_the_replay_rate_today_and_recommended() -> None:
     from tuner.emit import json as json_emit
     from tuner.emit.table import to_table
-    from tuner.model import ReplayOut, ReplayPointOut
+    from tuner.families import replay_sections
+    from tuner.families.replay_sections import ReplayOut
+    from tuner.probes.replay import ReplayPointOut
 
     fixture = Path(__file__).parent.parent / "fixtures" / "reports" / "sandbox-all-families.json"
     report = json_emit.parse(fixture.read_text())
@@ -148,8 +152,12 @@ def test_the_terminal_report_gives_the_replay_rate_today_and_recommended() -> No
                         mb_per_s_current=1.866, mb_per_s_recommended=4.41, wal_mb=0.818, pages=6000, table_mb=169.5,
                         recovery_prefetch="try", method="m",
                         curve=[ReplayPointOut(maintenance_io_concurrency=10, mb_per_s=1.866, pages_per_s=13680, n=5)])
-    text = " ".join(to_table(report.model_copy(update={"replay": section})).split())
+    with_replay = report.model_copy(update={"sections": {**report.sections,
+                                                         "replay": replay_sections.Report(replay=section)}})
+    text = " ".join(to_table(with_replay).split())
     assert ("replay: 1.87 MB/s of WAL at maintenance_io_concurrency = 10 today, 4.41 MB/s at 256 (recommended); "
             "6000 random pages per 0.82 MB stream; recovery_prefetch = try") in text
-    rendered = json_emit.JsonReport().render(report.model_copy(update={"replay": section}))
-    assert json_emit.parse(next(iter(rendered.values()))).replay == section  # the JSON report carries it, and back
+    rendered = json_emit.JsonReport().render(with_replay)
+    back = json_emit.parse(next(iter(rendered.values())))
+    assert back.section("replay").replay == section  # type: ignore[union-attr]  # the JSON report carries it, and back
+    assert json.loads(next(iter(rendered.values())))["replay"]["pages"] == 6000  # as a top-level key

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from tuner.core.session import NullProgress, Probe, Progress, confirm, effect_out
 from tuner.core.stats import Look, SequentialTest
-from tuner.model import EffectOut, Recommendation, Trial
+from tuner.model import EffectOut, NearOptimal, NearRange, Recommendation, Trial
 from tuner.optimiser.space import pooled_sd
 from tuner.policy import Policy
 
@@ -40,7 +40,7 @@ class Decision:
     effect: EffectOut | None = None
     look: Look | None = None
     trials: list[Trial] = field(default_factory=list)
-    near_optimal: dict[str, tuple[int, int]] = field(default_factory=dict)
+    near_optimal: dict[str, NearRange] = field(default_factory=dict)
 
     @property
     def confirmed(self) -> bool:
@@ -48,12 +48,12 @@ class Decision:
         return self.look is not None
 
 
-def _range_text(near: tuple[int, int]) -> str:
-    plateau = getattr(near, "plateau", False)
-    return f"the plateau from {near[0]} to {near[1]}" if plateau else f"the near-optimal range {near[0]}..{near[1]}"
+def _range_text(near: NearRange) -> str:
+    return (f"the plateau from {near.low} to {near.high}" if near.plateau
+            else f"the near-optimal range {near.low}..{near.high}")
 
 
-def _today_inside(current: Config, candidate: Config, near: dict[str, tuple[int, int]]) -> str | None:
+def _today_inside(current: Config, candidate: Config, near: dict[str, NearRange]) -> str | None:
     """The one knob that differs between ``current`` and ``candidate`` where today's value lies inside its
     near-optimal range, else None (several knobs differ: the per-knob ranges cross at the candidate, and say
     nothing about today's combination)."""
@@ -61,7 +61,7 @@ def _today_inside(current: Config, candidate: Config, near: dict[str, tuple[int,
     if len(moved) != 1 or moved[0] not in near or not isinstance(current.get(moved[0]), int):
         return None
     knob = moved[0]
-    return knob if near[knob][0] <= current[knob] <= near[knob][1] else None
+    return knob if near[knob].holds(current[knob]) else None
 
 
 async def decide(
@@ -71,7 +71,7 @@ async def decide(
     policy: Policy,
     *,
     metric: str = "execution_time_ms",
-    near_optimal: dict[str, tuple[int, int]] | None = None,
+    near_optimal: NearOptimal | None = None,
     progress: Progress | None = None,
     baseline_is_today: bool = True,
 ) -> Decision:
@@ -85,7 +85,7 @@ async def decide(
     is left out. ``baseline_is_today``: False where ``current`` is not what the server runs (a re-validation
     of an applied recommendation against the values it replaced), so that a reason does not call it today's.
     """
-    near = dict(near_optimal or {})
+    near = dict(near_optimal.ranges) if near_optimal is not None else {}
     if candidate == current:
         ranges = [f"{k}: {_range_text(near[k])}" for k in candidate if k in near]
         reason = NOTHING_TO_CONFIRM + (f" (the search's measurements cannot tell it from the best: "
@@ -99,12 +99,11 @@ async def decide(
     look = checked.look
     # The confirmation read both arms again and again: how much one reading varies — within each arm, drift
     # between blocks included — is measured now, and the search's ranges widen to it where its model assumed
-    # less (``NearOptimal.given_noise``; a plain mapping, as a pin's, stays as it is).
+    # less (``NearOptimal.given_noise``; ranges without a search to widen them, as a pin's, stay as they are).
     noise = reading_noise(checked.trials)
-    given_noise = getattr(near_optimal, "given_noise", None)
-    if noise is not None and given_noise is not None:
+    if noise is not None and near_optimal is not None and near_optimal.widen is not None:
         # A refit of the search's model: in a thread, so that a daemon's loop keeps answering meanwhile.
-        near = dict(await asyncio.to_thread(given_noise, noise))
+        near = dict((await asyncio.to_thread(near_optimal.given_noise, noise)).ranges)
     verdict: Literal["change", "keep"] = "change" if look.verdict == "change" else "keep"
     reason = look.reason
     knob = _today_inside(current, candidate, near)
@@ -112,12 +111,12 @@ async def decide(
         whose = "today's value" if baseline_is_today else "the value it was compared with,"
         reason += f"; {whose} {current[knob]} lies inside {_range_text(near[knob])}"
     elif knob is not None:
-        cut = _cut(near[knob], current[knob], candidate[knob])
+        cut = near[knob].without(current[knob], keep=candidate[knob])
         if cut is None:
             near.pop(knob)
         else:
             near[knob] = cut
-    for k in [k for k, v in candidate.items() if k in near and not near[k][0] <= v <= near[k][1]]:
+    for k in [k for k, v in candidate.items() if k in near and not near[k].holds(v)]:
         near.pop(k)
     return Decision(current, candidate, verdict, reason, effect_out(look, test, metric=metric), look,
                     checked.trials, near)
@@ -133,18 +132,6 @@ def reading_noise(trials: list[Trial]) -> float | None:
     if sum(len(v) - 1 for v in arms.values() if v) < 2:
         return None
     return pooled_sd(list(arms.values()))
-
-
-def _cut(near: tuple[int, int], today: int, keep: int) -> tuple[int, int] | None:
-    """``near`` cut short of ``today`` on ``keep``'s side (``KnobRange.without``; a plain pair by steps of 1)."""
-    without = getattr(near, "without", None)
-    if without is not None:
-        out: tuple[int, int] | None = without(today, keep=keep)
-        return out
-    if not near[0] <= today <= near[1] or today == keep:
-        return near
-    low, high = (today + 1, near[1]) if keep > today else (near[0], today - 1)
-    return (low, high) if low <= high else None
 
 
 def recommendation(

@@ -194,7 +194,7 @@ def searches(report: Report, confs: Sequence[Confirmation]) -> list[Search]:
             groups[key] = Search(t.family, t.object, list(t.config))
         groups[key].trials.append(t)
     out = list(groups.values())
-    roles = {d.device: ", ".join(d.roles) for d in report.devices if d.device}
+    roles = {k: v for section in report.sections.values() for k, v in section.trial_objects().items()}
     for c in confs:
         for g in out:
             if (c.family, c.object) == (g.family, g.object) and c.changed and set(c.changed) <= set(g.keys):

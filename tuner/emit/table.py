@@ -1,4 +1,5 @@
-"""The terminal report: a table of recommendations with their evidence, devices, WAL scaling, what was put back.
+"""The terminal report: a table of recommendations with their evidence, each family's own section (as it renders
+itself), what was put back.
 
 It is a list of sections (:data:`SECTIONS`), each a function that writes its part of one report to a
 :class:`~tuner.emit.tableout.Out`; a new part of the report is one function and one entry in the list.
@@ -21,7 +22,7 @@ from typing import ClassVar
 
 from tuner.emit import host as host_emit
 from tuner.emit import ranges, sql, wording
-from tuner.emit.tableout import Out, Row
+from tuner.emit.tableout import Out, Row, TextTable
 from tuner.emit.terminal import Terminal
 from tuner.model import Recommendation, Report
 
@@ -97,61 +98,16 @@ def _notes(report: Report, out: Out) -> None:
             out.say(f"  confirmed together with {', '.join(r.together_with)}: apply both")
 
 
-def _devices(report: Report, out: Out) -> None:
-    for d in report.devices:
-        line = f"device {d.device or '-'} ({', '.join(d.roles)}): {d.status}"
-        if d.status == "probed":
-            figures = []
-            if d.raw_read_mb_s is not None:
-                figures.append(f"raw O_DIRECT read {d.raw_read_mb_s:.0f} MB/s")
-            if d.seq_scan_mb_s_current is not None:
-                rec_txt = f" -> {d.seq_scan_mb_s_recommended:.0f}" if d.seq_scan_mb_s_recommended is not None else ""
-                figures.append(f"seq scan {d.seq_scan_mb_s_current:.0f}{rec_txt} MB/s")
-            if d.efficiency_current is not None:
-                rec_eff = f" -> {d.efficiency_recommended:.0%}" if d.efficiency_recommended is not None else ""
-                figures.append(f"efficiency {d.efficiency_current:.0%}{rec_eff}")
-            line += (": " + ", ".join(figures)) if figures else ""
-        else:
-            line += f" — {d.reason}"
-        out.say(line)
 
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{v:.0%}"
-
-
-# Numbers never wrap; the headers may, at their spaces ("TPS" over "recommended").
-_SCALING = ("clients", "rows/tx", "TPS today", "TPS recommended", "insert locks", "WAL write", "WAL sync")
-
-
-def _scaling(report: Report, out: Out) -> None:
-    if report.wal_scaling:
-        _scaling_table(report, out)
-    if report.wal_summary:
-        out.say(report.wal_summary)
-
-
-def _scaling_table(report: Report, out: Out) -> None:
-    rows = [Row(cells=(str(sc.clients), str(sc.rows_per_tx), f"{sc.tps_current:.0f}" if sc.tps_current else "-",
-                       f"{sc.tps_recommended:.0f}" if sc.tps_recommended else "-", _pct(co.wal_insert_wait_share),
-                       _pct(co.wal_write_wait_share), _pct(co.wal_sync_wait_share)))
-            for sc, co in zip(report.wal_scaling, report.wal_contention, strict=False)]
-    out.table("WAL scaling: TPS and where load backends waited (today's settings)",
-              _SCALING, rows, wraps=_SCALING, right=True)
-
-
-def _recovery(report: Report, out: Out) -> None:
-    if report.replay is None:
-        return
-    r = report.replay
-
-    def rate(v: float | None) -> str:
-        return "-" if v is None else f"{v:.2f}"
-
-    out.say(f"replay: {rate(r.mb_per_s_current)} MB/s of WAL at maintenance_io_concurrency = "
-            f"{r.maintenance_io_concurrency_current} today, {rate(r.mb_per_s_recommended)} MB/s at "
-            f"{r.maintenance_io_concurrency_recommended} (recommended); {r.pages} random pages per "
-            f"{rate(r.wal_mb)} MB stream; recovery_prefetch = {r.recovery_prefetch}")
+def _sections(report: Report, out: Out) -> None:
+    """Each family's own part of the report, as its section model renders it (lines and tables)."""
+    for section in report.sections.values():
+        for item in section.table():
+            if isinstance(item, TextTable):
+                out.table(item.title, item.columns, [Row(cells=r) for r in item.rows], wraps=item.wraps,
+                          right=item.right)
+            else:
+                out.say(str(item))
 
 
 def _io(report: Report, out: Out) -> None:
@@ -178,7 +134,7 @@ def _families(report: Report, out: Out) -> None:
 
 
 Section = Callable[[Report, Out], None]
-SECTIONS: list[Section] = [_header, _recommendations, _notes, _devices, _scaling, _recovery, _io, _restored, _families]
+SECTIONS: list[Section] = [_header, _recommendations, _notes, _sections, _io, _restored, _families]
 
 
 def to_table(report: Report, terminal: Terminal | None = None) -> str:

@@ -37,6 +37,19 @@ class Row:
     stanza: Sequence[tuple[str, str | None]] = ()
 
 
+
+@dataclass(frozen=True)
+class TextTable:
+    """A table a family's report section asks for (:meth:`tuner.model.ReportSection.table`): plain cells, printed
+    by :meth:`Out.table` to the terminal's width like the report's own tables."""
+
+    title: str | None
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    wraps: tuple[str, ...] = ()
+    right: bool = False
+
+
 def _widths(columns: Sequence[str], rows: Sequence[Sequence[str]], wraps: Collection[str],
             room: int) -> list[int] | None:
     """Each column's width, the table's cells inside ``room`` (the width less borders and padding) with only the

@@ -1,6 +1,7 @@
 """Knob families, one module each. A new family is one module plus one line here (``name: "module:Class"``);
 the order here is only the order of the report when the families' ``after`` leaves a choice."""
 
+from tuner import sections
 from tuner.families.base import Registry
 
 REGISTRY = Registry({
@@ -9,3 +10,6 @@ REGISTRY = Registry({
     "wal": "tuner.families.wal:Wal",
     "replay": "tuner.families.replay:Replay",
 })
+
+# The policy and the report (below this layer) split their families' tables and keys by what the families declare.
+sections.install(REGISTRY.section_types)

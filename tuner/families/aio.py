@@ -84,7 +84,7 @@ def method_alternatives(ctx: FamilyContext, io: dict[str, dict[str, Any]], refus
                         notes: list[str]) -> list[str]:
     """The io_method values to screen against today's: the policy's, where the build offers them and (io_uring)
     nothing on this host stops the server from running it; none without restarts."""
-    if METHOD not in io or space.spec(METHOD, ctx.facts) is None or not ctx.policy.concurrency.io_method:
+    if METHOD not in io or space.spec(METHOD, ctx.facts) is None or not ctx.policy.section("concurrency").io_method:
         return []
     today = io[METHOD]["setting"]
     offered = tuple(io[METHOD]["enumvals"] or ())
@@ -97,7 +97,7 @@ def method_alternatives(ctx: FamilyContext, io: dict[str, dict[str, Any]], refus
         notes.append(f"{METHOD} not screened: {why}")
         return []
     out = []
-    for m in ctx.policy.concurrency.io_method:
+    for m in ctx.policy.section("concurrency").io_method:
         if m == today:
             continue
         if m == "io_uring":

@@ -15,12 +15,13 @@ import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import asyncpg
+from pydantic import BaseModel
 
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome, Recommendation, Report, Trial
+from tuner.model import FamilyOutcome, Recommendation, Report, ReportSection, Trial
 from tuner.preview import FamilyPlan
 from tuner.store.base import Prior, Store, StoreError
 from tuner.target.guard import Guard
@@ -145,14 +146,6 @@ class WarmStart:
             return None
 
 
-def warm_note(prior: Prior | None, optimiser: Any) -> str | None:
-    """What a report says about a search's warm start (None: it started cold, with nothing stored to start from)."""
-    if prior is None:
-        return None
-    how = getattr(optimiser, "prior_status", None) or "its trials were offered to the optimiser"
-    return f"session {prior.session_id} of {prior.started_at} (same {prior.matched_by}): {how}"
-
-
 @dataclass
 class FamilyResult:
     """One family's part of the report."""
@@ -160,8 +153,8 @@ class FamilyResult:
     outcome: FamilyOutcome
     trials: list[Trial] = field(default_factory=list)
     recommendations: list[Recommendation] = field(default_factory=list)
-    # Report fields this family fills (e.g. ``devices``, ``wal_scaling``): lists are extended, others set.
-    section: dict[str, Any] = field(default_factory=dict)
+    # The family's own part of the report: an instance of its ``report_section`` (None: it has nothing to add).
+    section: ReportSection | None = None
     restored: list[str] = field(default_factory=list)  # what the family put back itself, as sentences
 
 
@@ -179,6 +172,10 @@ class Family(Protocol):
     (default none: its recommendations are server-wide settings, owned as the knob catalogue says);
     ``preflight(ctx)``, what ``tuner check`` shows of a family that would run — its workload, the checks only it
     makes, one probe's duration — found without changing anything (:func:`preflight`; default: nothing more).
+    ``policy_section: ClassVar[type[Section]]``, the model of its policy table (``[NAME]``, read as
+    ``ctx.policy.section(NAME)``; default none); ``report_section: ClassVar[type[ReportSection]]``, the model of
+    its part of the report (its fields are top-level keys of the JSON report; it renders itself in the terminal
+    table; default none).
     """
 
     name: ClassVar[str]
@@ -255,8 +252,8 @@ def why_skipped(family: Family, ctx: FamilyContext) -> str | None:
     return unmet_needs(family.needs, ctx) or family.applicable(ctx)
 
 
-def skipped(name: str, reason: str, **section: Any) -> FamilyResult:
-    return FamilyResult(FamilyOutcome(family=name, status="skipped", reason=reason), section=dict(section))
+def skipped(name: str, reason: str, section: ReportSection | None = None) -> FamilyResult:
+    return FamilyResult(FamilyOutcome(family=name, status="skipped", reason=reason), section=section)
 
 
 class Registry:
@@ -284,6 +281,16 @@ class Registry:
             module, _, cls = self._where[name].partition(":")
             self._loaded[name] = getattr(importlib.import_module(module), cls)()
         return self._loaded[name]
+
+    def section_types(self, kind: Literal["policy", "report"]) -> dict[str, type[BaseModel]]:
+        """Per family that declares one, the model of its policy table or report section, in registry order
+        (what :mod:`tuner.sections` asks; the families are imported for it)."""
+        out: dict[str, type[BaseModel]] = {}
+        for name in self.names():
+            model = getattr(self.get(name), f"{kind}_section", None)
+            if model is not None:
+                out[name] = model
+        return out
 
     def ordered(self, names: Iterable[str]) -> list[Family]:
         """The chosen families, each after the ones it names in ``after`` (registry order otherwise)."""

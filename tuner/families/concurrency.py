@@ -25,12 +25,13 @@ from typing import Any, ClassVar, Literal
 
 from tuner.core import space
 from tuner.core.decide import Decision, decide, recommendation
-from tuner.core.session import Probe, build_optimiser, search
+from tuner.core.session import Probe
+from tuner.core.tune import Tuned, tune
 from tuner.errors import ProbeError
-from tuner.families import aio, concurrency_figures, previews
-from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped, warm_note
+from tuner.families import aio, concurrency_figures, concurrency_sections, previews
+from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome, Recommendation, Trial
+from tuner.model import FamilyOutcome, NearOptimal, Recommendation, Trial
 from tuner.optimiser import Dimension
 from tuner.policy import Policy
 from tuner.probes import workload
@@ -55,6 +56,7 @@ class Concurrency:
     summary: ClassVar[str] = "effective_io_concurrency (SET) over cold scans; 17+ io_combine_limit; 18+ io_workers, io_method"
     honours_pins: ClassVar[bool] = True  # a stored effective_io_concurrency is re-validated by pinning it
     html_sections = staticmethod(concurrency_figures.html_sections)
+    policy_section: ClassVar[type[concurrency_sections.Policy]] = concurrency_sections.Policy
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         dim = space.dimension(KNOB, ctx.policy, ctx.facts)
@@ -100,39 +102,24 @@ class Concurrency:
         assert not isinstance(dim, str)  # applicable() checked it
         today = space.today(KNOB, facts)
         current = {KNOB: int(today.value)}
-        pin = ctx.pins.get(self.name)
-        if pin is not None:  # the daemon's re-validation: the stored recommendation against today, no search
-            before, candidate = pin.against(current)
-            decided = await decide(before, candidate, probe, policy, near_optimal=pin.near_optimal,
-                                   progress=ctx.progress, baseline_is_today=before == current)
-            rec = recommendation(KNOB, decided, source=today.source, requires=space.spec(KNOB, facts).requires)  # type: ignore[union-attr]
-            return FamilyResult(FamilyOutcome(family=self.name, status="done", reason=pin.note(), workload=workload_sql,
-                                              cache=cache.describe()),
-                                trials=list(decided.trials), recommendations=[rec])
-        budget = ctx.budget if ctx.budget is not None else policy.budget.probes
-        # A warm start: the latest stored session on a matching target, re-measured at today's value and its
-        # winner first (absolute times drift), instead of the policy's cold initial design.
-        prior = await ctx.history.prior(self.name) if ctx.history else None
-        warm = prior.for_knobs([KNOB]) if prior is not None else {}
-        # The same construction the optimiser benchmark measures (benchmarks/optimiser.py).
-        optimiser = build_optimiser(policy, [dim], current, seed=ctx.cfg.tuner.seed, budget=budget, **warm)
-        log.info("plan", family=self.name, knob=KNOB, range=[dim.low, dim.high], current=current[KNOB],
-                 queries=[q.name for q in queries], cache=cache.describe(), budget=budget)
-        found = await search(optimiser, probe, max_consecutive_failures=policy.guardrails.max_failed_probes,
-                             progress=ctx.progress)
-        outcome = dict(family=self.name, workload=workload_sql, stop_reason=found.stop_reason,
-                       optimiser=optimiser.kind, cache=cache.describe(),
-                       warm_start=warm_note(prior, optimiser))
-        if found.recommendation is None:
-            return FamilyResult(FamilyOutcome(status="failed", reason=found.stop_reason, **outcome),  # type: ignore[arg-type]
-                                trials=list(found.trials))
-        best = found.recommendation
-        decided = await decide(current, {KNOB: best.config[KNOB]}, probe, policy, near_optimal=best.near_optimal,
-                               progress=ctx.progress)
-        rec = recommendation(KNOB, decided, source=today.source, requires=space.spec(KNOB, facts).requires)  # type: ignore[union-attr]
-        reason = "search and confirmation finished" if decided.trials else "search finished"
-        return FamilyResult(FamilyOutcome(status="done", reason=reason, **outcome),  # type: ignore[arg-type]
-                            trials=[*found.trials, *decided.trials], recommendations=[rec])
+        if self.name not in ctx.pins:
+            log.info("plan", family=self.name, knob=KNOB, range=[dim.low, dim.high], current=current[KNOB],
+                     queries=[q.name for q in queries], cache=cache.describe(),
+                     budget=ctx.budget if ctx.budget is not None else policy.budget.probes)
+        tuned = await tune(ctx, self.name, probe, [dim], current)
+        outcome = dict(family=self.name, workload=workload_sql, cache=cache.describe())
+        if tuned.pinned:  # the daemon's re-validation: the stored recommendation against today, no search
+            outcome.update(reason=tuned.warm_start)
+        else:
+            outcome.update(stop_reason=tuned.stop_reason, optimiser=tuned.optimiser, warm_start=tuned.warm_start)
+        if tuned.decided is None:
+            return FamilyResult(FamilyOutcome(status="failed", reason=tuned.stop_reason, **outcome),  # type: ignore[arg-type]
+                                trials=tuned.trials)
+        if not tuned.pinned:
+            outcome["reason"] = "search and confirmation finished" if tuned.decided.trials else "search finished"
+        rec = recommendation(KNOB, tuned.decided, source=today.source, requires=space.spec(KNOB, facts).requires)  # type: ignore[union-attr]
+        return FamilyResult(FamilyOutcome(status="done", **outcome), trials=tuned.trials,  # type: ignore[arg-type]
+                            recommendations=[rec])
 
 
 def _probe(ctx: FamilyContext, queries: list[workload.ProbeQuery], cache: CacheControl,
@@ -156,7 +143,7 @@ async def with_seq_scan(conn: Any, ctx: FamilyContext, queries: list[workload.Pr
     """17+: the generated bitmap scans and a cold sequential scan of the largest table, each with the policy's
     weight — where a knob the family searches here acts on sequential scans. Custom queries are the workload as
     they are."""
-    mix = ctx.policy.concurrency
+    mix = ctx.policy.section(Concurrency.name)
     if ctx.cfg.workload.queries:
         return queries
     searched = [k for k in (KNOB, ICL) if not isinstance(space.dimension(k, ctx.policy, ctx.facts), str)]
@@ -230,18 +217,16 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
     restored: list[str] = []
     outcome: dict[str, Any] = dict(family=name, workload=workload_sql, optimiser="bayesian", cache=cache.describe())
     try:
-        pin = ctx.pins.get(name)
-        if pin is not None:  # the daemon's re-validation: the stored recommendation against today, no search
-            pinned = dict(current)
-            if workers_dim is not None:
-                pinned[workers_dim.name] = int(io[workers_dim.name]["setting"])
-            before, candidate = pin.against(pinned)
-            decided = await decide(before, candidate, probe, policy, metric=metric, near_optimal=pin.near_optimal,
-                                   progress=ctx.progress, baseline_is_today=before == pinned)
-            recs = [_rec(k, decided, facts, io) for k in pinned]
-            return FamilyResult(FamilyOutcome(status="done", reason=pin.note(), **outcome),
-                                trials=list(decided.trials), recommendations=recs, restored=restored)
-        first = await _streams_stage(ctx, probe, dims, current, metric, io)
+        pinned = dict(current)  # a pin re-validates io_workers too, at today's value
+        if workers_dim is not None:
+            pinned[workers_dim.name] = int(io[workers_dim.name]["setting"])
+        tuned = await tune(ctx, name, probe, dims, current, metric=metric, confirm=False, pinned=pinned)
+        if tuned.pinned:  # the daemon's re-validation: the stored recommendation against today, no search
+            assert tuned.decided is not None
+            recs = [_rec(k, tuned.decided, facts, io) for k in pinned]
+            return FamilyResult(FamilyOutcome(status="done", reason=tuned.warm_start, **outcome),
+                                trials=tuned.trials, recommendations=recs, restored=restored)
+        first = await _streams_stage(ctx, probe, tuned, current, metric, io)
         outcome.update(stop_reason=first.stop_reason, warm_start=first.warm_start)
         trials += first.trials
         recs += first.recommendations
@@ -274,43 +259,31 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
                         restored=restored)
 
 
-async def _streams_stage(ctx: FamilyContext, probe: ColdProbe, dims: list[Dimension], current: dict[str, Any],
+async def _streams_stage(ctx: FamilyContext, probe: ColdProbe, tuned: Tuned, current: dict[str, Any],
                          metric: str, io: dict[str, dict[str, Any]]) -> _Stage:
-    """effective_io_concurrency, jointly with io_combine_limit where it is searched: search, confirm, and give each
-    knob the search kept its own interval."""
-    policy = ctx.policy
-    prior = await ctx.history.prior("concurrency") if ctx.history else None
-    warm = prior.for_knobs(current) if prior is not None else {}
-    # One knob: the policy's 1-D budget; two: its joint budget (build_optimiser's default), unless --budget.
-    budget = ctx.budget if ctx.budget is not None else (policy.budget.probes if len(dims) == 1 else None)
-    optimiser = build_optimiser(policy, dims, current, seed=ctx.cfg.tuner.seed, budget=budget, **warm)
-    found = await search(optimiser, probe, max_consecutive_failures=policy.guardrails.max_failed_probes,
-                         progress=ctx.progress)
-    if found.recommendation is None:
-        return _Stage(list(found.trials), [], current, [f"the search found nothing: {found.stop_reason}"],
-                      found.stop_reason, warm_note(prior, optimiser))
-    best = {k: found.recommendation.config[k] for k in current}
-    near = found.recommendation.near_optimal
-    stage = await _confirm_each(ctx, probe, list(found.trials), current, best, near, metric, io, [])
-    stage.stop_reason, stage.warm_start = found.stop_reason, warm_note(prior, optimiser)
+    """effective_io_concurrency, jointly with io_combine_limit where it is searched (``tuned``: the search):
+    confirm, and give each knob the search kept its own interval."""
+    if tuned.found is None:
+        return _Stage(tuned.trials, [], current, [f"the search found nothing: {tuned.stop_reason}"],
+                      tuned.stop_reason, tuned.warm_start)
+    best = {k: tuned.found.config[k] for k in current}
+    stage = await _confirm_each(ctx, probe, tuned.trials, current, best, tuned.found.near_optimal, metric, io, [])
+    stage.stop_reason, stage.warm_start = tuned.stop_reason, tuned.warm_start
     return stage
 
 
 async def _workers_stage(ctx: FamilyContext, probe: ColdProbe, dim: Dimension, fixed: dict[str, Any], metric: str,
                          io: dict[str, dict[str, Any]]) -> _Stage:
     """io_workers (19: io_max_workers; reload), searched at the values found for the session knobs."""
-    policy, knob = ctx.policy, dim.name
+    knob = dim.name
     current = {knob: dim.snap(int(io[knob]["setting"]))}
-    budget = ctx.budget if ctx.budget is not None else policy.budget.probes
-    optimiser = build_optimiser(policy, [dim], current, seed=ctx.cfg.tuner.seed, budget=budget)
     at = _Fixed(probe, fixed)
-    found = await search(optimiser, at, max_consecutive_failures=policy.guardrails.max_failed_probes,
-                         progress=ctx.progress)
-    if found.recommendation is None:
-        return _Stage(list(found.trials), [], fixed, [f"{knob}: the search found nothing: {found.stop_reason}"])
-    best = {knob: found.recommendation.config[knob]}
-    stage = await _confirm_each(ctx, at, list(found.trials), current, best, found.recommendation.near_optimal,
-                                metric, io, [])
+    # No warm start: the stored trials of io_workers were measured at other values of the session knobs.
+    tuned = await tune(ctx, Concurrency.name, at, [dim], current, metric=metric, confirm=False, warm_start=False)
+    if tuned.found is None:
+        return _Stage(tuned.trials, [], fixed, [f"{knob}: the search found nothing: {tuned.stop_reason}"])
+    best = {knob: tuned.found.config[knob]}
+    stage = await _confirm_each(ctx, at, tuned.trials, current, best, tuned.found.near_optimal, metric, io, [])
     stage.chosen = {**fixed, **stage.chosen}
     return stage
 
@@ -344,7 +317,7 @@ async def _method_stage(ctx: FamilyContext, probe: ColdProbe, methods: list[str]
 
 
 async def _confirm_each(ctx: FamilyContext, probe: Probe, searched: list[Trial], current: dict[str, Any],
-                        best: dict[str, Any], near: dict[str, tuple[int, int]], metric: str,
+                        best: dict[str, Any], near: NearOptimal, metric: str,
                         io: dict[str, dict[str, Any]], notes: list[str]) -> _Stage:
     """Confirm the search's optimum against today's values in paired trials; where the optimum is today's value,
     the best other values measured instead. A knob that did not move in that comparison is then confirmed on its

@@ -29,12 +29,13 @@ from tuner import sqlfiles
 from tuner.config import Config
 from tuner.core import space
 from tuner.core.decide import Decision, decide
-from tuner.core.session import build_optimiser, search
-from tuner.families import previews, readahead_figures
-from tuner.families.base import OBJECTIVE_UNIT, FamilyContext, FamilyResult, Needs, skipped, warm_note
+from tuner.core.tune import tune
+from tuner.families import previews, readahead_figures, readahead_sections
+from tuner.families.base import OBJECTIVE_UNIT, FamilyContext, FamilyResult, Needs, skipped
+from tuner.families.readahead_sections import DeviceOut
 from tuner.knobs.devices import BlockDevice, DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
 from tuner.log import get_logger
-from tuner.model import DeviceOut, DeviceRef, FamilyOutcome, Recommendation, Trial
+from tuner.model import DeviceRef, FamilyOutcome, NearRange, Recommendation, Trial
 from tuner.policy import Policy
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
@@ -88,14 +89,14 @@ async def _plan_device(
         return f"no table of at least {workload.MIN_PAGES} pages lives on it ({', '.join(group.roles)})"
     biggest = on_device[0]
     queries = [workload.seq_query(biggest["relation"])]
-    queries[0] = _weighted(queries[0], policy.readahead.seq_scan_weight)
+    queries[0] = _weighted(queries[0], policy.section(FAMILY).seq_scan_weight)
     names = {r["relation"] for r in on_device}
     bitmap = workload.choose([c for c in cands if c.relation in names], relations=1,
                              pages_fraction=cfg.workload.pages_fraction)
     joint, why = False, None
     eic_dim = space.dimension(EIC, policy, facts)
     own = _tablespace_eic(facts, group.tablespaces)
-    if policy.readahead.bitmap_scan_weight == 0:
+    if policy.section(FAMILY).bitmap_scan_weight == 0:
         why = "the policy gives bitmap heap scans no weight"
     elif not bitmap:
         why = "no indexed column on its tables drives a sparse bitmap heap scan"
@@ -105,9 +106,9 @@ async def _plan_device(
         why = f"tablespace {', '.join(sorted(own))} sets its own effective_io_concurrency, which SET cannot override"
     else:
         joint = True
-    if bitmap and policy.readahead.bitmap_scan_weight > 0:
-        queries.append(_weighted(bitmap[0], policy.readahead.bitmap_scan_weight))
-    if policy.readahead.seq_scan_weight == 0:
+    if bitmap and policy.section(FAMILY).bitmap_scan_weight > 0:
+        queries.append(_weighted(bitmap[0], policy.section(FAMILY).bitmap_scan_weight))
+    if policy.section(FAMILY).seq_scan_weight == 0:
         queries = queries[1:] or queries
     files: list[Path] = []
     for q in queries:
@@ -144,6 +145,8 @@ class Readahead:
     objective_unit: ClassVar[str] = OBJECTIVE_UNIT  # a cold sequential scan's execution time
     object_scopes: ClassVar[tuple[str, ...]] = ("device", "tablespace")  # read_ahead_kb; eic per tablespace
     html_sections = staticmethod(readahead_figures.html_sections)
+    policy_section: ClassVar[type[readahead_sections.Policy]] = readahead_sections.Policy
+    report_section: ClassVar[type[readahead_sections.Report]] = readahead_sections.Report
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         if RA not in ctx.policy.search:
@@ -171,14 +174,15 @@ class Readahead:
                 return skipped(FAMILY,
                     f"the sandbox lives on this host's own disk ({', '.join(g.device.node for g in host_disks)}); "
                     "tuner changes a host disk's readahead in a sandbox run only when [readahead] devices names it "
-                    "(as root the sandbox gets a loop device of its own)", devices=devices)
+                    "(as root the sandbox gets a loop device of its own)", readahead_sections.Report(devices=devices))
         if cfg.readahead.devices:
             wanted = {d if d.startswith("/dev/") else f"/dev/{d}" for d in cfg.readahead.devices}
             devices += [_device_out(g, None, "skipped", "not listed in [readahead] devices",
                                     read_ahead_kb=g.device.read_ahead_kb()) for g in groups if g.device.node not in wanted]
             groups = [g for g in groups if g.device.node in wanted]
         if not groups:
-            return skipped(FAMILY, "no tunable block device under the target's directories", devices=devices)
+            return skipped(FAMILY, "no tunable block device under the target's directories",
+                           readahead_sections.Report(devices=devices))
 
         # Plan every device before probing any: probes restart the server.
         plans: list[tuple[DevicePlan, CacheControl, int]] = []
@@ -206,7 +210,7 @@ class Readahead:
                 if why_not is not None:
                     devices.append(_device_out(group, None, "skipped", why_not, read_ahead_kb=before))
         if not plans:
-            return skipped(FAMILY, "no device could be probed (see devices)", devices=devices)
+            return skipped(FAMILY, "no device could be probed (see devices)", readahead_sections.Report(devices=devices))
         result = FamilyResult(FamilyOutcome(family=FAMILY, status="done", reason=""))
         workload_sql: list[str] = []
         warm_notes: list[str] = []
@@ -232,14 +236,37 @@ class Readahead:
                                            reason=f"searched and confirmed {measured} of {len(plans)} device(s)",
                                            workload=workload_sql, optimiser="bayesian", cache=plans[-1][1].describe(),
                                            warm_start="; ".join(warm_notes) or None)
-        result.section = {"devices": devices}
+        result.section = readahead_sections.Report(devices=devices)
         return result
+
+
+def _cold_probe(ctx: FamilyContext, plan: DevicePlan, cache: CacheControl, actuate: Any,
+                group: DeviceGroup | None = None) -> ColdProbe:
+    """The device's probe: its scans, each from a cold cache, with ``actuate`` setting the readahead."""
+    policy, facts = ctx.policy, ctx.facts
+    return ColdProbe(
+        dsn=ctx.target.dsn, queries=plan.queries, cache=cache, statement_timeout_s=policy.guardrails.statement_timeout_s,
+        min_cold_read_fraction=policy.cache.min_cold_read_fraction, require_bitmap=False,
+        # Each scan cold: the bitmap scan after the sequential scan of the same table found its blocks in the OS
+        # page cache (PostgreSQL counts those as reads, so the cold check could not see it): 120 ms against
+        # 942 ms cold, measured on 15.
+        cold_per_query=True,
+        connect_timeout_s=ctx.cfg.target.connect_timeout_s, actuators={RA: actuate}, connector=ctx.target.connect,
+        precheck=ctx.target.check,
+        # The block device's counters around each probe (the regime line) only where they are the data
+        # directory's device: another device's counters would describe other reads.
+        disk=ctx.disk if group is not None and group.holds_data_directory else None,
+        block_size=int(facts.settings["block_size"].setting) if "block_size" in facts.settings else 8192,
+        # The server's version selects the I/O evidence each trial carries, as the concurrency family's do:
+        # pg_stat_io's reads and hits (16+) and bytes per read (18+), EXPLAIN (IO)'s read-stream figures (19+).
+        server_version_num=facts.server_version_num,
+    )
 
 
 async def _probe_device(
     ctx: FamilyContext, plan: DevicePlan, cache: CacheControl, before: int,
 ) -> tuple[list[Recommendation], list[Trial], DeviceOut, str | None]:
-    cfg, policy, facts, journal = ctx.cfg, ctx.policy, ctx.facts, ctx.journal
+    policy, facts, journal = ctx.policy, ctx.facts, ctx.journal
     group, dev = plan.group, plan.group.device
     ra_dim = space.dimension(RA, policy, facts, quantum=readahead_quantum_kb())
     if isinstance(ra_dim, str):
@@ -255,17 +282,7 @@ async def _probe_device(
     def actuate(kb: int) -> None:
         journal.set_sysfs(dev.read_ahead_path, kb, device=dev.node, name=RA)
 
-    probe = ColdProbe(
-        dsn=ctx.target.dsn, queries=plan.queries, cache=cache, statement_timeout_s=policy.guardrails.statement_timeout_s,
-        min_cold_read_fraction=policy.cache.min_cold_read_fraction, require_bitmap=False,
-        # Each scan cold: the bitmap scan after the sequential scan of the same table found its blocks in the OS
-        # page cache (PostgreSQL counts those as reads, so the cold check could not see it): 120 ms against
-        # 942 ms cold, measured on 15.
-        cold_per_query=True,
-        connect_timeout_s=cfg.target.connect_timeout_s, actuators={RA: actuate}, connector=ctx.target.connect, precheck=ctx.target.check,
-        disk=ctx.disk if group.holds_data_directory else None,
-        block_size=int(facts.settings["block_size"].setting) if "block_size" in facts.settings else 8192,
-    )
+    probe = _cold_probe(ctx, plan, cache, actuate, group)
     raw = raw_read_mb_s(plan.heap_files) if plan.heap_files else None
     log.info("plan", family=FAMILY, device=dev.node, description=dev.description, roles=group.roles,
              read_ahead_kb=before, joint=plan.joint, why_not_joint=plan.why_not_joint,
@@ -273,30 +290,25 @@ async def _probe_device(
     # A warm start from the latest stored session on a matching target that probed a device holding the same
     # directories (device names change between boots and sandboxes; what a device holds does not).
     where = ", ".join(group.roles)
-    prior = await ctx.history.prior(FAMILY) if ctx.history else None
-    warm = prior.for_knobs(current, object=where) if prior is not None else {}
-    if prior is not None and not warm["prior"]:
-        prior, warm = None, {}
-    optimiser = build_optimiser(policy, dims, current, seed=cfg.tuner.seed, budget=ctx.budget, **warm)
-    warm_start = warm_note(prior, optimiser)
     trials: list[Trial] = []
     marginal: Decision | None = None
     try:
-        found = await search(optimiser, probe, max_consecutive_failures=policy.guardrails.max_failed_probes,
-                             progress=ctx.progress)
-        trials.extend(found.trials)
-        if found.recommendation is None:
-            out = _device_out(group, None, "skipped", f"the search found nothing: {found.stop_reason}",
+        # The joint search's optimum is confirmed here, knob by knob (below), not by the tuning step.
+        tuned = await tune(ctx, FAMILY, probe, dims, current, metric=METRIC, confirm=False, object=where)
+        warm_start = tuned.warm_start
+        trials.extend(tuned.trials)
+        if tuned.found is None:
+            out = _device_out(group, None, "skipped", f"the search found nothing: {tuned.stop_reason}",
                               read_ahead_kb=before, raw_read_mb_s=_r(raw))
             return [], _on(trials, where), out, warm_start
-        best = found.recommendation.config
+        best = tuned.found.config
         candidate = {k: best[k] for k in current}
         if plan.joint and group.holds_data_directory:
             # The server-wide effective_io_concurrency is the concurrency family's to decide (on bitmap scans
             # alone); here the readahead found jointly is confirmed at today's concurrency.
             candidate[EIC] = current[EIC]
         joint = await decide(current, candidate, probe, policy, metric=METRIC,
-                             near_optimal=found.recommendation.near_optimal, progress=ctx.progress)
+                             near_optimal=tuned.found.near_optimal, progress=ctx.progress)
         trials.extend(joint.trials)
         both = plan.joint and candidate[RA] != current[RA] and candidate[EIC] != current[EIC]
         if both and joint.decision == "change":
@@ -365,7 +377,7 @@ def device_ref(dev: BlockDevice) -> DeviceRef:
 
 
 def _eic_recommendations(
-    group: DeviceGroup, candidate: dict[str, int], current: dict[str, int], near: dict[str, tuple[int, int]],
+    group: DeviceGroup, candidate: dict[str, int], current: dict[str, int], near: dict[str, NearRange],
     decision: str, reason: str, effect: Any, *, together: list[str],
 ) -> list[Recommendation]:
     """effective_io_concurrency found jointly with the readahead of a device that holds tablespaces but not the

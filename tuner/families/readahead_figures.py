@@ -6,23 +6,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tuner.emit.svg import GREEN, GREY, ORANGE, W, Figures, Linear, Svg, esc, short
-from tuner.model import DeviceOut, Recommendation, Report
+from tuner.families.readahead_sections import DeviceOut
+from tuner.families.readahead_sections import Report as Section
+from tuner.model import Recommendation, Report
 
 
 def html_sections(report: Report, figures: Figures) -> list[tuple[str, str, str]]:
     """The report's devices as (id, heading, body HTML); nothing when the report has no device."""
-    if not report.devices:
+    devices = Section.of(report, "readahead").devices
+    if not devices:
         return []
     body: list[str] = []
-    if any(d.status == "probed" for d in report.devices):
-        body.append(figures.figure("", devices_figure(report.devices, report.recommendations, figures.next_no()),
+    if any(d.status == "probed" for d in devices):
+        body.append(figures.figure("", devices_figure(devices, report.recommendations, figures.next_no()),
             "What the device delivers with O_DIRECT reads of a relation file (like dd, no readahead involved) "
             "against what PostgreSQL's cold sequential scan reads from it, with today's readahead and with the "
             "recommended one (median over the confirmation trials); the share is the scan's efficiency."))
     rows = "".join(
         f"<tr><td><code>{esc(d.device or '-')}</code></td><td>{esc(', '.join(d.roles))}</td><td>{esc(d.status)}</td>"
         f"<td class=num>{esc(d.read_ahead_kb) if d.read_ahead_kb is not None else '–'}</td><td>{esc(d.reason)}</td></tr>"
-        for d in report.devices)
+        for d in devices)
     body.append("<div class=scroll><table><tr><th>device</th><th>holds</th><th>status</th>"
                 f"<th class=num>read_ahead_kb</th><th>notes</th></tr>{rows}</table></div>")
     return [("devices", "Devices", "".join(body))]

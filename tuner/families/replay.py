@@ -20,20 +20,14 @@ from typing import Any, ClassVar
 import asyncpg
 
 from tuner.core import space
-from tuner.core.decide import Decision, decide, recommendation
-from tuner.core.session import build_optimiser, search
+from tuner.core.decide import Decision, recommendation
+from tuner.core.tune import tune
 from tuner.errors import ProbeError, RefusedError, TunerError
-from tuner.families import previews
-from tuner.families.base import (
-    Endpoint,
-    FamilyContext,
-    FamilyResult,
-    Needs,
-    skipped,
-    warm_note,
-)
+from tuner.families import previews, replay_sections
+from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped
+from tuner.families.replay_sections import ReplayOut
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome, ReplayOut, Trial
+from tuner.model import FamilyOutcome, Trial
 from tuner.probes import replay, workload
 from tuner.probes.cache import CacheControl, choose_os_method
 from tuner.target.connection import redact
@@ -52,6 +46,8 @@ class Replay:
     summary: ClassVar[str] = ("maintenance_io_concurrency on a hot standby (ALTER SYSTEM + reload, journaled), over "
                               "its cold catch-up on a fixed WAL stream of random-page updates from its primary")
     objective_unit: ClassVar[str] = "ms (the standby's time to replay the WAL stream)"
+    policy_section: ClassVar[type[replay_sections.Policy]] = replay_sections.Policy
+    report_section: ClassVar[type[replay_sections.Report]] = replay_sections.Report
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         facts = ctx.facts
@@ -77,13 +73,13 @@ class Replay:
 
     def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:
         """What `tuner check` shows: the WAL stream each probe replays."""
-        return previews.load(self.name, f"one-row updates of {ctx.policy.replay.pages} random heap pages on the "
+        return previews.load(self.name, f"one-row updates of {ctx.policy.section(self.name).pages} random heap pages on the "
                              "primary, replayed by the paused standby from a cold cache")
 
     async def run(self, ctx: FamilyContext) -> FamilyResult:
         primary, standby = ctx.writable, ctx.target
         assert primary is not None  # the family needs a writable endpoint: the orchestrator checked it
-        rp = ctx.policy.replay
+        rp = ctx.policy.section(FAMILY)
         async with ctx.connection(standby) as s:
             prefetch = str(await s.fetchval("SHOW recovery_prefetch"))
             standby_port = int(await s.fetchval("SHOW port"))
@@ -124,7 +120,7 @@ class Replay:
 
     async def _run(self, ctx: FamilyContext, primary: Endpoint, standby: Endpoint, prefetch: str, table_pages: int,
                    filler_pages: int, s_identity: dict[str, Any]) -> FamilyResult:
-        policy, rp = ctx.policy, ctx.policy.replay
+        policy, rp = ctx.policy, ctx.policy.section(FAMILY)
         local = standby.facts.local_data_directory()
         assert local is not None  # applicable() checked it
         ctx.progress.phase("replay setup", None)
@@ -134,8 +130,11 @@ class Replay:
                                               seed=ctx.cfg.tuner.seed, on_step=ctx.progress.advance)
                 built = await replay.current_lsn(p)
             async with ctx.connection(standby) as s:
+                # Not the probe's timeout: the standby may still be replaying what an earlier family wrote (the
+                # WAL family's load) besides the scratch tables just built, and on a loaded host that can take
+                # longer than one probe's stream; only a replay that stops advancing is a failure.
                 try:
-                    await replay.wait_lsn(s, built, timeout_s=rp.catch_up_timeout_s)
+                    await replay.wait_caught_up(s, built, stall_s=rp.catch_up_timeout_s)
                 except ProbeError as exc:
                     raise ProbeError(f"{exc}: is it replaying this primary's WAL?") from None
                 files = await workload.relation_files(s, local, replay.TABLE)
@@ -173,35 +172,24 @@ class Replay:
                  else f"{redact(standby.dsn)} and its primary ({standby.facts.server_version})")
         outcome: dict[str, Any] = {"family": FAMILY, "workload": workload_text, "cache": method}
         trials: list[Trial] = []
-        pin = ctx.pins.get(FAMILY)
-        if pin is not None:  # the daemon's re-validation: the stored recommendation against today, no search
-            before, candidate = pin.against(current)
-            decided = await decide(before, candidate, probe, policy, metric=replay.METRIC,
-                                   near_optimal=pin.near_optimal, progress=ctx.progress)
-            outcome.update(reason=f"{pin.note()}, on {place}", warm_start=pin.note())
-        else:
-            budget = ctx.budget if ctx.budget is not None else policy.budget.probes
-            # A warm start from the latest stored session on a matching target (concurrency.py's three lines).
-            prior = await ctx.history.prior(FAMILY) if ctx.history else None
-            warm = prior.for_knobs([KNOB]) if prior is not None else {}
-            optimiser = build_optimiser(policy, [dim], current, seed=ctx.cfg.tuner.seed, budget=budget, **warm)
+        if FAMILY not in ctx.pins:
             log.info("plan", family=FAMILY, knob=KNOB, range=[dim.low, dim.high], current=current[KNOB],
-                     pages=layout.pages, table_mb=layout.table_mb, recovery_prefetch=prefetch, budget=budget)
-            found = await search(optimiser, probe, max_consecutive_failures=policy.guardrails.max_failed_probes,
-                                 progress=ctx.progress)
-            trials.extend(found.trials)
-            outcome.update(stop_reason=found.stop_reason, optimiser=optimiser.kind,
-                           warm_start=warm_note(prior, optimiser))
-            if found.recommendation is None:
-                return FamilyResult(FamilyOutcome(status="failed", reason=found.stop_reason, **outcome), trials=trials)
-            best = found.recommendation
-            decided = await decide(current, {KNOB: best.config[KNOB]}, probe, policy, metric=replay.METRIC,
-                                   near_optimal=best.near_optimal, progress=ctx.progress)
+                     pages=layout.pages, table_mb=layout.table_mb, recovery_prefetch=prefetch,
+                     budget=ctx.budget if ctx.budget is not None else policy.budget.probes)
+        tuned = await tune(ctx, FAMILY, probe, [dim], current, metric=replay.METRIC)
+        trials.extend(tuned.trials)
+        if tuned.pinned:  # the daemon's re-validation: the stored recommendation against today, no search
+            outcome.update(reason=f"{tuned.warm_start}, on {place}", warm_start=tuned.warm_start)
+        else:
+            outcome.update(stop_reason=tuned.stop_reason, optimiser=tuned.optimiser, warm_start=tuned.warm_start)
+        decided = tuned.decided
+        if decided is None:
+            return FamilyResult(FamilyOutcome(status="failed", reason=tuned.stop_reason, **outcome), trials=trials)
+        if not tuned.pinned:
             outcome.update(reason=("searched and confirmed" if decided.trials else "searched") + f" on {place}; "
                                   f"recovery_prefetch = {prefetch}")
-        trials.extend(decided.trials)
         rec = recommendation(KNOB, decided, source=today.source, requires=spec.requires, run_on="target")
-        section = {"replay": _section(trials, decided, int(rec.recommended), layout, prefetch, method)}
+        section = replay_sections.Report(replay=_section(trials, decided, int(rec.recommended), layout, prefetch, method))
         return FamilyResult(FamilyOutcome(status="done", **outcome), trials=trials, recommendations=[rec],
                             section=section)
 

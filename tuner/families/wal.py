@@ -29,13 +29,15 @@ import asyncpg
 from tuner.actuate import Journal
 from tuner.core import space
 from tuner.core.decide import decide, recommendation
-from tuner.core.session import Progress, build_optimiser, search
+from tuner.core.session import Progress
+from tuner.core.tune import tune
 from tuner.errors import ProbeError, RefusedError, TunerError
-from tuner.families import previews, wal_figures, wal_legacy
-from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped, warm_note
+from tuner.families import previews, wal_figures, wal_legacy, wal_sections
+from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped
+from tuner.families.wal_sections import WalContentionOut, WalScalingOut
 from tuner.knobs import catalog
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome, Recommendation, Trial, WalContentionOut, WalScalingOut
+from tuner.model import FamilyOutcome, Recommendation, Trial
 from tuner.policy import Policy
 from tuner.probes import walload
 from tuner.stop import STOP
@@ -135,13 +137,15 @@ class Wal:
     honours_pins: ClassVar[bool] = True  # a stored WAL setting is re-validated by pinning it
     html_sections = staticmethod(wal_figures.html_sections)
     upgrade_report = staticmethod(wal_legacy.upgrade_report)  # scaling runs stored as search before issue #47
+    policy_section: ClassVar[type[wal_sections.Policy]] = wal_sections.Policy
+    report_section: ClassVar[type[wal_sections.Report]] = wal_sections.Report
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         return None
 
     def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:
         """What `tuner check` shows: the load, and how long each probe lasts by the policy."""
-        wp = ctx.policy.wal
+        wp = ctx.policy.section(self.name)
         return previews.load(self.name, f"{wp.clients} clients inserting {wp.rows_per_tx}-row transactions into a "
                              f"scratch schema ({wp.warmup_s:g} s warm-up, {wp.duration_s:g} s measured); then scaling runs at "
                              f"{', '.join(map(str, wp.scaling_clients))} clients", wp.warmup_s + wp.duration_s)
@@ -168,7 +172,7 @@ class Wal:
             await _tune(ctx, where, probe, settings, result)
         finally:
             restored = await _put_back(probe, ctx.journal, where.restart)
-        wp = ctx.policy.wal
+        wp = ctx.policy.section(FAMILY)
         place = ("the sandbox's primary (tuner's own, marked staging)" if ctx.sandbox_dir
                  else f"{redact(where.dsn)} ({where.facts.server_version})")
         knobs = _knobs(ctx, where, settings)
@@ -180,8 +184,8 @@ class Wal:
                                     f"into {walload.TABLE}, {wp.duration_s:g} s per probe"],
                           optimiser="bayesian" if knobs else None, warm_start=result.warm_start),
             trials=result.trials, recommendations=result.recommendations, restored=restored,
-            section={"wal_contention": result.contention, "wal_scaling": result.scaling,
-                     "wal_summary": _summary(result.contention, where.facts.major)},
+            section=wal_sections.Report(wal_contention=result.contention, wal_scaling=result.scaling,
+                                        wal_summary=_summary(result.contention, where.facts.major)),
         )
 
 
@@ -193,7 +197,7 @@ def _knobs(ctx: FamilyContext, where: Endpoint, settings: dict[str, dict[str, An
 
 def _probe(ctx: FamilyContext, where: Endpoint, settings: dict[str, dict[str, Any]],
            identity: dict[str, Any]) -> WalProbe:
-    wp = ctx.policy.wal
+    wp = ctx.policy.section(FAMILY)
     return WalProbe(dsn=where.dsn, journal=ctx.journal, restart=where.restart,
                     contexts={k: settings[k]["context"] for k in settings}, clients=wp.clients,
                     rows_per_tx=wp.rows_per_tx, duration_s=wp.duration_s, warmup_s=wp.warmup_s, identity=identity,
@@ -202,7 +206,7 @@ def _probe(ctx: FamilyContext, where: Endpoint, settings: dict[str, dict[str, An
 
 async def _tune(ctx: FamilyContext, where: Endpoint, probe: WalProbe, settings: dict[str, dict[str, Any]],
                 result: WalResult) -> None:
-    policy, wp = ctx.policy, ctx.policy.wal
+    policy, wp = ctx.policy, ctx.policy.section(FAMILY)
     knobs = _knobs(ctx, where, settings)
     current = {k: int(settings[k]["setting"]) for k in knobs}
     recommended: dict[str, Any] = dict(current)
@@ -216,33 +220,19 @@ async def _tune(ctx: FamilyContext, where: Endpoint, probe: WalProbe, settings: 
                 raise TunerError(f"cannot search {k}: {dim}")
             dims.append(dim)
         # A warm start from the latest stored session on a matching target: its trials of these same knobs (the
-        # screens' trials carry one more knob and are left out).
-        pin = ctx.pins.get(FAMILY)
-        if pin is not None:  # the daemon's re-validation: the searched knobs' stored recommendation, no screens
-            before, candidate = pin.against(current)
-            decided = await decide(before, candidate, probe, policy, metric=METRIC, near_optimal=pin.near_optimal,
-                                   progress=ctx.progress, baseline_is_today=before == current)
-            result.trials.extend(decided.trials)
-            result.recommendations.extend(recommendation(k, decided, source=settings[k]["source"],
-                                                         requires=_requires(settings[k])) for k in knobs)
-            result.warm_start = pin.note()
-            return
-        prior = await ctx.history.prior(FAMILY) if ctx.history else None
-        warm = prior.for_knobs(knobs) if prior is not None else {}
-        optimiser = build_optimiser(policy, dims, current, seed=ctx.cfg.tuner.seed, budget=ctx.budget, **warm)
-        result.warm_start = warm_note(prior, optimiser)
-        found = await search(optimiser, probe, max_consecutive_failures=policy.guardrails.max_failed_probes,
-                             progress=ctx.progress)
-        result.trials.extend(found.trials)
-        if found.recommendation is not None:
-            decided = await decide(current, found.recommendation.config, probe, policy, metric=METRIC,
-                                   near_optimal=found.recommendation.near_optimal, progress=ctx.progress)
-            result.trials.extend(decided.trials)
+        # screens' trials carry one more knob and are left out). A pin (the daemon's re-validation of the searched
+        # knobs' stored recommendation) runs no screens.
+        tuned = await tune(ctx, FAMILY, probe, dims, current, metric=METRIC)
+        result.trials.extend(tuned.trials)
+        result.warm_start = tuned.warm_start
+        if tuned.decided is not None:
             for k in knobs:
-                rec = recommendation(k, decided, source=settings[k]["source"], requires=_requires(settings[k]))
+                rec = recommendation(k, tuned.decided, source=settings[k]["source"], requires=_requires(settings[k]))
                 result.recommendations.append(rec)
                 if rec.decision == "change":
                     recommended[k] = rec.recommended
+        if tuned.pinned:
+            return
     # Screens: one alternative each, paired against today's value.
     screens: list[tuple[str, Any, Any]] = []
     comp = _compression_candidate(settings.get(COMPRESSION), wp.wal_compression)
@@ -283,7 +273,7 @@ async def _scaling(
     probe: WalProbe, policy: Policy, today: dict[str, Any], recommended: dict[str, Any], result: WalResult,
     progress: Progress,
 ) -> None:
-    wp = policy.wal
+    wp = policy.section(FAMILY)
     differs = recommended != today
     # One run per point, marked as such in the report (readings=1) and the figure: repeating each point three
     # times would add a third to a half of the WAL family's time (~26 s of its ~340 s per arm in the example

@@ -8,25 +8,27 @@ import math
 from tuner.emit.svg import (
     BLACK, BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILLION, YELLOW, Categories, Figures, Linear, Svg, W, esc, finite,
 )
+from tuner.families.wal_sections import Report as Section
 from tuner.model import Report
 
 
 def html_sections(report: Report, figures: Figures) -> list[tuple[str, str, str]]:
     """The report's WAL measurements as (id, heading, body HTML); nothing when the report has none."""
-    if not (report.wal_scaling or report.wal_contention or report.wal_summary):
+    wal = Section.of(report, "wal")
+    if not (wal.wal_scaling or wal.wal_contention or wal.wal_summary):
         return []
     body: list[str] = []
-    if report.wal_scaling:
+    if wal.wal_scaling:
         body.append(figures.figure("", wal_scaling_figure(report, figures.next_no()),
             "Throughput of concurrent INSERT transactions into a scratch table, per client count and transaction "
             "size, measured under today's settings" + (" and the recommended ones" if any(
-                x.tps_recommended for x in report.wal_scaling) else "") + ". " + _readings_note(report)))
-    if report.wal_contention:
+                x.tps_recommended for x in _wal(report).wal_scaling) else "") + ". " + _readings_note(report)))
+    if _wal(report).wal_contention:
         body.append(figures.figure("", wal_contention_figure(report, figures.next_no()),
             "Where load backends spent their time, as shares of sampled backend states: waiting for a WAL "
             "insertion lock, for a WAL write, for a WAL flush (sync), for WAL buffer mapping; the light grey "
             "rest is everything else (running, waiting for the client, other waits)."))
-    summary = f"<p>{esc(report.wal_summary)}</p>" if report.wal_summary else ""
+    summary = f"<p>{esc(_wal(report).wal_summary)}</p>" if _wal(report).wal_summary else ""
     if not body:
         return [("wal", "WAL", summary)]
     # The figures are context, not the decision: folded unless a WAL setting is to change, so the page's first
@@ -39,11 +41,11 @@ def html_sections(report: Report, figures: Figures) -> list[tuple[str, str, str]
 
 
 def _single(report: Report) -> bool:
-    return all(s.readings == 1 for s in report.wal_scaling)
+    return all(s.readings == 1 for s in _wal(report).wal_scaling)
 
 
 def _reading_words(report: Report) -> str:
-    secs = {s.reading_s for s in report.wal_scaling if s.reading_s}
+    secs = {s.reading_s for s in _wal(report).wal_scaling if s.reading_s}
     return f"one {secs.pop():g}-second reading" if len(secs) == 1 else "one reading"
 
 
@@ -69,7 +71,7 @@ def repeat_spread(report: Report) -> tuple[int, float, float, float, str] | None
 def _readings_note(report: Report) -> str:
     """Says how many readings stand behind each point, and how far repeated readings of one setting scattered."""
     if not _single(report):
-        return f"Each point stands for up to {max(x.readings for x in report.wal_scaling)} readings."
+        return f"Each point stands for up to {max(x.readings for x in _wal(report).wal_scaling)} readings."
     text = (f"Each point is {_reading_words(report)}, not repeated (hollow markers): a difference between two "
             "points is a difference between two single runs.")
     spread = repeat_spread(report)
@@ -80,13 +82,18 @@ def _readings_note(report: Report) -> str:
     return text + " The decisions above rest on the paired confirmations, not on this curve."
 
 
+def _wal(report: Report) -> Section:
+    return Section.of(report, "wal")
+
+
 def _panel_grid(shapes: list[int]) -> tuple[float, int]:
     """One panel per transaction size, two to a row: (a panel's width, the number of rows)."""
     return (W - 20) / max(1, min(2, len(shapes))), math.ceil(len(shapes) / 2)
 
 
 def wal_scaling_figure(report: Report, figno: int) -> str:
-    shapes = sorted({s.rows_per_tx for s in report.wal_scaling})
+    wal = Section.of(report, "wal")
+    shapes = sorted({s.rows_per_tx for s in wal.wal_scaling})
     panel_w, rows_n = _panel_grid(shapes)
     panel_h = 250.0
     single = _single(report)
@@ -94,10 +101,10 @@ def wal_scaling_figure(report: Report, figno: int) -> str:
               + (f" ({_reading_words(report)} per point)" if single else ""),
               esc("one panel per transaction size; today's settings (and the recommended ones, where measured)"
                   + ("; each point a single run, not repeated" if single else "")))
-    any_rec = any(s.tps_recommended for s in report.wal_scaling)
+    any_rec = any(s.tps_recommended for s in _wal(report).wal_scaling)
     for i, shape in enumerate(shapes):
         ox, oy = 10 + (i % 2) * panel_w, (i // 2) * panel_h
-        pts = [s for s in report.wal_scaling if s.rows_per_tx == shape]
+        pts = [s for s in wal.wal_scaling if s.rows_per_tx == shape]
         clients = sorted({s.clients for s in pts})
         x = Categories(clients, ox + 70, ox + panel_w - 20)
         tps = [v for s in pts for v in (s.tps_current, s.tps_recommended) if v is not None]
@@ -142,7 +149,8 @@ WAITS = (
 
 
 def wal_contention_figure(report: Report, figno: int) -> str:
-    shapes = sorted({s.rows_per_tx for s in report.wal_contention})
+    wal = Section.of(report, "wal")
+    shapes = sorted({s.rows_per_tx for s in wal.wal_contention})
     panel_w, rows_n = _panel_grid(shapes)
     panel_h = 260.0
     svg = Svg("wal-contention", 0, "WAL: where load backends waited, by client count",
@@ -150,7 +158,7 @@ def wal_contention_figure(report: Report, figno: int) -> str:
                   "(running, client, other waits)"))
     for i, shape in enumerate(shapes):
         ox, oy = 10 + (i % 2) * panel_w, (i // 2) * panel_h
-        pts = sorted((s for s in report.wal_contention if s.rows_per_tx == shape), key=lambda s: s.clients)
+        pts = sorted((s for s in wal.wal_contention if s.rows_per_tx == shape), key=lambda s: s.clients)
         x = Categories([s.clients for s in pts], ox + 70, ox + panel_w - 20)
         y = Linear(0, 1, oy + panel_h - 60, oy + 34, count=4)
         svg.text(ox + 70, oy + 18, esc(f"{shape} rows per transaction"), weight="700")
@@ -181,7 +189,7 @@ def wal_contention_figure(report: Report, figno: int) -> str:
                          title=esc(f"{s.clients} clients, {shape} rows/tx: everything else {1 - acc:.0%}"))
         svg.axis_x(x, oy + panel_h - 60, "clients")
     items = [("square", colour, True, esc(name)) for attr, name, colour in WAITS
-             if any(finite(getattr(s, attr)) for s in report.wal_contention)]
+             if any(finite(getattr(s, attr)) for s in wal.wal_contention)]
     items.append(("square", "#dddddd", True, "everything else"))
     svg.height = svg.legend(80, rows_n * panel_h + 4, items)
     return svg.markup(f"fig{figno}")

@@ -10,6 +10,7 @@ scaling runs; anything else is left as it was stored.
 
 from __future__ import annotations
 
+from tuner.families.wal_sections import Report as Section
 from tuner.model import Report, Trial
 
 FAMILY = "wal"
@@ -24,7 +25,7 @@ def scaling_tail(report: Report) -> list[int]:
     """Indices into ``report.trials`` of an old report's WAL scaling runs stored as search trials; [] when the
     report has none (a new report's runs are already phase ``scaling``) or its tail does not match the curve."""
     mine = [i for i, t in enumerate(report.trials) if t.family == FAMILY]
-    points = [(float(p.clients), float(p.rows_per_tx)) for p in report.wal_scaling]
+    points = [(float(p.clients), float(p.rows_per_tx)) for p in Section.of(report, FAMILY).wal_scaling]
     if not points or any(report.trials[i].phase == "scaling" for i in mine):
         return []
     for per_point in (2, 1):  # with a recommendation to compare, each point ran twice (today, recommended)

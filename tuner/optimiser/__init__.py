@@ -19,8 +19,8 @@ The model works on log(time) (multiplicative noise becomes additive), over each 
 (``log2p1``: log2(1 + value), so 0 is reachable and 1, 3, 7, 15 … are evenly spaced). The recommendation
 comes from the model's posterior mean, not from the luckiest observation (winner's curse).
 
-The near-optimal range (``Recommendation.near_optimal``, per knob a ``space.KnobRange``, all of them a
-``space.NearOptimal``) is the values the measurements cannot tell apart from the best by more than the policy's
+The near-optimal range (``Recommendation.near_optimal``, a ``tuner.model.NearOptimal`` of per-knob
+``NearRange``s) is the values the measurements cannot tell apart from the best by more than the policy's
 minimum effect, at its ``1 − alpha``: a value measured in this session is left out only where its readings'
 mean exceeds the best's by more than log(``min_effect``) plus that interval (the model's noise per reading); a
 value between measured ones, only where the model's interval for the difference — posterior mean and spread,

@@ -9,7 +9,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from tuner.optimiser.prior import Prior
-from tuner.optimiser.space import Config, Dimension, History, KnobRange, NearOptimal, Recommendation, key_of
+from tuner.model import NearOptimal, NearRange
+from tuner.optimiser.space import Config, Dimension, History, Recommendation, key_of
 
 
 class BaseOptimiser:
@@ -237,7 +238,7 @@ class BaseOptimiser:
         return None
 
     def recommendation(self) -> Recommendation:
-        """The configuration to confirm and, per knob, its near-optimal range (a ``KnobRange``)."""
+        """The configuration to confirm and its near-optimal ranges (a ``NearOptimal``)."""
         return self._report(self._answer())
 
     def _answer(self) -> Recommendation:
@@ -260,7 +261,7 @@ class BaseOptimiser:
         return Recommendation(cfg, None, ranges, "observations")
 
     def _report(self, found: Recommendation) -> Recommendation:
-        """What ``recommendation`` says about the search's answer (``near.NearRange`` where there is a model)."""
+        """What ``recommendation`` says about the search's answer (``near.RangeFinder`` where there is a model)."""
         return self._report_as_found(found)
 
     def _report_as_found(self, found: Recommendation) -> Recommendation:
@@ -269,10 +270,10 @@ class BaseOptimiser:
         return Recommendation(found.config, found.predicted_ms, NearOptimal({
             d.name: self._knob_range(d, *found.near_optimal[d.name]) for d in self.dimensions}), found.source)
 
-    def _knob_range(self, d: Dimension, low: int, high: int, plateau: bool = False) -> KnobRange:
+    def _knob_range(self, d: Dimension, low: int, high: int, plateau: bool = False) -> NearRange:
         # What was searched, in values the knob can hold (read_ahead_kb in whole pages: a policy's max 1022
         # searched up to 1020), so that an answer at the top of it is at the edge.
-        return KnobRange(low, high, searched=(d.snap(d.low), d.snap(d.high)), limits=d.limits, plateau=plateau,
+        return NearRange(low, high, searched=(d.snap(d.low), d.snap(d.high)), limits=d.limits, plateau=plateau,
                          step=d.quantum)
 
     # -- helpers ------------------------------------------------------------------------------------

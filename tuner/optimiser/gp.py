@@ -14,7 +14,7 @@ from typing import TypeVar
 import numpy as np
 
 from tuner.optimiser.base import BaseOptimiser
-from tuner.optimiser.near import NearRange
+from tuner.optimiser.near import RangeFinder
 from tuner.optimiser.posterior import Posterior
 from tuner.optimiser.rulebase import GapRule, Rule
 from tuner.optimiser.rules import GAP_RULES, RULES, AgreeWindow, Duel, HalfStepBelowChord, KeepPrevious, StartWindow
@@ -23,14 +23,14 @@ from tuner.optimiser.space import Config, Recommendation, key_of, pooled_sd
 R = TypeVar("R", bound=Rule)
 
 
-class BayesianOptimiser(NearRange, Posterior, BaseOptimiser):
+class BayesianOptimiser(RangeFinder, Posterior, BaseOptimiser):
     """Gaussian-process Bayesian optimisation (scikit-optimize ``Optimizer``) on log(time).
 
     The GP has a learned white-noise term (skopt's default for ``"GP"``), so repeated probes of one value
     with different times are modelled as noise, not as structure. The rules (``tuner.optimiser.rules``) are
     objects it holds, one of each (``rules``; ``rule(Kind)`` finds one, to read or set its constants); the
     fit and the predictions are ``Posterior``'s (``tuner.optimiser.posterior``), what the answer reports
-    ``NearRange``'s (``tuner.optimiser.near``).
+    ``RangeFinder``'s (``tuner.optimiser.near``).
     """
 
     kind = "bayesian"

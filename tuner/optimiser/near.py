@@ -7,19 +7,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from tuner.optimiser.space import (
-    Config,
-    Dimension,
-    History,
-    KnobRange,
-    NearOptimal,
-    Recommendation,
-    key_of,
-    pooled_sd,
-)
+from tuner.model import NearOptimal, NearRange
+from tuner.optimiser.space import Config, Dimension, History, Recommendation, key_of, pooled_sd
 
 
-class NearRange:
+class RangeFinder:
     """The reported answer and its ranges, from the search's answer (``recommendation`` → ``_report``)."""
 
     dimensions: tuple[Dimension, ...]
@@ -37,7 +29,7 @@ class NearRange:
         def _observed_logs(self) -> dict[tuple[int, ...], list[float]]: ...
         def _prior_configs(self) -> list[Config]: ...
         def _z(self, config: Any) -> list[float]: ...
-        def _knob_range(self, d: Dimension, low: int, high: int, plateau: bool = False) -> KnobRange: ...
+        def _knob_range(self, d: Dimension, low: int, high: int, plateau: bool = False) -> NearRange: ...
         def _with_noise(self, noise_sd: float) -> Any: ...
         def _noise_sd(self, model: Any = None) -> float: ...
         def _differences(self, configs: Any, ref: Any, model: Any = None) -> tuple[Any, Any]: ...
@@ -111,14 +103,14 @@ class NearRange:
             pick: Config = min(rounded, key=smallest_then_nearest)
             chosen = dict(pick)
 
-        def knob_ranges(found_ranges: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
-            out: dict[str, tuple[int, int]] = {}
+        def knob_ranges(found_ranges: dict[str, tuple[int, int]]) -> dict[str, NearRange]:
+            out: dict[str, NearRange] = {}
             for d in self.dimensions:
                 lo, hi = found_ranges[d.name]
                 out[d.name] = self._knob_range(d, min(lo, chosen[d.name]), max(hi, chosen[d.name]), plateau[d.name])
             return out
 
-        def given_noise(noise_sd: float) -> dict[str, tuple[int, int]]:
+        def given_noise(noise_sd: float) -> dict[str, NearRange]:
             wider = self._indistinguishable(best, noise_sd=max(noise_sd, floor))
             return knob_ranges({k: (min(lo, ranges[k][0]), max(hi, ranges[k][1])) for k, (lo, hi) in wider.items()})
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -92,82 +92,14 @@ class Dimension:
         return sorted(v for v in ladder if self.low <= v <= self.high and v % self.quantum == 0)
 
 
-class KnobRange(tuple[int, int]):
-    """One knob's near-optimal range, ``(lowest, highest)``: a plain pair wherever a pair is expected (the
-    store, pins, ``Decision.near_optimal``), which also carries what a report says about it — the range the
-    search covered (``searched``), whether either bound is the knob's own limit (``limits``), and whether the
-    measurements show a plateau across it (``plateau``: several measured values, at least a factor of
-    ``Dimension``'s two octaves apart, level with the best). ``tuner.model.Recommendation`` takes those from it
-    when it is given one, so every family's recommendation carries them without handling them."""
-
-    searched: tuple[int, int] | None
-    limits: tuple[bool, bool]
-    plateau: bool
-    step: int
-
-    def __new__(cls, low: int, high: int, *, searched: tuple[int, int] | None = None,
-                limits: tuple[bool, bool] = (False, False), plateau: bool = False, step: int = 1) -> KnobRange:
-        if low > high:
-            raise ValueError(f"a range runs from low to high, not {low}..{high}")
-        out = super().__new__(cls, (int(low), int(high)))
-        out.searched, out.limits, out.plateau, out.step = searched, limits, plateau, step
-        return out
-
-    @property
-    def low(self) -> int:
-        return self[0]
-
-    @property
-    def high(self) -> int:
-        return self[1]
-
-    def without(self, value: int, *, keep: int) -> KnobRange | None:
-        """The range cut short of ``value`` on the side of ``keep`` (a value paired trials told apart from the
-        recommendation): unchanged where ``value`` lies outside it (or is ``keep``), None where nothing is left."""
-        if not self.low <= value <= self.high or value == keep:
-            return self
-        low, high = (value + self.step, self.high) if keep > value else (self.low, value - self.step)
-        if low > high:
-            return None
-        return KnobRange(low, high, searched=self.searched, limits=self.limits, plateau=self.plateau, step=self.step)
-
-    def __reduce__(self) -> Any:  # copy and pickle keep the attributes (a tuple subclass would drop them)
-        return (_knob_range, (self.low, self.high, self.searched, self.limits, self.plateau, self.step))
-
-
-def _knob_range(low: int, high: int, searched: tuple[int, int] | None, limits: tuple[bool, bool], plateau: bool,
-                step: int) -> KnobRange:
-    return KnobRange(low, high, searched=searched, limits=limits, plateau=plateau, step=step)
-
-
-class NearOptimal(dict[str, tuple[int, int]]):
-    """Per knob, its near-optimal ``KnobRange``: a plain mapping wherever one is expected, which can also say what
-    the ranges become once more is known about the noise of one reading — ``given_noise(sd)``, with ``sd`` the
-    standard deviation of log(time) that repeated readings since measured (``core.decide`` passes the
-    confirmation's). Its ranges can only widen: the answer stays the one the search gave."""
-
-    def __init__(self, ranges: Mapping[str, tuple[int, int]],
-                 refine: Callable[[float], Mapping[str, tuple[int, int]]] | None = None) -> None:
-        super().__init__(ranges)
-        self._refine = refine
-
-    def __reduce__(self) -> Any:  # a copy or a pickle (another process) keeps the ranges, not the optimiser
-        return (NearOptimal, (dict(self),))
-
-    def given_noise(self, noise_sd: float) -> NearOptimal:
-        """The ranges for a reading noise of ``noise_sd`` (where it exceeds what the search's model assumed)."""
-        if self._refine is None or not math.isfinite(noise_sd) or noise_sd <= 0:
-            return self
-        return NearOptimal(self._refine(noise_sd), self._refine)
-
-
 @dataclass(frozen=True)
 class Recommendation:
     config: Config
     predicted_ms: float | None  # the model's prediction at config (None without a model)
-    # Per knob: the smallest and largest value the measurements cannot tell apart from the best (a
-    # ``KnobRange``; ``tuner.optimiser`` says how it is computed).
-    near_optimal: dict[str, tuple[int, int]]
+    # Per knob: the smallest and largest value the measurements cannot tell apart from the best: plain pairs in
+    # the search's own answer (``_answer``), a ``tuner.model.NearOptimal`` in what it reports (``recommendation``;
+    # ``tuner.optimiser`` says how it is computed).
+    near_optimal: Any
     source: Literal["model", "observations"]
 
 

@@ -34,12 +34,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import asyncpg
+from pydantic import Field
 
 from tuner import sqlfiles
 from tuner.actuate import Journal
 from tuner.errors import ProbeError, RefusedError, TunerError
 from tuner.log import get_logger
-from tuner.model import CacheEvidence, ReplayPointOut, Trial
+from tuner.model import CacheEvidence, Trial, _Frozen
 from tuner.probes import walload
 from tuner.probes.cache import CacheControl
 
@@ -89,6 +90,15 @@ def cold_problem(read_bytes: int | None, pages: int, block_size: int, min_fracti
     if frac < min_fraction:
         return f"only {min(frac, 1.0):.0%} of the stream's pages came from disk (cache not cold)"
     return None
+
+
+class ReplayPointOut(_Frozen):
+    """The replay rate measured at one maintenance_io_concurrency value (median over its ok probes)."""
+
+    maintenance_io_concurrency: int
+    mb_per_s: float = Field(description="MB of WAL replayed per second (pg_wal_lsn_diff over the catch-up time)")
+    pages_per_s: float
+    n: int
 
 
 def curve(trials: Iterable[Trial]) -> list[ReplayPointOut]:
@@ -177,6 +187,40 @@ async def wait_lsn(conn: asyncpg.Connection, lsn: str, *, timeout_s: float, rece
                              f"{lsn} after {timeout_s:g} s")
         await asyncio.sleep(interval_s)
     return time.perf_counter() - t0
+
+
+async def wait_caught_up(conn: asyncpg.Connection, lsn: str, *, stall_s: float, interval_s: float = 0.1) -> float:
+    """Wait until the standby over ``conn`` has replayed WAL up to ``lsn``, for as long as its replay keeps
+    advancing: a backlog — the WAL another family just wrote, this family's own scratch tables — takes as long as
+    it takes on a loaded host, and only ``stall_s`` without progress fails (:class:`ProbeError`). The seconds it
+    took."""
+    stmt = await conn.prepare("SELECT pg_wal_lsn_diff($1::text::pg_lsn, "
+                              "coalesce(pg_last_wal_replay_lsn(), '0/0'::pg_lsn))")
+
+    async def behind() -> float:
+        return float(await stmt.fetchval(lsn))
+
+    try:
+        return await until_caught_up(behind, stall_s=stall_s, interval_s=interval_s)
+    except ProbeError as exc:
+        raise ProbeError(f"the standby had not replayed the primary's WAL up to {lsn}: {exc}") from None
+
+
+async def until_caught_up(behind: Callable[[], Awaitable[float]], *, stall_s: float, interval_s: float,
+                          clock: Callable[[], float] = time.monotonic,
+                          sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> float:
+    """Poll ``behind()`` (bytes still to replay) until it reaches 0; :class:`ProbeError` once it has not shrunk
+    for ``stall_s``. The seconds it took."""
+    t0 = clock()
+    least, since = math.inf, t0
+    while (left := await behind()) > 0:
+        now = clock()
+        if left < least:
+            least, since = left, now
+        elif now - since > stall_s:
+            raise ProbeError(f"its replay did not advance for {stall_s:g} s, {left / 1e6:.1f} MB short")
+        await sleep(interval_s)
+    return clock() - t0
 
 
 async def pause(conn: asyncpg.Connection, *, timeout_s: float) -> None:

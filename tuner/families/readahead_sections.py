@@ -1,0 +1,60 @@
+"""What the readahead family owns of the policy and the report: its workload mix (the policy's ``[readahead]``
+table) and the block devices it found and measured (the report's ``devices``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from tuner.model import ReportSection, _Frozen
+from tuner.policy import Mix
+
+Policy = Mix  # the [readahead] table: cold sequential scans and sparse bitmap heap scans of one device's relations
+
+
+class DeviceOut(_Frozen):
+    """A block device under the target's directories, what it holds, and what the readahead family measured."""
+
+    device: str | None  # /dev/NAME, None when the directory has no tunable device
+    description: str
+    roles: list[str]
+    read_ahead_kb: int | None  # before tuner touched it
+    status: Literal["probed", "skipped", "not tunable"]
+    reason: str
+    raw_read_mb_s: float | None = Field(default=None, description="O_DIRECT reads of a relation file (like dd)")
+    seq_scan_mb_s_current: float | None = Field(default=None, description="median over confirmation trials")
+    seq_scan_mb_s_recommended: float | None = None
+    efficiency_current: float | None = Field(default=None, description="seq scan MB/s / raw MB/s")
+    efficiency_recommended: float | None = None
+
+
+class Report(ReportSection):
+    """The block devices under the target's directories, whether each was probed and what it measured."""
+
+    devices: list[DeviceOut] = Field(default_factory=list)
+
+    def table(self) -> list[Any]:
+        lines: list[Any] = []
+        for d in self.devices:
+            line = f"device {d.device or '-'} ({', '.join(d.roles)}): {d.status}"
+            if d.status == "probed":
+                figures = []
+                if d.raw_read_mb_s is not None:
+                    figures.append(f"raw O_DIRECT read {d.raw_read_mb_s:.0f} MB/s")
+                if d.seq_scan_mb_s_current is not None:
+                    rec_txt = (f" -> {d.seq_scan_mb_s_recommended:.0f}" if d.seq_scan_mb_s_recommended is not None
+                               else "")
+                    figures.append(f"seq scan {d.seq_scan_mb_s_current:.0f}{rec_txt} MB/s")
+                if d.efficiency_current is not None:
+                    rec_eff = f" -> {d.efficiency_recommended:.0%}" if d.efficiency_recommended is not None else ""
+                    figures.append(f"efficiency {d.efficiency_current:.0%}{rec_eff}")
+                line += (": " + ", ".join(figures)) if figures else ""
+            else:
+                line += f" — {d.reason}"
+            lines.append(line)
+        return lines
+
+    def trial_objects(self) -> dict[str, str]:
+        # A device-scope recommendation names the device; the family's trials name the directories on it.
+        return {d.device: ", ".join(d.roles) for d in self.devices if d.device}
