@@ -11,7 +11,9 @@ from tuner.emit import evidence
 from tuner.emit import html as h
 from tuner.emit.json import parse
 from tuner.families import wal_figures, wal_legacy
-from tuner.model import EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial, WalScalingOut
+from tuner.families.wal_sections import Report as WalSection
+from tuner.families.wal_sections import WalScalingOut
+from tuner.model import EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "reports" / "sandbox-all-families.json"
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
@@ -87,7 +89,7 @@ def test_a_tail_that_is_not_the_curve_is_left_as_it_was_stored() -> None:
     odd = old.model_copy(update={"trials": [*old.trials[:-1], moved]})
     assert wal_legacy.scaling_tail(odd) == [] and wal_legacy.upgrade_report(odd) is odd
     assert wal_legacy.scaling_tail(_report()) == []  # already in their own phase
-    assert wal_legacy.scaling_tail(old.model_copy(update={"wal_scaling": []})) == []
+    assert wal_legacy.scaling_tail(Report.model_validate({**old.model_dump(mode="json"), "wal_scaling": []})) == []
 
 
 def test_the_stored_fixture_s_ten_scaling_runs_are_found() -> None:
@@ -101,7 +103,7 @@ def test_the_stored_fixture_s_ten_scaling_runs_are_found() -> None:
 
 def test_an_old_scaling_point_parses_as_one_reading_of_unknown_length() -> None:
     rep = parse(FIXTURE.read_text())
-    assert {(s.readings, s.reading_s) for s in rep.wal_scaling} == {(1, None)}
+    assert {(s.readings, s.reading_s) for s in WalSection.of(rep, "wal").wal_scaling} == {(1, None)}
 
 
 def test_single_readings_are_drawn_hollow_and_said_so() -> None:
