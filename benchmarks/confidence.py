@@ -1,7 +1,7 @@
 """Calibration of tuner's confirmation step: does its 95 % interval cover, and how often does it say
 "change" when it should not?
 
-It runs the real confirmation loop (``tuner.core.session.confirm``: ABBA/BAAB blocks, the sequential test the
+It runs the real confirmation loop (``tuner.core.loops.confirm``: ABBA/BAAB blocks, the sequential test the
 default policy's budget builds — ``tuner.core.decide.confirmation_test``) against a synthetic probe whose true
 effect and noise are known, many times.
 
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.policy import load_policy  # noqa: E402
 from tuner.core.decide import confirmation_test  # noqa: E402
-from tuner.core.session import confirm  # noqa: E402
+from tuner.core.loops import confirm  # noqa: E402
 from tuner.core.stats import SequentialTest  # noqa: E402
 from tuner.testing import SyntheticProbe  # noqa: E402
 

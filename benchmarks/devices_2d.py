@@ -31,7 +31,7 @@ from tuner.knobs.devices import discover, postgres_paths
 from tuner.model import FamilyOutcome, Trial
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
-from tuner.probes.runner import ColdProbe
+from tuner.probes.coldprobe import ColdProbe
 
 ROOT = Path(__file__).resolve().parent.parent
 JOINT = re.compile(r"joint optimum at effective_io_concurrency = (\d+)")

@@ -26,7 +26,7 @@ from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
 from tuner.model import FamilyOutcome, Trial
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
-from tuner.probes.runner import SystemKnobs
+from tuner.probes.coldprobe import SystemKnobs
 
 ROOT = Path(__file__).resolve().parent.parent
 # io_uring joins where the build offers it and nothing on the host stops it (families/iouring.py), as in a session.

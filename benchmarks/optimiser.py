@@ -17,7 +17,7 @@ it gives its answer:
 * ``sweep`` — what the seed threads did: one probe per grid level, ascending; the best observation wins;
 * ``tuner`` — exactly what ``tuner recommend`` runs: ``BayesianOptimiser`` with the policy's budget, initial
   design (the policy's starting points, with today's value — the PostgreSQL default — first where the policy
-  says so, or a space-filling design for joint searches) and stopping rule, through ``tuner.core.session.search``.
+  says so, or a space-filling design for joint searches) and stopping rule, through ``tuner.core.loops.search``.
   The policy is the default one unless ``--policy NAME`` names another (ssd, hdd, network or one in the
   configuration directory); the result file then records its name;
 * ``random`` and ``optuna_tpe`` — given the same number of probes tuner used on that seed.
@@ -73,7 +73,7 @@ from tuner.knobs.devices import readahead_quantum_kb  # noqa: E402
 from tuner.optimiser import BayesianOptimiser, Dimension, RandomOptimiser  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
 from tuner.policy import load_policy  # noqa: E402
-from tuner.core.session import build_optimiser, search  # noqa: E402
+from tuner.core.loops import build_optimiser, search  # noqa: E402
 from tuner.testing import SyntheticProbe  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

@@ -1,5 +1,5 @@
 """What one probe costs the optimiser: ``stop_reason`` + ``suggest`` + ``register``, as
-``tuner.core.session.search`` calls them, against the unmodified path measured in the same run.
+``tuner.core.loops.search`` calls them, against the unmodified path measured in the same run.
 
     python benchmarks/optimiser_cost.py [--repeats 12] [--baseline-repeats 5] [--json OUT] [--quick]
 

@@ -103,7 +103,7 @@ def replay(paths: list[Path]) -> list[dict[str, Any]]:
     from datetime import UTC, datetime
 
     from tuner.core import decide as decide_mod
-    from tuner.core.session import build_optimiser
+    from tuner.core.loops import build_optimiser
     from tuner.model import Trial
     from tuner.optimiser import Dimension
     from tuner.policy import load_policy

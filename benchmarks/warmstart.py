@@ -7,7 +7,7 @@ surfaces (pure logic: the simulator of benchmarks/optimiser.py, no PostgreSQL).
 Per surface and seed:
 
 * session 1 runs cold: exactly what optimiser.py's ``tuner`` method runs (``run_tuner``: the default policy's
-  optimiser from ``build_optimiser``, through ``tuner.core.session.search``, with its noise draws);
+  optimiser from ``build_optimiser``, through ``tuner.core.loops.search``, with its noise draws);
 * session 2, once per drift factor, gets session 1's trials as its prior, compressed as the store would (one
   observation per configuration: the geometric mean of its readings), today's value = the surface's default
   (optimiser.py's ``CURRENT``: effective_io_concurrency 1, read_ahead_kb 128), previous = session 1's answer,
@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from optimiser import CURRENT, SUCCESS, NoiseStream, Surface, expand_surfaces, run_tuner, tuner_optimiser  # noqa: E402
 
-from tuner.core.session import build_optimiser, search  # noqa: E402
+from tuner.core.loops import build_optimiser, search  # noqa: E402
 from tuner.policy import load_policy  # noqa: E402
 from tuner.testing import SyntheticProbe  # noqa: E402
 

@@ -157,7 +157,7 @@ class Daemon(Section):
         return self
 
 
-class Decision(Section):
+class DecisionPolicy(Section):
     min_effect: float = Field(default=1.05, ge=1.0, le=100, description="the CI's lower end must clear this improvement")
     alpha: float = Field(default=0.05, gt=0, lt=0.5, description="error rate of the whole sequential confirmation")
     near_optimal_tolerance: float = Field(
@@ -200,7 +200,7 @@ class Policy(Section):
     search: dict[str, KnobSearch]
     budget: Budget = Budget()
     daemon: Daemon = Daemon()
-    decision: Decision = Decision()
+    decision: DecisionPolicy = DecisionPolicy()
     cache: Cache = Cache()
     guardrails: Guardrails = Guardrails()
     # Per family, its own table (the model it declares as ``policy_section``), under the family's name: [wal].

@@ -91,7 +91,7 @@ def _problems(report: Report) -> Iterator[str]:
 
 def _decision(report: Report) -> Iterator[str]:
     """The policy's decision values, when the report carries them (older reports do not), inside the ranges the
-    policy itself accepts (:class:`tuner.policy.Decision`): the HTML report draws its minimum-effect line
+    policy itself accepts (:class:`tuner.policy.DecisionPolicy`): the HTML report draws its minimum-effect line
     from them."""
     if report.min_effect is not None and not (math.isfinite(report.min_effect) and 1.0 <= report.min_effect <= 100):
         yield f"min_effect {report.min_effect!r} is not an improvement ratio between 1 and 100"

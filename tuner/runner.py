@@ -17,7 +17,7 @@ from typing import Any
 from tuner.actuate import Journal, SysfsWriter
 from tuner.config import Config, state_dir
 from tuner.core.regime import assess
-from tuner.core.session import NullProgress, Progress
+from tuner.core.loops import NullProgress, Progress
 from tuner.families import REGISTRY
 from tuner.endpoints import endpoint
 from tuner.families.base import FamilyContext, Pin, Registry, WarmStart, skipped, why_skipped

@@ -26,7 +26,7 @@ import pytest
 
 from tuner.actuate import Journal
 from tuner.errors import SandboxError
-from tuner.probes.runner import SystemKnobs
+from tuner.probes.coldprobe import SystemKnobs
 from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, device, embedded_binaries, find_binaries, loopdisk, server_pids
 from tuner.target.sandbox.loopdisk import LoopDisk

@@ -23,7 +23,7 @@ from tuner.model import Trial
 from tuner.policy import load_policy
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
-from tuner.probes.runner import ColdProbe
+from tuner.probes.coldprobe import ColdProbe
 from tuner.runner import recommend
 from tuner.target import facts as target_facts
 from tuner.target.connection import connect

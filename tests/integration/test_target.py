@@ -18,7 +18,7 @@ import pytest
 from tuner.errors import RefusedError, SandboxError, TargetError
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl
-from tuner.probes.runner import ColdProbe
+from tuner.probes.coldprobe import ColdProbe
 from tuner.target import interlock
 from tuner.target.connection import connect
 from tuner.target.facts import gather

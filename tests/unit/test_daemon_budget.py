@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tuner.core.decide import confirmation_test
-from tuner.core.session import confirm
+from tuner.core.loops import confirm
 from tuner.core.stats import SequentialTest
 from tuner.errors import ConfigError
 from tuner.policy import SHIPPED_POLICY_DIR, Daemon, load_policy

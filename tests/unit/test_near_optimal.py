@@ -10,7 +10,7 @@ import random
 import pytest
 
 from tuner.core.decide import decide, recommendation
-from tuner.core.session import build_optimiser
+from tuner.core.loops import build_optimiser
 from tuner.model import Recommendation
 from tuner.optimiser import BayesianOptimiser, Dimension
 from tuner.model import NearOptimal, NearRange

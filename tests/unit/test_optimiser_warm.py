@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from tuner.core.session import build_optimiser, search
+from tuner.core.loops import build_optimiser, search
 from tuner.optimiser import BayesianOptimiser, Dimension, RandomOptimiser
 from tuner.optimiser.posterior import FULL_FIT_POINTS, REFIT_GROWTH
 from tuner.policy import load_policy

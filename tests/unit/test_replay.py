@@ -12,14 +12,14 @@ import json
 
 import pytest
 
-from tuner.actuate import schema
+from tuner.actuate import journal_schema
 from tuner.actuate.alter_system import settings
 from tuner.families import REGISTRY
 from tuner.families.base import Endpoint, FamilyContext
 from tuner.knobs import catalog
 from tuner.model import Trial
 from tuner.policy import load_policy
-from tuner.probes.replay import cold_problem, curve, stream_pages, wal_problem
+from tuner.probes.replayload import cold_problem, curve, stream_pages, wal_problem
 from tuner.target.facts import Setting, TargetFacts
 
 QUICK = Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "replay_quick.toml"
@@ -98,7 +98,7 @@ def _entry(kind: str = "alter_system", **extra: Any) -> dict[str, Any]:
         "pause-name", "not-a-replay-setting"])
 def test_what_the_replay_family_journals_passes_the_journal_checks_and_nothing_else(
         change: dict[str, Any], problem: str | None) -> None:
-    found = schema.entry_problem(change, Path("/sys"))
+    found = journal_schema.entry_problem(change, Path("/sys"))
     assert (found is None) if problem is None else (found is not None and problem in found), found
 
 
@@ -143,7 +143,7 @@ def test_the_terminal_report_gives_the_replay_rate_today_and_recommended() -> No
     from tuner.emit.table import to_table
     from tuner.families import replay_sections
     from tuner.families.replay_sections import ReplayOut
-    from tuner.probes.replay import ReplayPointOut
+    from tuner.probes.replayload import ReplayPointOut
 
     fixture = Path(__file__).parent.parent / "fixtures" / "reports" / "sandbox-all-families.json"
     report = json_emit.parse(fixture.read_text())

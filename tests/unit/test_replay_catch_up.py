@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from tuner.errors import ProbeError
-from tuner.probes.replay import until_caught_up
+from tuner.probes.replayload import until_caught_up
 
 
 class _Clock:

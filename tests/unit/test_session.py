@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import asyncio
 
-from tuner.core.session import confirm
+from tuner.core.loops import confirm
 from tuner.core.stats import SequentialTest
 from tuner.testing import SyntheticProbe, seed_like_surface
 

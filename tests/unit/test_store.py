@@ -403,10 +403,10 @@ def test_open_store_honours_no_store_and_the_config_path_and_creates_the_file_on
 
 
 def test_a_prior_gives_a_search_only_its_own_knobs_and_objects() -> None:
-    from tuner.store import Prior
+    from tuner.store import StoredPrior
 
     ra, cd, wd, comp = "read_ahead_kb", "commit_delay", "wal_writer_delay", "wal_compression"
-    p = Prior("s", "t", "system identifier", trials=[
+    p = StoredPrior("s", "t", "system identifier", trials=[
         ({ra: 128, EIC: 1}, 10.0, "data directory, pg_wal"),
         ({ra: 512, EIC: 1}, 8.0, "tablespace fast"),
         ({cd: 0, wd: 200}, 2.0, None),

@@ -10,12 +10,12 @@ from types import SimpleNamespace
 from typing import Any
 
 from tuner.core.progress import NullProgress
-from tuner.core.session import build_optimiser, search
+from tuner.core.loops import build_optimiser, search
 from tuner.core.tune import tune
 from tuner.families.base import Pin
 from tuner.optimiser import Dimension
 from tuner.policy import load_policy
-from tuner.store.base import Prior
+from tuner.store.base import StoredPrior
 from tuner.testing import SyntheticProbe, seed_like_surface
 
 EIC = "effective_io_concurrency"
@@ -25,10 +25,10 @@ POLICY = load_policy("default")
 
 @dataclass
 class _History:
-    found: Prior | None
+    found: StoredPrior | None
     asked: list[str] = field(default_factory=list)
 
-    async def prior(self, family: str) -> Prior | None:
+    async def prior(self, family: str) -> StoredPrior | None:
         self.asked.append(family)
         return self.found
 
@@ -90,7 +90,7 @@ def test_an_applied_pin_is_compared_with_the_values_it_replaced_and_says_so() ->
 
 def test_a_warm_start_uses_the_stored_trials_of_these_knobs_and_names_the_session() -> None:
     stored = [({EIC: v}, seed_like_surface({EIC: v}), None) for v in (0, 1, 16, 64, 256, 1000)]
-    prior = Prior("s1", "2026-12-01", "system identifier", stored, [({EIC: 256}, None)])
+    prior = StoredPrior("s1", "2026-12-01", "system identifier", stored, [({EIC: 256}, None)])
     history = _History(prior)
     probe = SyntheticProbe(seed_like_surface, noise_cv=0.05, seed=5)
     tuned = asyncio.run(tune(_ctx(history=history), "concurrency", probe, [DIM], {EIC: 1}, confirm=False))
@@ -100,8 +100,8 @@ def test_a_warm_start_uses_the_stored_trials_of_these_knobs_and_names_the_sessio
 
 
 def test_a_stored_session_without_trials_of_these_knobs_or_this_object_is_a_cold_start() -> None:
-    joint = Prior("s1", "2026-12-01", "system identifier", [({EIC: 4, "io_combine_limit": 16}, 9.0, None)], [])
-    elsewhere = Prior("s1", "2026-12-01", "system identifier", [({EIC: 8}, 9.0, "sdb")], [({EIC: 8}, "sdb")])
+    joint = StoredPrior("s1", "2026-12-01", "system identifier", [({EIC: 4, "io_combine_limit": 16}, 9.0, None)], [])
+    elsewhere = StoredPrior("s1", "2026-12-01", "system identifier", [({EIC: 8}, 9.0, "sdb")], [({EIC: 8}, "sdb")])
     for other, kw in ((joint, {}), (elsewhere, {"object": "sda"})):
         history = _History(other)
         probe = SyntheticProbe(seed_like_surface, noise_cv=0.05, seed=6)

@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tuner.actuate import schema
+from tuner.actuate import journal_schema
 from tuner.actuate.alter_system import (
     alter,
     alter_entry,
@@ -57,7 +57,7 @@ from tuner.log import get_logger
 log = get_logger("tuner.journal")
 
 JOURNAL_NAME = "journal.json"
-FORMAT_VERSION = schema.FORMAT_VERSION
+FORMAT_VERSION = journal_schema.FORMAT_VERSION
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 SAVE_EVERY_S = 1.0  # a restore rewrites the journal at most this often (and at its end)
 
@@ -126,7 +126,7 @@ class Journal:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise JournalInvalid(f"the journal {self.path} is not a regular file (a directory, pipe or device); "
-                                     "nothing was restored", hint=schema.forget_hint())
+                                     "nothing was restored", hint=journal_schema.forget_hint())
             with os.fdopen(os.dup(fd), "rb") as fh:
                 return fh.read()
         except OSError as exc:
@@ -139,15 +139,15 @@ class Journal:
         raw = self._raw()
         if raw is None:
             return None
-        doc = schema.parse(self.path, raw)
-        schema.check(self.path, doc, self.writer.sys_root)
+        doc = journal_schema.parse(self.path, raw)
+        journal_schema.check(self.path, doc, self.writer.sys_root)
         return doc
 
     def listing(self) -> list[str]:
         """The entries on disk, numbered as ``--forget`` counts them (the file's format checked, not its entries)."""
         raw = self._raw()
-        changes = [] if raw is None else schema.parse(self.path, raw)["changes"]
-        return [f"{n}: {schema.describe(c)}" for n, c in enumerate(changes, 1)]
+        changes = [] if raw is None else journal_schema.parse(self.path, raw)["changes"]
+        return [f"{n}: {journal_schema.describe(c)}" for n, c in enumerate(changes, 1)]
 
     def _write(self, doc: dict[str, Any]) -> None:
         atomic_write(self.path, json.dumps(doc, indent=2) + "\n", dir_mode=0o700)
@@ -208,7 +208,7 @@ class Journal:
         cannot be written, neither the journal in memory nor the object changes: the error says so."""
         doc = self._held()
         entry = {**change, "recorded_at": _now()}
-        problem = schema.entry_problem(entry, self.writer.sys_root)
+        problem = journal_schema.entry_problem(entry, self.writer.sys_root)
         if problem:
             raise JournalError(f"internal error: refusing to change {obj} {change.get('name')}: its entry {problem}")
         updated = {**doc, "changes": [*doc["changes"], entry]}
@@ -390,15 +390,15 @@ class Journal:
                 raise ConfigError(f"nothing to forget: there is no journal in {self.state_dir}")
             if which == "all":
                 try:
-                    changes = schema.parse(self.path, raw)["changes"]
-                    dropped = [f"{n}: {schema.describe(c)}" for n, c in enumerate(changes, 1)]
+                    changes = journal_schema.parse(self.path, raw)["changes"]
+                    dropped = [f"{n}: {journal_schema.describe(c)}" for n, c in enumerate(changes, 1)]
                 except JournalError as exc:
                     dropped = [f"the whole damaged journal ({exc})"]
                 doc: dict[str, Any] = {"changes": []}
             else:
-                doc = schema.parse(self.path, raw)
+                doc = journal_schema.parse(self.path, raw)
                 number = self._entry_number(which, doc["changes"])
-                dropped = [f"{number}: {schema.describe(doc['changes'].pop(number - 1))}"]
+                dropped = [f"{number}: {journal_schema.describe(doc['changes'].pop(number - 1))}"]
             try:
                 if doc["changes"]:
                     self._write(doc)

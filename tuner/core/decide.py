@@ -10,13 +10,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tuner.core.session import NullProgress, Probe, Progress, confirm, effect_out
+from tuner.core.loops import NullProgress, Probe, Progress, confirm, effect_out
 from tuner.core.stats import Look, SequentialTest
 from tuner.model import EffectOut, NearOptimal, NearRange, Recommendation, Trial
 from tuner.optimiser.space import pooled_sd
 from tuner.policy import Policy
 
-Config = dict[str, Any]
+Values = dict[str, Any]
 
 NOTHING_TO_CONFIRM = "today's value is the model's predicted optimum; nothing to confirm"
 TODAY_IN_OPTIMUM = "today's value is in the model's predicted optimum"
@@ -33,8 +33,8 @@ def confirmation_test(policy: Policy) -> SequentialTest:
 class Decision:
     """The outcome of comparing ``candidate`` with ``current``."""
 
-    current: Config
-    candidate: Config
+    current: Values
+    candidate: Values
     decision: Literal["change", "keep"]
     reason: str
     effect: EffectOut | None = None
@@ -53,7 +53,7 @@ def _range_text(near: NearRange) -> str:
             else f"the near-optimal range {near.low}..{near.high}")
 
 
-def _today_inside(current: Config, candidate: Config, near: dict[str, NearRange]) -> str | None:
+def _today_inside(current: Values, candidate: Values, near: dict[str, NearRange]) -> str | None:
     """The one knob that differs between ``current`` and ``candidate`` where today's value lies inside its
     near-optimal range, else None (several knobs differ: the per-knob ranges cross at the candidate, and say
     nothing about today's combination)."""
@@ -65,8 +65,8 @@ def _today_inside(current: Config, candidate: Config, near: dict[str, NearRange]
 
 
 async def decide(
-    current: Config,
-    candidate: Config,
+    current: Values,
+    candidate: Values,
     probe: Probe,
     policy: Policy,
     *,

@@ -1,6 +1,6 @@
 """One tuning step, the same for every family: a stored recommendation pinned to the family is re-validated in
 paired trials (no search); else a warm start from the latest stored session on a matching target, the optimiser
-the benchmarks measure (:func:`tuner.core.session.build_optimiser`), the search, and — unless the family confirms
+the benchmarks measure (:func:`tuner.core.loops.build_optimiser`), the search, and — unless the family confirms
 its own way (a joint search whose knobs it confirms one by one) — the decision against today's values.
 
 The family keeps what is its own: the probe, the dimensions and today's values, the recommendation's fields and
@@ -16,15 +16,15 @@ from typing import Any, Protocol
 
 from tuner.core.decide import Decision, decide
 from tuner.core.progress import Progress
-from tuner.core.session import Probe, build_optimiser, search
+from tuner.core.loops import Probe, build_optimiser, search
 from tuner.model import NearOptimal, Trial
-from tuner.optimiser import BaseOptimiser, Dimension, Recommendation
+from tuner.optimiser import BaseOptimiser, Dimension, Suggestion
 from tuner.policy import Policy
-from tuner.store.base import Prior
+from tuner.store.base import StoredPrior
 
 
 class History(Protocol):
-    async def prior(self, family: str) -> Prior | None: ...
+    async def prior(self, family: str) -> StoredPrior | None: ...
 
 
 class PinLike(Protocol):
@@ -68,7 +68,7 @@ class Tuned:
 
     trials: list[Trial] = field(default_factory=list)  # the search's, then the decision's
     decided: Decision | None = None  # None: the search found nothing, or the family confirms its own way
-    found: Recommendation | None = None  # the search's optimum (None for a pin, or when nothing was found)
+    found: Suggestion | None = None  # the search's optimum (None for a pin, or when nothing was found)
     stop_reason: str | None = None  # the search's
     warm_start: str | None = None  # for the report: where the search started from, or the pin it re-validated
     optimiser: str | None = None  # the optimiser's kind (None for a pin)
@@ -80,7 +80,7 @@ class Tuned:
         return not self.pinned and self.found is None
 
 
-def warm_note(prior: Prior | None, optimiser: Any) -> str | None:
+def warm_note(prior: StoredPrior | None, optimiser: Any) -> str | None:
     """What a report says about a search's warm start (None: it started cold, with nothing stored to start from)."""
     if prior is None:
         return None
@@ -133,7 +133,7 @@ async def tune(
 
 
 async def _warm(ctx: Context, family: str, current: Mapping[str, int],
-                object: str | None) -> tuple[Prior | None, dict[str, Any]]:
+                object: str | None) -> tuple[StoredPrior | None, dict[str, Any]]:
     """The latest stored session's trials of exactly these knobs, as ``build_optimiser``'s arguments; a stored
     session without such trials (another knob set, another device) is no warm start."""
     prior = await ctx.history.prior(family) if ctx.history else None

@@ -264,7 +264,7 @@ class Daemon:
     @contextlib.asynccontextmanager
     async def _sandbox(self, target: Target) -> AsyncIterator[Any]:
         self.state.say("creating the sandbox")
-        quiet = _Quiet()  # (tuner.core.session's NullProgress would import the optimiser stack at start)
+        quiet = _Quiet()  # (tuner.core.loops's NullProgress would import the optimiser stack at start)
         async with servers(target.cfg, use_sandbox=True, progress=quiet, writable=True) as where:
             yield where
 

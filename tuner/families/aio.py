@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner import sqlfiles
-from tuner.core import space
+from tuner.core import bounds
 from tuner.knobs import iouring
 from tuner.families.base import FamilyContext
 from tuner.model import Trial
@@ -51,14 +51,14 @@ def workers_dimension(ctx: FamilyContext, io: dict[str, dict[str, Any]], refusal
                      f"{io[POOL_MAX]['setting']}, and the policy's [search.{WORKERS}] does not apply")
     if POOL_MAX in io:
         return _under_worker(ctx, io, refusal, notes, POOL_MAX) if POOL_MAX in ctx.policy.search else None
-    if WORKERS not in io or space.spec(WORKERS, ctx.facts) is None:
+    if WORKERS not in io or bounds.spec(WORKERS, ctx.facts) is None:
         return None
     return _under_worker(ctx, io, refusal, notes, WORKERS)
 
 
 def _under_worker(ctx: FamilyContext, io: dict[str, dict[str, Any]], refusal: str | None, notes: list[str],
                   knob: str) -> Dimension | None:
-    dim = space.dimension(knob, ctx.policy, ctx.facts)
+    dim = bounds.dimension(knob, ctx.policy, ctx.facts)
     why = (dim if isinstance(dim, str) else refusal if refusal
            else f"it acts only under {METHOD} = worker, and today it is {io[METHOD]['setting']}"
            if io.get(METHOD, {}).get("setting") != "worker" else None)
@@ -84,7 +84,7 @@ def method_alternatives(ctx: FamilyContext, io: dict[str, dict[str, Any]], refus
                         notes: list[str]) -> list[str]:
     """The io_method values to screen against today's: the policy's, where the build offers them and (io_uring)
     nothing on this host stops the server from running it; none without restarts."""
-    if METHOD not in io or space.spec(METHOD, ctx.facts) is None or not ctx.policy.section("concurrency").io_method:
+    if METHOD not in io or bounds.spec(METHOD, ctx.facts) is None or not ctx.policy.section("concurrency").io_method:
         return []
     today = io[METHOD]["setting"]
     offered = tuple(io[METHOD]["enumvals"] or ())

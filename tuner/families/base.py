@@ -23,8 +23,9 @@ from pydantic import BaseModel
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Report, ReportSection, Trial
 from tuner.preview import FamilyPlan
-from tuner.store.base import Prior, Store, StoreError
+from tuner.store.base import StoredPrior, Store, StoreError
 from tuner.target.guard import Guard
+from tuner.target.server import Restart
 
 if TYPE_CHECKING:
     from tuner.actuate import Journal
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from tuner.probes.diskstat import DiskReader
     from tuner.target.facts import TargetFacts
 
-Restart = Callable[[], Awaitable[None]]
 log = get_logger("tuner.families")
 
 
@@ -138,7 +138,7 @@ class WarmStart:
     fingerprint: dict[str, Any]
     session_id: str
 
-    async def prior(self, family: str) -> Prior | None:
+    async def prior(self, family: str) -> StoredPrior | None:
         try:
             return await self.store.prior(self.fingerprint, family, exclude=self.session_id)
         except StoreError as exc:  # the history is a help, not a precondition: a cold start it is

@@ -23,9 +23,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from tuner.core import space
+from tuner.core import bounds
 from tuner.core.decide import Decision, decide, recommendation
-from tuner.core.session import Probe
+from tuner.core.loops import Probe
 from tuner.core.tune import Tuned, tune
 from tuner.errors import ProbeError
 from tuner.families import aio, concurrency_figures, concurrency_sections, previews
@@ -36,7 +36,7 @@ from tuner.optimiser import Dimension
 from tuner.policy import Policy
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
-from tuner.probes.runner import ColdProbe, SystemKnobs
+from tuner.probes.coldprobe import ColdProbe, SystemKnobs
 
 log = get_logger("tuner.concurrency")
 
@@ -59,7 +59,7 @@ class Concurrency:
     policy_section: ClassVar[type[concurrency_sections.Policy]] = concurrency_sections.Policy
 
     def applicable(self, ctx: FamilyContext) -> str | None:
-        dim = space.dimension(KNOB, ctx.policy, ctx.facts)
+        dim = bounds.dimension(KNOB, ctx.policy, ctx.facts)
         return dim if isinstance(dim, str) else None
 
     async def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:  # what `tuner check` shows; changes nothing
@@ -94,13 +94,13 @@ class Concurrency:
         if streams:
             return await _read_streams(self.name, ctx, queries, cache, io, local)
         ignored = sorted(k for k in policy.search
-                         if k != KNOB and (s := space.spec(k, facts)) is not None and s.family == self.name)
+                         if k != KNOB and (s := bounds.spec(k, facts)) is not None and s.family == self.name)
         if ignored:
             log.warning("plan.knobs_not_probed", knobs=ignored, reason="no workload for them in this family yet")
         probe = _probe(ctx, queries, cache)
-        dim = space.dimension(KNOB, policy, facts)
+        dim = bounds.dimension(KNOB, policy, facts)
         assert not isinstance(dim, str)  # applicable() checked it
-        today = space.today(KNOB, facts)
+        today = bounds.today(KNOB, facts)
         current = {KNOB: int(today.value)}
         if self.name not in ctx.pins:
             log.info("plan", family=self.name, knob=KNOB, range=[dim.low, dim.high], current=current[KNOB],
@@ -117,7 +117,7 @@ class Concurrency:
                                 trials=tuned.trials)
         if not tuned.pinned:
             outcome["reason"] = "search and confirmation finished" if tuned.decided.trials else "search finished"
-        rec = recommendation(KNOB, tuned.decided, source=today.source, requires=space.spec(KNOB, facts).requires)  # type: ignore[union-attr]
+        rec = recommendation(KNOB, tuned.decided, source=today.source, requires=bounds.spec(KNOB, facts).requires)  # type: ignore[union-attr]
         return FamilyResult(FamilyOutcome(status="done", **outcome), trials=tuned.trials,  # type: ignore[arg-type]
                             recommendations=[rec])
 
@@ -146,7 +146,7 @@ async def with_seq_scan(conn: Any, ctx: FamilyContext, queries: list[workload.Pr
     mix = ctx.policy.section(Concurrency.name)
     if ctx.cfg.workload.queries:
         return queries
-    searched = [k for k in (KNOB, ICL) if not isinstance(space.dimension(k, ctx.policy, ctx.facts), str)]
+    searched = [k for k in (KNOB, ICL) if not isinstance(bounds.dimension(k, ctx.policy, ctx.facts), str)]
     if not workload.seq_scan_knobs(ctx.facts.server_version_num, searched) or mix.seq_scan_weight == 0:
         return queries
     # A tablespace's own effective_io_concurrency wins over SET: its tables would not vary with the probe.
@@ -181,16 +181,16 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
     dims: list[Dimension] = []
     current: dict[str, Any] = {}
     for knob in (KNOB, ICL):
-        dim = _icl_dimension(policy, ctx, io) if knob == ICL else space.dimension(knob, policy, facts)
+        dim = _icl_dimension(policy, ctx, io) if knob == ICL else bounds.dimension(knob, policy, facts)
         if isinstance(dim, str):
-            if knob == ICL and space.spec(ICL, facts) is not None:
+            if knob == ICL and bounds.spec(ICL, facts) is not None:
                 notes.append(f"{ICL} not searched: {dim}")
             continue
-        if knob == ICL and dim.high < (space.spec(ICL, facts).max or dim.high):  # type: ignore[union-attr]
+        if knob == ICL and dim.high < (bounds.spec(ICL, facts).max or dim.high):  # type: ignore[union-attr]
             notes.append(f"{ICL} searched in {dim.low}..{dim.high}: {ICL_CAP} = {io[ICL_CAP]['setting']} caps it "
                          "(a restart-level setting tuner does not change)")
         dims.append(dim)
-        current[knob] = dim.snap(int(space.today(knob, facts).value))
+        current[knob] = dim.snap(int(bounds.today(knob, facts).value))
     why_no_alter = aio.alter_system_refusal(ctx)
     workers_dim = aio.workers_dimension(ctx, io, why_no_alter, notes)
     methods = aio.method_alternatives(ctx, io, why_no_alter, notes)
@@ -205,7 +205,7 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
     probe = _probe(ctx, queries, cache, system)
     workload_sql = [q.sql for q in queries]
     ignored = sorted(k for k in policy.search if k not in (KNOB, ICL, WORKERS, aio.POOL_MAX, METHOD)
-                     and (s := space.spec(k, facts)) is not None and s.family == name)
+                     and (s := bounds.spec(k, facts)) is not None and s.family == name)
     if ignored:
         log.warning("plan.knobs_not_probed", knobs=ignored, reason="no workload for them in this family yet")
     log.info("plan", family=name, knobs={d.name: [d.low, d.high] for d in dims}, current=current,
@@ -351,7 +351,7 @@ async def _confirm_each(ctx: FamilyContext, probe: Probe, searched: list[Trial],
 
 def _rec(knob: str, decided: Decision, facts: Any, io: dict[str, dict[str, Any]]) -> Recommendation:
     """The recommendation for ``knob`` from ``decided``, its reason closing with the two scan kinds' times."""
-    spec = space.spec(knob, facts)
+    spec = bounds.spec(knob, facts)
     assert spec is not None
     source = facts.settings[knob].source if knob in facts.settings else "default"
     rec = recommendation(knob, decided, source=source, requires=spec.requires)
@@ -406,7 +406,7 @@ class _Fixed:
 
 def _icl_dimension(policy: Policy, ctx: FamilyContext, io: dict[str, dict[str, Any]]) -> Dimension | str:
     """io_combine_limit's search range: below io_max_combine_limit (18), which silently caps what SET asks."""
-    dim = space.dimension(ICL, policy, ctx.facts)
+    dim = bounds.dimension(ICL, policy, ctx.facts)
     if isinstance(dim, str) or ICL_CAP not in io:
         return dim
     cap = int(io[ICL_CAP]["setting"])

@@ -27,7 +27,7 @@ import asyncpg
 
 from tuner import sqlfiles
 from tuner.config import Config
-from tuner.core import space
+from tuner.core import bounds
 from tuner.core.decide import Decision, decide
 from tuner.core.tune import tune
 from tuner.families import previews, readahead_figures, readahead_sections
@@ -40,7 +40,7 @@ from tuner.policy import Policy
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
 from tuner.probes.rawread import raw_read_mb_s
-from tuner.probes.runner import ColdProbe
+from tuner.probes.coldprobe import ColdProbe
 from tuner.target.facts import TargetFacts
 
 log = get_logger("tuner.readahead")
@@ -94,7 +94,7 @@ async def _plan_device(
     bitmap = workload.choose([c for c in cands if c.relation in names], relations=1,
                              pages_fraction=cfg.workload.pages_fraction)
     joint, why = False, None
-    eic_dim = space.dimension(EIC, policy, facts)
+    eic_dim = bounds.dimension(EIC, policy, facts)
     own = _tablespace_eic(facts, group.tablespaces)
     if policy.section(FAMILY).bitmap_scan_weight == 0:
         why = "the policy gives bitmap heap scans no weight"
@@ -268,16 +268,16 @@ async def _probe_device(
 ) -> tuple[list[Recommendation], list[Trial], DeviceOut, str | None]:
     policy, facts, journal = ctx.policy, ctx.facts, ctx.journal
     group, dev = plan.group, plan.group.device
-    ra_dim = space.dimension(RA, policy, facts, quantum=readahead_quantum_kb())
+    ra_dim = bounds.dimension(RA, policy, facts, quantum=readahead_quantum_kb())
     if isinstance(ra_dim, str):
         return [], [], _device_out(group, None, "skipped", ra_dim, read_ahead_kb=before), None
     dims = [ra_dim]
     current: dict[str, int] = {RA: ra_dim.snap(before)}
     if plan.joint:
-        eic_dim = space.dimension(EIC, policy, facts)
+        eic_dim = bounds.dimension(EIC, policy, facts)
         assert not isinstance(eic_dim, str)  # _plan_device checked it
         dims.append(eic_dim)
-        current[EIC] = int(space.today(EIC, facts).value)
+        current[EIC] = int(bounds.today(EIC, facts).value)
 
     def actuate(kb: int) -> None:
         journal.set_sysfs(dev.read_ahead_path, kb, device=dev.node, name=RA)

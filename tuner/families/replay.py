@@ -7,7 +7,7 @@ the WAL, in tuner's journaled scratch schema) and its hot standby (the target: r
 set on the standby with ALTER SYSTEM + reload — the startup process reads only the configuration files — journaled
 as a hot standby's entry and put back byte for byte. Each probe pauses the standby's replay (journaled too, so a
 crash never leaves it paused: restoring the entry resumes replay), makes the same WAL stream of random-page updates
-on the primary, empties the standby's caches and times its catch-up (:mod:`tuner.probes.replay` says how, and why
+on the primary, empties the standby's caches and times its catch-up (:mod:`tuner.probes.replayload` says how, and why
 not by a restart). The report gives the replay rate in MB of WAL per second today and at the recommended value.
 """
 
@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import asyncpg
 
-from tuner.core import space
+from tuner.core import bounds
 from tuner.core.decide import Decision, recommendation
 from tuner.core.tune import tune
 from tuner.errors import ProbeError, RefusedError, TunerError
@@ -28,14 +28,14 @@ from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, sk
 from tuner.families.replay_sections import ReplayOut
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Trial
-from tuner.probes import replay, workload
+from tuner.probes import replayload, workload
 from tuner.probes.cache import CacheControl, choose_os_method
 from tuner.target.connection import redact
 
 log = get_logger("tuner.replay")
 
 FAMILY = "replay"
-KNOB = replay.KNOB
+KNOB = replayload.KNOB
 MIN_VERSION = 150000  # recovery_prefetch came in 15
 
 
@@ -56,7 +56,7 @@ class Replay:
                     "primary's WAL")
         if facts.server_version_num < MIN_VERSION:
             return f"PostgreSQL {facts.server_version} has no recovery prefetch (recovery_prefetch came in 15)"
-        dim = space.dimension(KNOB, ctx.policy, facts)
+        dim = bounds.dimension(KNOB, ctx.policy, facts)
         if isinstance(dim, str):
             return dim
         primary = ctx.writable
@@ -126,18 +126,18 @@ class Replay:
         ctx.progress.phase("replay setup", None)
         try:
             async with ctx.connection(primary) as p:
-                layout = await replay.prepare(p, table_pages=table_pages, filler_pages=filler_pages, pages=rp.pages,
+                layout = await replayload.prepare(p, table_pages=table_pages, filler_pages=filler_pages, pages=rp.pages,
                                               seed=ctx.cfg.tuner.seed, on_step=ctx.progress.advance)
-                built = await replay.current_lsn(p)
+                built = await replayload.current_lsn(p)
             async with ctx.connection(standby) as s:
                 # Not the probe's timeout: the standby may still be replaying what an earlier family wrote (the
                 # WAL family's load) besides the scratch tables just built, and on a loaded host that can take
                 # longer than one probe's stream; only a replay that stops advancing is a failure.
                 try:
-                    await replay.wait_caught_up(s, built, stall_s=rp.catch_up_timeout_s)
+                    await replayload.wait_caught_up(s, built, stall_s=rp.catch_up_timeout_s)
                 except ProbeError as exc:
                     raise ProbeError(f"{exc}: is it replaying this primary's WAL?") from None
-                files = await workload.relation_files(s, local, replay.TABLE)
+                files = await workload.relation_files(s, local, replayload.TABLE)
         except ProbeError as exc:
             return skipped(FAMILY, f"{exc} ({exc.hint})" if exc.hint else str(exc))
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
@@ -153,20 +153,20 @@ class Replay:
                   f"{layout.filler_pages * layout.block_size / 1e6:.0f} MB filler table through shared buffers "
                   f"(no restart: a restarted standby resumes replay from its last restartpoint); the stream made and "
                   f"received; OS page cache: {os_method}; replay resumed and timed")
-        probe = replay.ReplayProbe(
+        probe = replayload.ReplayProbe(
             primary=primary.connect, standby=standby.connect, journal=ctx.journal, layout=layout, cache=cache,
             standby_identity=s_identity, standby_dsn=standby.dsn,
             statement_timeout_s=policy.guardrails.statement_timeout_s, catch_up_timeout_s=rp.catch_up_timeout_s,
             min_cold_read_fraction=policy.cache.min_cold_read_fraction, family=self.name,
         )
-        dim = space.dimension(KNOB, policy, standby.facts)
+        dim = bounds.dimension(KNOB, policy, standby.facts)
         assert not isinstance(dim, str)  # applicable() checked it
-        today = space.today(KNOB, standby.facts)
+        today = bounds.today(KNOB, standby.facts)
         current = {KNOB: int(today.value)}
-        spec = space.spec(KNOB, standby.facts)
+        spec = bounds.spec(KNOB, standby.facts)
         assert spec is not None
         workload_text = [(f"{layout.pages} one-row HOT updates of random pages (fixed order, seed "
-                          f"{ctx.cfg.tuner.seed}) of {replay.TABLE} ({layout.table_mb:g} MB, {layout.table_pages} "
+                          f"{ctx.cfg.tuner.seed}) of {replayload.TABLE} ({layout.table_mb:g} MB, {layout.table_pages} "
                           "pages) on the primary, replayed by the standby from a cold cache")]
         place = ("the sandbox's hot standby and its primary" if ctx.sandbox_dir
                  else f"{redact(standby.dsn)} and its primary ({standby.facts.server_version})")
@@ -176,7 +176,7 @@ class Replay:
             log.info("plan", family=FAMILY, knob=KNOB, range=[dim.low, dim.high], current=current[KNOB],
                      pages=layout.pages, table_mb=layout.table_mb, recovery_prefetch=prefetch,
                      budget=ctx.budget if ctx.budget is not None else policy.budget.probes)
-        tuned = await tune(ctx, FAMILY, probe, [dim], current, metric=replay.METRIC)
+        tuned = await tune(ctx, FAMILY, probe, [dim], current, metric=replayload.METRIC)
         trials.extend(tuned.trials)
         if tuned.pinned:  # the daemon's re-validation: the stored recommendation against today, no search
             outcome.update(reason=f"{tuned.warm_start}, on {place}", warm_start=tuned.warm_start)
@@ -194,11 +194,11 @@ class Replay:
                             section=section)
 
 
-def _section(trials: list[Trial], decided: Decision, recommended: int, layout: replay.Layout, prefetch: str,
+def _section(trials: list[Trial], decided: Decision, recommended: int, layout: replayload.Layout, prefetch: str,
              method: str) -> ReplayOut:
     """Replay rates today and at the recommendation (medians over every ok probe at each value)."""
     current = int(decided.current[KNOB])
-    points = {p.maintenance_io_concurrency: p for p in replay.curve(trials)}
+    points = {p.maintenance_io_concurrency: p for p in replayload.curve(trials)}
     wal = [t.metrics["wal_mb"] for t in trials if t.status == "ok" and "wal_mb" in t.metrics]
     return ReplayOut(
         maintenance_io_concurrency_current=current, maintenance_io_concurrency_recommended=recommended,

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from tuner.config import Section
 from tuner.model import ReportSection, _Frozen
-from tuner.probes.replay import ReplayPointOut
+from tuner.probes.replayload import ReplayPointOut
 
 
 class Policy(Section):

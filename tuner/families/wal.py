@@ -27,9 +27,9 @@ from typing import Any, ClassVar, Literal
 import asyncpg
 
 from tuner.actuate import Journal
-from tuner.core import space
+from tuner.core import bounds
 from tuner.core.decide import decide, recommendation
-from tuner.core.session import Progress
+from tuner.core.loops import Progress
 from tuner.core.tune import tune
 from tuner.errors import ProbeError, RefusedError, TunerError
 from tuner.families import previews, wal_figures, wal_legacy, wal_sections
@@ -191,7 +191,7 @@ class Wal:
 
 def _knobs(ctx: FamilyContext, where: Endpoint, settings: dict[str, dict[str, Any]]) -> list[str]:
     """The policy's searched WAL knobs this server has (wal_buffers is screened, never searched)."""
-    return [k for k in ctx.policy.search if (s := space.spec(k, where.facts)) and s.family == FAMILY
+    return [k for k in ctx.policy.search if (s := bounds.spec(k, where.facts)) and s.family == FAMILY
             and k in settings and k != BUFFERS]
 
 
@@ -215,7 +215,7 @@ async def _tune(ctx: FamilyContext, where: Endpoint, probe: WalProbe, settings: 
     if knobs:
         dims = []
         for k in knobs:
-            dim = space.dimension(k, policy, where.facts)
+            dim = bounds.dimension(k, policy, where.facts)
             if isinstance(dim, str):
                 raise TunerError(f"cannot search {k}: {dim}")
             dims.append(dim)

@@ -19,7 +19,7 @@ The model works on log(time) (multiplicative noise becomes additive), over each 
 (``log2p1``: log2(1 + value), so 0 is reachable and 1, 3, 7, 15 … are evenly spaced). The recommendation
 comes from the model's posterior mean, not from the luckiest observation (winner's curse).
 
-The near-optimal range (``Recommendation.near_optimal``, a ``tuner.model.NearOptimal`` of per-knob
+The near-optimal range (``Suggestion.near_optimal``, a ``tuner.model.NearOptimal`` of per-knob
 ``NearRange``s) is the values the measurements cannot tell apart from the best by more than the policy's
 minimum effect, at its ``1 − alpha``: a value measured in this session is left out only where its readings'
 mean exceeds the best's by more than log(``min_effect``) plus that interval (the model's noise per reading); a
@@ -41,7 +41,7 @@ holds, one object each, with its constants and its reason), ``near`` (what the a
 from tuner.optimiser.base import BaseOptimiser, RandomOptimiser
 from tuner.optimiser.design import initial_design, space_filling
 from tuner.optimiser.gp import BayesianOptimiser
-from tuner.optimiser.space import Config, Dimension, Recommendation
+from tuner.optimiser.space import Point, Dimension, Suggestion
 
 OPTIMISERS: dict[str, type[BaseOptimiser]] = {
     BayesianOptimiser.kind: BayesianOptimiser,
@@ -52,10 +52,10 @@ __all__ = [
     "OPTIMISERS",
     "BaseOptimiser",
     "BayesianOptimiser",
-    "Config",
+    "Point",
     "Dimension",
     "RandomOptimiser",
-    "Recommendation",
+    "Suggestion",
     "initial_design",
     "space_filling",
 ]

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from tuner.optimiser.prior import Prior
 from tuner.model import NearOptimal, NearRange
-from tuner.optimiser.space import Config, Dimension, History, Recommendation, key_of
+from tuner.optimiser.space import Point, Dimension, History, Suggestion, key_of
 
 
 class BaseOptimiser:
@@ -60,19 +60,19 @@ class BaseOptimiser:
         # on two configurations. Four left the model only six proposals after today's value and the 3 x 3
         # start, and where a narrow optimum lies between the starts it often never probed a good one.
         self.remeasure = 2 if len(dimensions) > 1 else 0
-        self._remeasure_plan: list[Config] | None = None
+        self._remeasure_plan: list[Point] | None = None
         # Where the search ends: the budget, or — a warm joint search that converged early — the probe after its
         # re-measurements, with the reason it converged.
         self._end = budget
         self._end_reason: str | None = None
         # Stop when the best expected improvement (in log-time) is below a quarter of the tolerance.
         self.ei_stop = math.log1p(tolerance) / 4
-        self._initial: list[Config] = []
+        self._initial: list[Point] = []
         # The initial design, kept after it has been probed (joint re-measurements look back at it).
         self._start_keys: set[tuple[int, ...]] = set()
         self._prior = Prior.compress(self.dimensions, prior, self.prior_per_config)
         self._fallback = [self._validate(cfg) for cfg in fallback]
-        self._previous: Config | None = None
+        self._previous: Point | None = None
         if previous is not None and self._prior.observations:
             try:
                 self._previous = self._validate(previous)
@@ -91,7 +91,7 @@ class BaseOptimiser:
     # latest describe today's target best, and three readings already halve one reading's noise (in log-sd).
     prior_per_config = 3
 
-    def _add_start(self, clean: Config) -> None:
+    def _add_start(self, clean: Point) -> None:
         if key_of(clean, self.dimensions) not in self._start_keys:
             self._start_keys.add(key_of(clean, self.dimensions))
             self._initial.append(clean)
@@ -123,7 +123,7 @@ class BaseOptimiser:
         proposal goes to them while unseen values remain — but never as probes of this session."""
         return set(self._prior.points) if self._prior.offset is not None else set()
 
-    def _prior_configs(self) -> list[Config]:
+    def _prior_configs(self) -> list[Point]:
         """The same, as configurations (in the prior's order)."""
         if self._prior.offset is None:
             return []
@@ -148,7 +148,7 @@ class BaseOptimiser:
         self._fallback = []
 
     # -- public, validating -------------------------------------------------------------------------
-    def suggest(self) -> Config:
+    def suggest(self) -> Point:
         """The next configuration to probe."""
         if self._initial:
             return dict(self._initial[0])
@@ -237,11 +237,11 @@ class BaseOptimiser:
             return f"the predicted optimum did not move in the last {self.patience} probes"
         return None
 
-    def recommendation(self) -> Recommendation:
+    def recommendation(self) -> Suggestion:
         """The configuration to confirm and its near-optimal ranges (a ``NearOptimal``)."""
         return self._report(self._answer())
 
-    def _answer(self) -> Recommendation:
+    def _answer(self) -> Suggestion:
         """The search's own answer: what its stopping rule follows (``_converged``), with the box of values
         predicted within the tolerance of the best. ``recommendation`` reports from it."""
         ok = self.history.ok
@@ -258,16 +258,16 @@ class BaseOptimiser:
         ranges = {
             d.name: (min(k[i] for k in near), max(k[i] for k in near)) for i, d in enumerate(self.dimensions)
         }
-        return Recommendation(cfg, None, ranges, "observations")
+        return Suggestion(cfg, None, ranges, "observations")
 
-    def _report(self, found: Recommendation) -> Recommendation:
+    def _report(self, found: Suggestion) -> Suggestion:
         """What ``recommendation`` says about the search's answer (``near.RangeFinder`` where there is a model)."""
         return self._report_as_found(found)
 
-    def _report_as_found(self, found: Recommendation) -> Recommendation:
+    def _report_as_found(self, found: Suggestion) -> Suggestion:
         """Without a model: the answer and its box as they are (values observed within the tolerance of the
         best), with what a report says about each knob's range."""
-        return Recommendation(found.config, found.predicted_ms, NearOptimal({
+        return Suggestion(found.config, found.predicted_ms, NearOptimal({
             d.name: self._knob_range(d, *found.near_optimal[d.name]) for d in self.dimensions}), found.source)
 
     def _knob_range(self, d: Dimension, low: int, high: int, plateau: bool = False) -> NearRange:
@@ -277,11 +277,11 @@ class BaseOptimiser:
                          step=d.quantum)
 
     # -- helpers ------------------------------------------------------------------------------------
-    def _validate(self, config: Mapping[str, int]) -> Config:
+    def _validate(self, config: Mapping[str, int]) -> Point:
         names = {d.name for d in self.dimensions}
         if set(config) != names:
             raise ValueError(f"a configuration needs exactly {sorted(names)}, got {sorted(config)}")
-        out: Config = {}
+        out: Point = {}
         for d in self.dimensions:
             v = config[d.name]
             if isinstance(v, bool) or int(v) != v:
@@ -303,30 +303,30 @@ class BaseOptimiser:
     def _observed_means(self) -> dict[tuple[int, ...], float]:
         return {k: sum(v) / len(v) for k, v in self._observed_logs().items()}
 
-    def _observed_mean(self, config: Config) -> float:
+    def _observed_mean(self, config: Point) -> float:
         return self._observed_means()[key_of(config, self.dimensions)]
 
     # -- private, overridden ------------------------------------------------------------------------
-    def _suggest(self) -> Config:
+    def _suggest(self) -> Point:
         raise NotImplementedError  # abstract: both concrete optimisers override it
 
-    def _register(self, config: Config, log_value: float) -> None:
+    def _register(self, config: Point, log_value: float) -> None:
         return None
 
     def _prior_calibrated(self) -> None:
         """The prior came into use on a failed probe (the design's last): refit where there is a model."""
         return None
 
-    def _model_recommendation(self) -> Recommendation | None:
+    def _model_recommendation(self) -> Suggestion | None:
         return None
 
     def _max_expected_improvement(self) -> float | None:
         return None
 
-    def _unresolved_gap(self) -> Config | None:
+    def _unresolved_gap(self) -> Point | None:
         return None
 
-    def _leaders(self, n: int) -> list[Config]:
+    def _leaders(self, n: int) -> list[Point]:
         """The ``n`` best probed configurations (by observed mean on the base class)."""
         means = self._observed_means()
         keys = sorted(means, key=lambda k: means[k])[:n]
@@ -342,5 +342,5 @@ class RandomOptimiser(BaseOptimiser):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self._rng = random.Random(self.seed)
 
-    def _suggest(self) -> Config:
+    def _suggest(self) -> Point:
         return {d.name: d.from_z(self._rng.uniform(d.z_low, d.z_high)) for d in self.dimensions}

@@ -6,7 +6,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 
-from tuner.optimiser.space import Config, Dimension
+from tuner.optimiser.space import Point, Dimension
 
 
 def initial_design(
@@ -15,7 +15,7 @@ def initial_design(
     starts: Mapping[str, Sequence[int]],
     *,
     today: bool = True,
-) -> list[Config]:
+) -> list[Point]:
     """Today's values first (they are the baseline anyway), then the policy's starting values: for one knob
     the values themselves; for several, every combination of them (3 × 3 = 9 points for two knobs), which
     puts the special values — concurrency 0, the kernel's readahead — on the grid.
@@ -33,11 +33,11 @@ def initial_design(
     return design if today else design[1:]
 
 
-def space_filling(dimensions: Sequence[Dimension], n: int) -> list[Config]:
+def space_filling(dimensions: Sequence[Dimension], n: int) -> list[Point]:
     """``n`` deterministic, evenly spread points (a Fibonacci lattice in the transformed space), avoiding the
     edges where single bad values sit (readahead 0, concurrency 1)."""
     golden = (math.sqrt(5) - 1) / 2
-    points: list[Config] = []
+    points: list[Point] = []
     for i in range(n):
         fracs = [(i + 0.5) / n] + [((i + 0.5) * golden * (k + 1)) % 1.0 for k in range(len(dimensions) - 1)]
         points.append({d.name: d.from_z(d.z_low + (0.1 + 0.8 * f) * (d.z_high - d.z_low)) for d, f in zip(dimensions, fracs)})

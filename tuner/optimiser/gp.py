@@ -18,7 +18,7 @@ from tuner.optimiser.near import RangeFinder
 from tuner.optimiser.posterior import Posterior
 from tuner.optimiser.rulebase import GapRule, Rule
 from tuner.optimiser.rules import GAP_RULES, RULES, AgreeWindow, Duel, HalfStepBelowChord, KeepPrevious, StartWindow
-from tuner.optimiser.space import Config, Recommendation, key_of, pooled_sd
+from tuner.optimiser.space import Point, Suggestion, key_of, pooled_sd
 
 R = TypeVar("R", bound=Rule)
 
@@ -66,7 +66,7 @@ class BayesianOptimiser(RangeFinder, Posterior, BaseOptimiser):
         self._next_z: list[float] | None = None
         self._grid: tuple[tuple[int, ...], ...] | None = None
 
-    def _suggest(self) -> Config:
+    def _suggest(self) -> Point:
         if len(self.dimensions) == 1 and self._model is not None:
             # 1-D: the acquisition is maximised over the round values (0, 1, powers of two) instead of the
             # continuum: probes land on values an operator would write, never on 45 next to 48. Half steps
@@ -105,7 +105,7 @@ class BayesianOptimiser(RangeFinder, Posterior, BaseOptimiser):
                 rule.registered(self, config)
         super().register(config, value_ms)
 
-    def _register(self, config: Config, log_value: float) -> None:
+    def _register(self, config: Point, log_value: float) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # Bookkeeping only (Xi, yi, the count of initial points): the fit is ours, below.
@@ -146,7 +146,7 @@ class BayesianOptimiser(RangeFinder, Posterior, BaseOptimiser):
                 z = opt.space.rvs(random_state=opt.rng)[0]
             return list(z)
 
-    def _config(self, key: tuple[int, ...]) -> Config:
+    def _config(self, key: tuple[int, ...]) -> Point:
         return {d.name: v for d, v in zip(self.dimensions, key, strict=True)}
 
     def _candidate_grid(self) -> list[tuple[int, ...]]:
@@ -156,7 +156,7 @@ class BayesianOptimiser(RangeFinder, Posterior, BaseOptimiser):
             self._grid = tuple(itertools.product(*per_dim))
         return list(self._grid)
 
-    def _leaders(self, n: int) -> list[Config]:
+    def _leaders(self, n: int) -> list[Point]:
         """The ``n`` best probed configurations by the model's prediction (denoised)."""
         probed = {key_of(c, self.dimensions): c for c, _ in self.history.ok}
         mu = self.predict(list(probed.values()))
@@ -181,7 +181,7 @@ class BayesianOptimiser(RangeFinder, Posterior, BaseOptimiser):
         self.rule(StartWindow).back_to_start(self, leaders, probed, means)
         return leaders
 
-    def _incumbent(self) -> Config:
+    def _incumbent(self) -> Point:
         """The best probed configuration by the model's (denoised) prediction. Where the model cannot tell
         the leaders apart (within 1 % — it smooths a narrow dip toward its neighbours), their own measurements
         decide."""
@@ -225,7 +225,7 @@ class BayesianOptimiser(RangeFinder, Posterior, BaseOptimiser):
         tied = [c for c, m in zip(probed, mu, strict=True) if m <= min(mu) + 0.01]
         return self.rule(KeepPrevious).kept(self, min(tied, key=self._observed_mean), probed)
 
-    def _unresolved_gap(self) -> Config | None:
+    def _unresolved_gap(self) -> Point | None:
         """A value that must be measured before the answer can be trusted, or None: the gap rules
         (``tuner.optimiser.rules.GAP_RULES``), asked in order, each where it applies. Joint searches:
         ``PriorLeader``, ``Edge``. 1-D: the duel's reads while one is under way; then ``PriorLeader``,
@@ -281,7 +281,7 @@ class BayesianOptimiser(RangeFinder, Posterior, BaseOptimiser):
         configs = [{d.name: v for d, v in zip(self.dimensions, k, strict=True)} for k in grid]
         return float(np.max(self._expected_improvement(configs)))
 
-    def _model_recommendation(self) -> Recommendation | None:
+    def _model_recommendation(self) -> Suggestion | None:
         if self._model is None:
             return None
         grid = self._candidate_grid()
@@ -322,9 +322,9 @@ class BayesianOptimiser(RangeFinder, Posterior, BaseOptimiser):
         if round_near:
             bz = self._z(config(grid[best]))
             chosen = min(round_near, key=lambda i: (sum((a - b) ** 2 for a, b in zip(self._z(config(grid[i])), bz)), mu[i]))
-        return Recommendation(config(grid[chosen]), math.exp(mu[chosen]), ranges, "model")
+        return Suggestion(config(grid[chosen]), math.exp(mu[chosen]), ranges, "model")
 
-    def _contiguous_ranges(self, at: Config, limit: float) -> dict[str, tuple[int, int]]:
+    def _contiguous_ranges(self, at: Point, limit: float) -> dict[str, tuple[int, int]]:
         """Per knob, the unbroken run of candidate values around ``at`` (other knobs held at ``at``) whose
         predicted log(time) stays within ``limit``. A range, not a set: "anything from 32 to 512". It never
         reaches past the smallest and largest values probed: beyond them the model only extrapolates."""

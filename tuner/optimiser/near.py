@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from tuner.model import NearOptimal, NearRange
-from tuner.optimiser.space import Config, Dimension, History, Recommendation, key_of, pooled_sd
+from tuner.optimiser.space import Point, Dimension, History, Suggestion, key_of, pooled_sd
 
 
 class RangeFinder:
@@ -24,22 +24,22 @@ class RangeFinder:
     if TYPE_CHECKING:  # provided by BaseOptimiser, Posterior and BayesianOptimiser
 
         def predict(self, configs: Any) -> list[float] | None: ...
-        def _incumbent(self) -> Config: ...
+        def _incumbent(self) -> Point: ...
         def _observed_means(self) -> dict[tuple[int, ...], float]: ...
         def _observed_logs(self) -> dict[tuple[int, ...], list[float]]: ...
-        def _prior_configs(self) -> list[Config]: ...
+        def _prior_configs(self) -> list[Point]: ...
         def _z(self, config: Any) -> list[float]: ...
         def _knob_range(self, d: Dimension, low: int, high: int, plateau: bool = False) -> NearRange: ...
         def _with_noise(self, noise_sd: float) -> Any: ...
         def _noise_sd(self, model: Any = None) -> float: ...
         def _differences(self, configs: Any, ref: Any, model: Any = None) -> tuple[Any, Any]: ...
-        def _report_as_found(self, found: Recommendation) -> Recommendation: ...
+        def _report_as_found(self, found: Suggestion) -> Suggestion: ...
 
     # A plateau: the measured values level with the best (``_report``) lie at least this far apart on the knob's
     # log2(1 + value) scale — two octaves, a factor of about four (16 and 64, 256 and 1000).
     plateau_octaves = 2.0
 
-    def _report(self, found: Recommendation) -> Recommendation:
+    def _report(self, found: Suggestion) -> Suggestion:
         """The answer and its near-optimal ranges, as ``recommendation`` reports them.
 
         The range (per knob, the other knobs at the best): the values the measurements cannot tell apart from the
@@ -66,7 +66,7 @@ class RangeFinder:
         assert mu is not None
         ladders = [set(d.ladder()) for d in self.dimensions]
 
-        def inside(c: Config) -> bool:
+        def inside(c: Point) -> bool:
             return all(ranges[d.name][0] <= c[d.name] <= ranges[d.name][1] for d in self.dimensions)
 
         # Level with the best by the model and by its own readings: a fit that puts every difference down to noise
@@ -84,7 +84,7 @@ class RangeFinder:
 
         logs = self._observed_logs()
 
-        def trusted(c: Config) -> bool:
+        def trusted(c: Point) -> bool:
             # Not the lowest value measured inside the range on a plateau knob, unless read more than once: at the
             # range's lower end one lucky reading of a shoulder is what makes a value level (a search answered eic
             # 32, 9 % slower than the best, on one such reading), and the next session's range may begin above it.
@@ -96,11 +96,11 @@ class RangeFinder:
         if flat and rounded:
             bz = self._z(best)
 
-            def smallest_then_nearest(c: Config) -> tuple[float, float]:
+            def smallest_then_nearest(c: Point) -> tuple[float, float]:
                 return (math.fsum(f.to_z(c[f.name]) for f in flat),
                         math.fsum((a - b) ** 2 for a, b in zip(self._z(c), bz, strict=True)))
 
-            pick: Config = min(rounded, key=smallest_then_nearest)
+            pick: Point = min(rounded, key=smallest_then_nearest)
             chosen = dict(pick)
 
         def knob_ranges(found_ranges: dict[str, tuple[int, int]]) -> dict[str, NearRange]:
@@ -115,7 +115,7 @@ class RangeFinder:
             return knob_ranges({k: (min(lo, ranges[k][0]), max(hi, ranges[k][1])) for k, (lo, hi) in wider.items()})
 
         predicted = found.predicted_ms if chosen == found.config else math.exp((self.predict([chosen]) or [0.0])[0])
-        return Recommendation(chosen, predicted, NearOptimal(knob_ranges(ranges), given_noise), "model")
+        return Suggestion(chosen, predicted, NearOptimal(knob_ranges(ranges), given_noise), "model")
 
     def _repeat_noise(self) -> float:
         """The noise of one reading as this search's own repeated readings show it: the standard deviation of
@@ -125,7 +125,7 @@ class RangeFinder:
         groups = [v for v in self._observed_logs().values() if len(v) > 1]
         return pooled_sd(groups) if sum(len(g) - 1 for g in groups) >= 2 else 0.0
 
-    def _indistinguishable(self, best: Config, *, noise_sd: float = 0.0) -> dict[str, tuple[int, int]]:
+    def _indistinguishable(self, best: Point, *, noise_sd: float = 0.0) -> dict[str, tuple[int, int]]:
         """Per knob (the other knobs at ``best``): the unbroken run of candidate values around ``best`` that the
         measurements cannot tell apart from it by more than the minimum effect (``_report``), between the
         smallest and largest values measured. A value measured in this session is judged by its own readings

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tuner.optimiser.space import Config, Dimension, History, key_of
+from tuner.optimiser.space import Point, Dimension, History, key_of
 
 if TYPE_CHECKING:
     from tuner.optimiser.prior import Prior
@@ -45,7 +45,7 @@ class Posterior:
 
         @property
         def prior_in_use(self) -> bool: ...
-        def _prior_configs(self) -> list[Config]: ...
+        def _prior_configs(self) -> list[Point]: ...
 
     def _init_posterior(self) -> None:
         self._model: Any = None  # the GP fitted last, or None before the initial design has been measured

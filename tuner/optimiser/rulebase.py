@@ -8,7 +8,7 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from tuner.optimiser.space import Config, Dimension, History
+from tuner.optimiser.space import Point, Dimension, History
 
 
 class Searcher(Protocol):
@@ -19,16 +19,16 @@ class Searcher(Protocol):
     budget: int
     remeasure: int
     _end: int
-    _previous: Config | None
+    _previous: Point | None
     history: History
     _start_keys: set[tuple[int, ...]]
 
     @property
     def probes(self) -> int: ...
     def predict(self, configs: Sequence[Mapping[str, int]]) -> list[float] | None: ...
-    def _incumbent(self) -> Config: ...
+    def _incumbent(self) -> Point: ...
     def _observed_means(self) -> dict[tuple[int, ...], float]: ...
-    def _prior_configs(self) -> list[Config]: ...
+    def _prior_configs(self) -> list[Point]: ...
     def _seen(self) -> set[tuple[int, ...]]: ...
     def _seen_values(self) -> set[int]: ...
     def _difference_sd(self, a: Mapping[str, int], b: Mapping[str, int]) -> float: ...
@@ -45,7 +45,7 @@ class GapRule(Rule):
     one_knob: ClassVar[bool] = True  # asked in one-knob searches
     at_stop: ClassVar[bool] = False  # one-knob: asked only where the search would otherwise stop
 
-    def gap(self, opt: Searcher) -> Config | None:
+    def gap(self, opt: Searcher) -> Point | None:
         """The configuration to measure next, or None."""
         raise NotImplementedError  # abstract: every gap rule in rules.GAP_RULES overrides it
 
@@ -71,7 +71,7 @@ def around_incumbent(opt: Searcher) -> tuple[int, list[int], dict[int, float]]:
     return inc, near, mu
 
 
-def lowest_predicted(opt: Searcher, values: list[int]) -> Config:
+def lowest_predicted(opt: Searcher, values: list[int]) -> Point:
     """1-D: the one of ``values`` the model predicts lowest (the first of equals)."""
     d = opt.dimensions[0]
     mu = opt.predict([{d.name: v} for v in values])

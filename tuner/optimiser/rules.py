@@ -22,13 +22,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from tuner.optimiser.rulebase import GapRule, Rule, Searcher, around_incumbent, lowest_predicted, round_neighbours
-from tuner.optimiser.space import Config, key_of
+from tuner.optimiser.space import Point, key_of
 
 
 class RoundNeighbours(GapRule):
     """The answer must be a local optimum on the values operators write, by the model and by the readings."""
 
-    def gap(self, opt: Searcher) -> Config | None:
+    def gap(self, opt: Searcher) -> Point | None:
         """1-D: the incumbent's unprobed round neighbour (the lower predicted first), else, where the best reading
         is another round value, its unprobed round neighbour (a smooth model may rank a falling trend over a dip
         that read better), or None. 0 is not the neighbour of 1: it is another mechanism, probed up front."""
@@ -53,7 +53,7 @@ class HalfStep(GapRule):
     half_step_gain = -1.0
     v_floor = 2.0  # ... and the V's steep side rises this many: a flat stretch at CV 5 % looks like a shallow V
 
-    def gap(self, opt: Searcher) -> Config | None:
+    def gap(self, opt: Searcher) -> Point | None:
         """1-D: the unprobed half step between the incumbent and its better round neighbour (48 between 32 and
         64) where the V puts it at least ``half_step_gain`` tolerances below the incumbent, or None; none on a
         flat stretch, at a bound, or at a tip on the incumbent, where it would only give noise one more chance."""
@@ -99,7 +99,7 @@ class HalfStepBelowChord(Rule):
     # How far (in tolerances) below the line through its round neighbours' means a half step's mean must lie.
     half_step_margin = 1.0
 
-    def above_chord(self, opt: Searcher, config: Config, means: Mapping[tuple[int, ...], float]) -> bool:
+    def above_chord(self, opt: Searcher, config: Point, means: Mapping[tuple[int, ...], float]) -> bool:
         """True for a half step (6, 12, 24, 48 … in a 1-D search) whose measured mean does not lie at least
         ``half_step_margin`` tolerances below the straight line, in log(time) over the knob's scale, through
         its two round neighbours' means: such a value may not be the incumbent, so it never answers. Where the
@@ -139,11 +139,11 @@ class Duel(GapRule):
         if self.queue and int(config[opt.dimensions[0].name]) == self.queue[0]:
             self.queue = self.queue[1:]  # a failed read counts as made: the duel does not retry it
 
-    def next_read(self, opt: Searcher) -> Config | None:
+    def next_read(self, opt: Searcher) -> Point | None:
         """1-D: the duel's next read while one is under way (it comes before every other rule), else None."""
         return {opt.dimensions[0].name: self.queue[0]} if self.queue else None
 
-    def gap(self, opt: Searcher) -> Config | None:
+    def gap(self, opt: Searcher) -> Point | None:
         """A 1-D search about to answer a half step: plan a duel and return its first read, or None. The half
         step and its better round neighbour (by their readings) are read once more each, in that order; then the
         lower mean wins (``_incumbent``). One duel per search, at most, and only with two probes left."""
@@ -181,7 +181,7 @@ class Coverage(GapRule):
     at_stop = True
     coverage_window = 2.0  # a second basin reading within this many tolerances of the best; 0: off
 
-    def gap(self, opt: Searcher) -> Config | None:
+    def gap(self, opt: Searcher) -> Point | None:
         """A 1-D search about to stop: an unprobed round neighbour of a *second basin*, or None: a probed round
         value reading within ``coverage_window`` tolerances of the best, cut off from the incumbent by a hump
         (a value read a tolerance worse than both). At CV 10 % the GP takes it for noise and goes flat. In the
@@ -217,7 +217,7 @@ class Flank(GapRule):
     at_stop = True
     flank_window = 2.0  # the better neighbour reads within this many tolerances of the incumbent; 0: off
 
-    def gap(self, opt: Searcher) -> Config | None:
+    def gap(self, opt: Searcher) -> Point | None:
         """A 1-D search about to stop: the round value one step beyond the incumbent's better round neighbour,
         where that neighbour reads within ``flank_window`` tolerances of the incumbent; else None. A GP that
         reads a falling trend toward the bound expects nothing past the pair, where the peak may be; nothing is
@@ -251,7 +251,7 @@ class Edge(GapRule):
     # How far out (on the knob's log2(1 + value) scale) the probe goes: about a factor of four, a start step.
     edge_step = 1.99
 
-    def gap(self, opt: Searcher) -> Config | None:
+    def gap(self, opt: Searcher) -> Point | None:
         """Joint searches: where the incumbent holds the largest (or smallest) value probed on some knob and
         the knob's range goes on, the round value ``edge_step`` further out (at most the bound), the other
         knobs as the incumbent's; silent once the bound is reached or the probe further out is worse. Without
@@ -287,7 +287,7 @@ class PriorLeader(GapRule):
     # through every configuration the prior read in it.
     prior_leader_margin = 0.5
 
-    def gap(self, opt: Searcher) -> Config | None:
+    def gap(self, opt: Searcher) -> Point | None:
         """A warm search: of the configurations only the prior measured, the one the model ranks best, where it
         ranks it ``prior_leader_margin`` tolerances below every configuration measured in this session; else
         None. The incumbent is always a configuration measured today — without this rule, one the prior read
@@ -314,7 +314,7 @@ class KeepPrevious(Rule):
     previous_margin = 1.0
     previous_z = 1.645
 
-    def kept(self, opt: Searcher, incumbent: Config, candidates: Sequence[Config]) -> Config:
+    def kept(self, opt: Searcher, incumbent: Point, candidates: Sequence[Point]) -> Point:
         """The previous answer instead of ``incumbent`` where it is among ``candidates`` (measured today) and the
         model does not put ``incumbent`` clearly below it (the margin and the z above); else ``incumbent``."""
         prev = opt._previous
@@ -338,7 +338,7 @@ class StartWindow(Rule):
     start_window = 2.0  # the best start reads within this many tolerances of the best reading
 
     def back_to_start(
-        self, opt: Searcher, leaders: list[Config], probed: Mapping[tuple[int, ...], Config],
+        self, opt: Searcher, leaders: list[Point], probed: Mapping[tuple[int, ...], Point],
         means: Mapping[tuple[int, ...], float],
     ) -> None:
         """Joint searches whose ``leaders`` all lie off the initial design: the last one gives way to the start

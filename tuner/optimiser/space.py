@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-Config = dict[str, int]
+Point = dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -93,8 +93,8 @@ class Dimension:
 
 
 @dataclass(frozen=True)
-class Recommendation:
-    config: Config
+class Suggestion:
+    config: Point
     predicted_ms: float | None  # the model's prediction at config (None without a model)
     # Per knob: the smallest and largest value the measurements cannot tell apart from the best: plain pairs in
     # the search's own answer (``_answer``), a ``tuner.model.NearOptimal`` in what it reports (``recommendation``;
@@ -107,11 +107,11 @@ class Recommendation:
 class History:
     """Every probe in order: its configuration and its time in ms (None for a failed probe)."""
 
-    configs: list[Config] = field(default_factory=list)
+    configs: list[Point] = field(default_factory=list)
     values_ms: list[float | None] = field(default_factory=list)
 
     @property
-    def ok(self) -> list[tuple[Config, float]]:
+    def ok(self) -> list[tuple[Point, float]]:
         return [(c, v) for c, v in zip(self.configs, self.values_ms, strict=True) if v is not None]
 
     def consecutive_failures(self) -> int:

@@ -31,6 +31,7 @@ import asyncpg
 from tuner import sqlfiles
 from tuner.log import get_logger
 from tuner.target.facts import TargetFacts
+from tuner.target.server import Restart
 
 log = get_logger("tuner.cache")
 
@@ -39,7 +40,6 @@ DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 OsMethod = Literal["drop_caches", "fadvise", "none"]
 EvictFunction = Literal["pg_buffercache_evict_relation", "pg_buffercache_evict_all", "pg_buffercache_evict"]
 Connector = Callable[[], Awaitable[asyncpg.Connection]]
-Restart = Callable[[], Awaitable[None]]
 
 
 def can_drop_caches() -> bool:

@@ -13,14 +13,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuner.store.base import Prior, SessionSummary, Store, StoreError, TargetBusyError, lock_key, target_id
+from tuner.store.base import StoredPrior, SessionSummary, Store, StoreError, TargetBusyError, lock_key, target_id
 
 if TYPE_CHECKING:
     from tuner.config import Config
     from tuner.model import Report
 
 __all__ = [
-    "Prior", "SessionSummary", "Store", "StoreError", "TargetBusyError", "lock_key", "open_store",
+    "StoredPrior", "SessionSummary", "Store", "StoreError", "TargetBusyError", "lock_key", "open_store",
     "store_location", "target_history", "target_id",
 ]
 

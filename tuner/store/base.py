@@ -51,7 +51,7 @@ class SessionSummary:
 
 
 @dataclass(frozen=True)
-class Prior:
+class StoredPrior:
     """What an earlier session measured for one family, to start a new search from (a warm start)."""
 
     session_id: str
@@ -391,7 +391,7 @@ class Store(abc.ABC):
                              hint="it may have been written by a newer tuner") from None
 
     @_readable
-    async def prior(self, fingerprint: dict[str, Any], family: str, *, exclude: str | None = None) -> Prior | None:
+    async def prior(self, fingerprint: dict[str, Any], family: str, *, exclude: str | None = None) -> StoredPrior | None:
         """The latest stored session that measured ``family`` on a matching target: the same server (system
         identifier, on the same data device where both sessions know it), else the same device model, file
         system and PostgreSQL major. Only that one session's
@@ -427,7 +427,7 @@ class Store(abc.ABC):
         observations = [(json.loads(c), float(v), o) for c, v, _, _, o in rows if v is not None]
         confirmed = [(json.loads(c), o) for c, _, phase, arm, o in rows if phase == "confirm" and arm == "candidate"]
         started = (await self._fetch("SELECT started_at FROM sessions WHERE id = $1", sid))[0][0]
-        return Prior(sid, started, matched_by, observations, confirmed)
+        return StoredPrior(sid, started, matched_by, observations, confirmed)
 
 
 @contextlib.asynccontextmanager

@@ -17,9 +17,11 @@ from tuner.errors import TunerError
 from tuner.target.sandbox import Sandbox
 from tuner.target.sandbox.provider import sandbox_binaries
 
-if TYPE_CHECKING:  # (core.session imports the optimiser stack: the daemon's idle footprint stays without it)
-    from tuner.core.session import Progress
+if TYPE_CHECKING:  # (core.loops imports the optimiser stack: the daemon's idle footprint stays without it)
+    from tuner.core.loops import Progress
 
+# How a session restarts a server (a sandbox's pg_ctl, or [target] restart_command): the one definition, used
+# by the cache control, the families and the endpoints.
 Restart = Callable[[], Awaitable[None]]
 
 

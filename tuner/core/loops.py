@@ -12,12 +12,12 @@ from typing import Literal, Protocol
 from tuner.log import get_logger
 from tuner.stop import STOP
 from tuner.model import EffectOut, Trial
-from tuner.optimiser import BaseOptimiser, BayesianOptimiser, Dimension, Recommendation, initial_design
+from tuner.optimiser import BaseOptimiser, BayesianOptimiser, Dimension, Suggestion, initial_design
 from tuner.policy import Policy
 from tuner.core.progress import NullProgress, Progress
 from tuner.core.stats import Look, SequentialTest, abba_blocks, log_ratio
 
-log = get_logger("tuner.core.session")
+log = get_logger("tuner.core.loops")
 
 
 class Probe(Protocol):
@@ -90,7 +90,7 @@ def build_optimiser(
 @dataclass
 class SearchResult:
     trials: list[Trial] = field(default_factory=list)
-    recommendation: Recommendation | None = None
+    recommendation: Suggestion | None = None
     stop_reason: str = ""
 
 
