@@ -203,7 +203,7 @@ def main() -> None:
               f"({e['inside'] / e['n']:.0%})")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=2) + "\n")
+        args.json.write_text(json.dumps(out, separators=(",", ":")) + "\n")
 
 
 if __name__ == "__main__":
