@@ -47,6 +47,8 @@ def test_postgres_reads_are_capped_because_every_server_process_is_in_the_cgroup
         async with Sandbox(base_dir=base_dir, scale=1, binaries=pg15, device=parse_profile(f"iops={READ_IOPS}")) as sb:
             stack = sb._device
             assert stack is not None and stack._throttle is not None and sb.device
+            # Every sandbox disk starts at the kernel's readahead for a new block device, whichever loop it got.
+            assert (Path("/sys/block") / Path(sb.device).name / "queue" / "read_ahead_kb").read_text().strip() == "128"
             await sb.restart_standby()  # a new postmaster: it, too, must start inside the cgroup
             Path("/proc/sys/vm/drop_caches").write_text("1\n")
             servers, members = set(server_pids(sb.root)), set(stack.cgroup_members())

@@ -45,6 +45,7 @@ from tuner.target.sandbox.stale import cleanup_stale, kill_postmaster, new_root,
 
 log = get_logger("tuner.sandbox")
 _SQL = str(Path(__file__).parent)
+SANDBOX_READ_AHEAD_KB = 128
 
 
 class Sandbox:
@@ -184,7 +185,11 @@ class Sandbox:
                 self._on_step(f"device {self.device_profile}")
                 self._device = DeviceStack(self.device_profile, self.root, size_mb)
                 image = self._device.prepare()
-            loop = LoopDisk(size_mb, directory=self.root, image=image)
+            # A fixed starting readahead: attaching makes the kernel recompute a loop device's read_ahead_kb from
+            # its backing file's device (2560 KiB over this host's disk, 128 over a FUSE file), so "today's value"
+            # differed with the loop device a sandbox happened to get. 128 KiB is what the kernel gives a new
+            # block device (VM_READAHEAD_PAGES, include/linux/mm.h): the disk an operator starts from.
+            loop = LoopDisk(size_mb, directory=self.root, image=image, read_ahead_kb=SANDBOX_READ_AHEAD_KB)
             loop.__enter__()
             self._loop = loop
         # The root stays this user's (stale clean-up trusts nothing else); the server's user owns what it writes.
