@@ -171,8 +171,10 @@ def estimate(policy: Policy, budget: int | None, plans: list[FamilyPlan]) -> Est
     if timed:
         fallback = max(timed)  # a family without a time of its own: the slowest measured
         seconds = [p.probe_s if p.probe_s is not None else fallback for p in running]
-        low = round(sum(per_family[0] * s for s in seconds), 1)
-        high = round(sum(per_family[1] * s for s in seconds), 1)
+        # Milliseconds: a warm probe of small data takes a few, and rounding to tenths made a quiet machine's
+        # estimate read "0 s" (17 probes x 2 ms).
+        low = round(sum(per_family[0] * s for s in seconds), 3)
+        high = round(sum(per_family[1] * s for s in seconds), 3)
     how = (f"per family: {search[0]}-{search[1]} search probes ({'--budget' if budget else '[budget] min_probes-probes'}"
            f") and {confirm[0]}-{confirm[1]} confirmation trials ([budget] confirm_min_pairs-confirm_max_pairs, two "
            "trials a pair); a joint search or a later stage (io_workers, io_method, scaling runs) adds more. Time per "

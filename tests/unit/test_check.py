@@ -52,6 +52,12 @@ def test_budget_caps_the_search_and_an_untimed_family_takes_the_slowest_measured
     assert "--budget" in e.how
 
 
+def test_a_probe_of_a_few_milliseconds_still_gives_a_duration_above_zero() -> None:
+    # CI's quiet machine timed a small standby's warm probe at ~2 ms: 17 probes rounded to tenths gave 0.0 s.
+    e = estimate(load_policy("default"), None, [FamilyPlan(family="a", runs=True, reason="", probe_s=0.002)])
+    assert e is not None and e.duration_low_s is not None and 0 < e.duration_low_s <= e.duration_high_s
+
+
 def test_no_time_measured_gives_probes_but_no_duration_and_nothing_running_gives_no_estimate() -> None:
     policy = load_policy("default")
     e = estimate(policy, None, [FamilyPlan(family="a", runs=True, reason="")])
