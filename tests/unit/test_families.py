@@ -38,6 +38,11 @@ def test_the_shipped_families_run_readahead_before_concurrency() -> None:
     assert [f.name for f in REGISTRY.ordered(["concurrency"])] == ["concurrency"]
 
 
+def test_the_replay_family_runs_before_the_wal_familys_gigabytes_of_wal() -> None:
+    order = [f.name for f in REGISTRY.ordered(REGISTRY.names())]
+    assert order.index("replay") < order.index("wal"), order
+
+
 def test_every_registered_family_declares_the_protocol() -> None:
     for name in REGISTRY.names():
         fam = REGISTRY.get(name)
