@@ -26,10 +26,10 @@ the 2-D eic × read_ahead_kb truth, and the warm session.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import random
+import shutil
 import statistics
 import sys
 import time
@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import devices_2d as d2  # noqa: E402
 from benchmarks import devices_pg18 as d18  # noqa: E402
 from benchmarks import devices_score as sc  # noqa: E402
-from benchmarks.devices_run import recommend_json  # noqa: E402
+from benchmarks.devices_run import recommend_json, run_session, state_dir  # noqa: E402
 from tuner.configured import load_config  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped  # noqa: E402
@@ -119,7 +119,7 @@ def sweep(profile: str, scale: int, repeats: int) -> dict[str, Any]:
     policy = load_policy("default")
     t0, load0 = time.monotonic(), _load()
     try:
-        report = asyncio.run(recommend(cfg, policy, use_sandbox=True, families=(Sweep.name,), store=None,
+        report = run_session(recommend(cfg, policy, use_sandbox=True, families=(Sweep.name,), store=None,
                                        warm_start=False))
     finally:
         REGISTRY.unregister(Sweep.name)
@@ -139,28 +139,53 @@ def sweep(profile: str, scale: int, repeats: int) -> dict[str, Any]:
             "min_effect": policy.decision.min_effect}
 
 
-def session(profile: str, scale: int, seed: int) -> dict[str, Any]:
-    """One cold tuner session on a fresh sandbox with the profile: its answer, decision, probes and wall time."""
-    doc, run = recommend_json(["--device", profile, "--scale", str(scale), "--family", "concurrency"], seed)
+def session(profile: str, scale: int, seed: int, store: str | None = None) -> dict[str, Any]:
+    """One tuner session on a fresh sandbox with the profile: its answer, decision, probes and wall time. Cold
+    and unstored, or (``store``) kept in that state directory's store and warm-started from what it holds."""
+    doc, run = recommend_json(["--device", profile, "--scale", str(scale), "--family", "concurrency"], seed,
+                              store, store=store is not None)
     if doc is None:
         return run
     rec = next(r for r in doc["recommendations"] if r["knob"] == KNOB)
+    fam = next((f for f in doc["families"] if f["family"] == "concurrency"), {})
     return {"seed": seed, "current": rec["current"], "recommended": rec["recommended"], "decision": rec["decision"],
             "near_optimal": rec.get("near_optimal"), "probes": len(doc["trials"]),
-            "search_probes": sum(1 for t in doc["trials"] if t["phase"] == "search"), **run}
+            "search_probes": sum(1 for t in doc["trials"] if t["phase"] == "search"),
+            "warm_start": fam.get("warm_start"), **run}
+
+
+def sessions_of(profile: str, scale: int, n: int) -> list[dict[str, Any]]:
+    """``n`` cold sessions (seeds 4600, 4601, …), the first one stored in a store of this profile's own (emptied
+    first), then a warm one (seed 4600 + n) that starts from that store — what a second run on the same kind of
+    disk does."""
+    store = Path(state_dir(profile, "1d-store"))
+    shutil.rmtree(store, ignore_errors=True)
+    store.mkdir(parents=True, mode=0o700)
+    out = []
+    for i in range(n):
+        print(f"{profile}: session {i + 1}/{n}", file=sys.stderr, flush=True)
+        out.append({**session(profile, scale, 4600 + i, str(store) if i == 0 else None), "warm": False})
+    print(f"{profile}: warm session", file=sys.stderr, flush=True)
+    out.append({**session(profile, scale, 4600 + n, str(store)), "warm": True})
+    return out
 
 
 def score_profile(profile: str, measured: dict[str, Any]) -> dict[str, Any]:
     samples = {int(k): v for k, v in measured["truth_sweep"]["samples"].items()}
     t = sc.truth(samples, measured["truth_sweep"]["min_effect"])
-    sessions = [s for s in measured["sessions"] if "error" not in s]
+    sessions = [s for s in measured["sessions"] if "error" not in s and not s.get("warm")]
+    warm = [s for s in measured["sessions"] if "error" not in s and s.get("warm")]
     scored = []
     for s in sessions:
-        r = sc.score(t, s["recommended"])
+        r = sc.score(t, sc.applied(s, s["current"]))  # a keep's advice is today's value, not the search's best
         today_in_truth = sc.score(t, s["current"])["hit"]
         scored.append({**s, **r, "decision_agrees": (s["decision"] == "change") == (not today_in_truth)})
+    warm_scored = [{**s, **sc.score(t, sc.applied(s, s["current"])),
+                    "decision_agrees": (s["decision"] == "change") == (not sc.score(t, s["current"])["hit"])}
+                   for s in warm]
     budget = round(statistics.median(s["search_probes"] for s in sessions)) if sessions else 8
-    return {"truth": t, "sessions": scored, "peers": sc.peers(t, samples, profile=profile, default=PG15_DEFAULT_EIC,
+    return {"truth": t, "sessions": scored, "warm_sessions": warm_scored, "ceiling": sc.ceiling(samples, t["min_effect"]),
+            "peers": sc.peers(t, samples, profile=profile, default=PG15_DEFAULT_EIC,
                                                               budget=budget)}
 
 
@@ -179,6 +204,11 @@ def table(results: dict[str, dict[str, Any]]) -> str:
             f"{statistics.median(s['probes'] for s in ss):.0f} ({n_sweep})" if ss else "—")
         rows.setdefault("tuner keep/change agrees with the truth", []).append(
             f"{sum(s['decision_agrees'] for s in ss)}/{len(ss)}" if ss else "—")
+        ws = results[p].get("warm_sessions") or []
+        rows.setdefault("tuner warm session: regret (hit), probes", []).append(
+            "; ".join(f"{s['regret']:.1%} ({'hit' if s['hit'] else 'miss'}), {s['probes']}" for s in ws) or "not run")
+        c = results[p]["ceiling"]
+        rows.setdefault("the sweep against itself: hits of a half-sized sweep", []).append(f"{c['hit_share']:.0%}")
         for name, r in results[p]["peers"].items():
             hit = f"{r['hit']:.0%}" if isinstance(r["hit"], float) else ("hit" if r["hit"] else "miss")
             rows.setdefault(name, []).append(f"{r['regret']:.1%} ({hit})")
@@ -237,7 +267,7 @@ def main() -> None:
         args.scale, args.repeats, args.sessions = 1, 2, 1
         args.out = args.out / "quick" if args.out == ROOT / "benchmarks" / "measured" / "devices" else args.out
     profiles = args.profiles.split(";") if args.profiles else list(QUICK_PROFILES if args.quick else DEFAULT_PROFILES)
-    params = {"scale": args.scale, "repeats": args.repeats, "sessions": args.sessions}
+    params = {"scale": args.scale, "repeats": args.repeats, "sessions": args.sessions, "warm": 1}
     args.out.mkdir(parents=True, exist_ok=True)
     if args.quick:  # a smoke run: the corners and the middle of each grid
         d2.Sweep2D.ra_grid, d2.Sweep2D.eic_grid, d18.Sweep18.eic_grid = (0, 128, 2048), (1, 64), (1, 64)
@@ -255,13 +285,11 @@ def main() -> None:
         params = {**params, "scale": int(own_scale) if own_scale else args.scale}
         path = args.out / f"{slug(profile)}.json"
         measured = json.loads(path.read_text()) if path.exists() and not args.force else None
-        if measured is None or measured.get("params") != params:
+        # Files from before the warm session (params without "warm") still count: their cold sessions stand.
+        if measured is None or {**measured["params"], "warm": 1} != params:
             print(f"{profile}: truth sweep ({len(sc.GRID)} values × {args.repeats})", file=sys.stderr, flush=True)
             truth_sweep = sweep(profile, params["scale"], args.repeats)
-            sessions = []
-            for i in range(args.sessions):
-                print(f"{profile}: session {i + 1}/{args.sessions}", file=sys.stderr, flush=True)
-                sessions.append(session(profile, params["scale"], 4600 + i))
+            sessions = sessions_of(profile, params["scale"], args.sessions)
             measured = {"profile": profile, "params": params, "truth_sweep": truth_sweep, "sessions": sessions}
             path.write_text(json.dumps(measured, indent=1) + "\n")
         results[profile] = {"scale": params["scale"], **score_profile(profile, measured)}

@@ -155,23 +155,28 @@ def samples_of(report_trials: list[Trial]) -> tuple[dict[str, list[float]], dict
 
 
 def session(profile: str, scale: int, seed: int, state: str) -> dict[str, Any]:
-    """One cold readahead session on a fresh sandbox with the profile: its read_ahead_kb answer and decision, the
-    joint search's optimum (read_ahead_kb, eic), probes, wall time. The concurrency family is not run after it
-    here: its eic question has its own truth (devices.py, the 1-D sweep), and on this loaded machine a session
-    of both took ~25 minutes."""
-    doc, run = recommend_json(["--device", profile, "--scale", str(scale), "--family", "readahead"], seed, state)
+    """One cold session of the readahead and concurrency families on a fresh sandbox with the profile — what
+    ``tuner recommend --sandbox`` runs by default on a disk of its own: readahead first (its joint search over
+    read_ahead_kb × eic), then eic at the readahead it settled on. Its answers and decisions, the joint search's
+    optimum, probes, wall time."""
+    doc, run = recommend_json(["--device", profile, "--scale", str(scale), "--family", "readahead",
+                               "--family", "concurrency"], seed, state)
     if doc is None:
         return run
+    keep = ("current", "recommended", "decision", "near_optimal")
     rec = next((r for r in doc["recommendations"] if r["knob"] == ra.RA), None)
+    eic = next((r for r in doc["recommendations"] if r["knob"] == ra.EIC), None)
     joint = next((m for d in doc.get("devices") or [] if (m := JOINT.search(d.get("reason") or ""))), None)
     return {"probes": len(doc["trials"]), **run,
-            "ra": None if rec is None else {k: rec.get(k) for k in ("current", "recommended", "decision", "near_optimal")},
+            "ra": None if rec is None else {k: rec.get(k) for k in keep},
+            "eic": None if eic is None else {k: eic.get(k) for k in keep},
             "joint_eic": int(joint.group(1)) if joint else None}
 
 
 def score_2d(samples: dict[str, list[float]], min_effect: float, sessions: list[dict[str, Any]]) -> dict[str, Any]:
-    """The 2-D truth; the readahead family's own truth (the eic = 1 row: it confirms readahead at today's eic);
-    each session's readahead scored on that row, and its joint optimum on the whole grid; the fixed rules."""
+    """The 2-D truth; its eic = 1 row (PostgreSQL 15's default: the readahead family confirms readahead at today's
+    eic); each session's advice — the (read_ahead_kb, eic) pair it tells the operator to run — scored on the whole
+    grid (sessions that ran readahead alone: their readahead on the eic 1 row); the fixed rules as pairs."""
     t = sc.truth2d(samples, min_effect)
     row = sc.truth2d({k: v for k, v in samples.items() if int(k.split(",")[1]) == PG15_DEFAULT_EIC}, min_effect)
     scored = []
@@ -181,21 +186,24 @@ def score_2d(samples: dict[str, list[float]], min_effect: float, sessions: list[
             continue
         today = s["ra"]["current"]
         r_kb = sc.applied(s["ra"], today)
-        answer = sc.score2d(row, r_kb, PG15_DEFAULT_EIC)
-        changed = r_kb != today
-        scored.append({**s, **answer, "decision_agrees": changed == (not sc.score2d(row, today, PG15_DEFAULT_EIC)["hit"]),
+        if s.get("eic") is not None:  # both families: the pair, on the whole grid
+            e = sc.applied(s["eic"], s["eic"]["current"])
+            answer, on = sc.score2d(t, r_kb, e), t
+            changed = r_kb != today or e != s["eic"]["current"]
+            today_hit = sc.score2d(t, today, s["eic"]["current"])["hit"]
+        else:
+            answer, on = sc.score2d(row, r_kb, PG15_DEFAULT_EIC), row
+            changed, today_hit = r_kb != today, sc.score2d(row, today, PG15_DEFAULT_EIC)["hit"]
+        scored.append({**s, **answer, "scored_on": "grid" if on is t else "eic 1 row",
+                       "decision_agrees": changed == (not today_hit),
                        "on_grid": sc.score2d(t, r_kb, PG15_DEFAULT_EIC),
                        "joint": None if s.get("joint_eic") is None else sc.score2d(t, s["ra"]["recommended"], s["joint_eic"])})
-    rules = {}
-    if (ra_today := next((s["ra"]["current"] for s in sessions if s.get("ra")), None)) is not None:
-        # The loop device's own readahead, what a session's keep means: 2560 or 128 KB here, depending on the
-        # loop device the sandbox got (scored at the grid's edge beyond 2048).
-        rules["today (the first session's loop device readahead)"] = {**sc.score2d(row, ra_today, PG15_DEFAULT_EIC),
-                                                                       "read_ahead_kb": ra_today}
-    rules.update({"kernel default 128 KB": sc.score2d(row, 128, PG15_DEFAULT_EIC),
-                  "readahead 0 (databases' old advice)": sc.score2d(row, 0, PG15_DEFAULT_EIC),
-                  "2048 KB (SAN advice)": sc.score2d(row, 2048, PG15_DEFAULT_EIC)})
-    return {"truth": t, "row_truth": row, "sessions": scored, "rules": rules}
+    rules = {"defaults (128 KB, eic 1)": sc.score2d(t, 128, PG15_DEFAULT_EIC),
+             "readahead 0, eic 1 (databases' old advice)": sc.score2d(t, 0, PG15_DEFAULT_EIC),
+             "folklore (128 KB, eic 256)": sc.score2d(t, 128, 256),
+             "PGTune san + SAN advice (2048 KB, eic 300)": sc.score2d(t, 2048, 300),
+             "timescaledb-tune (128 KB, eic 200)": sc.score2d(t, 128, 200)}
+    return {"truth": t, "row_truth": row, "sessions": scored, "rules": rules, "ceiling": sc.ceiling(samples, min_effect)}
 
 
 def run(profile: str, scale: int, repeats: int, sessions: int, path: Path, *, force: bool = False,
@@ -219,8 +227,10 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         ("at eic 1 (the readahead family's question): best, truth set",
          lambda r: f"{r['row_truth']['best'].split(',')[0]} KB: {r['row_truth']['best_ms']:.0f} ms; "
                    + ", ".join(c.split(",")[0] for c in r["row_truth"]["truth_set"])),
-        ("tuner's readahead (regret at eic 1)", lambda r: "; ".join(
-            f"{s['answer'][0]} KB {s['regret']:.1%}" for s in scored(r)) or "—"),
+        ("tuner's advice (read_ahead_kb, eic): regret", lambda r: "; ".join(
+            f"({s['answer'][0]},{s['answer'][1]}) {s['regret']:.1%}" + ("" if s.get("scored_on") == "grid" else " at eic 1")
+            for s in scored(r)) or "—"),
+        ("the sweep against itself: hits of a half-sized sweep", lambda r: f"{r['ceiling']['hit_share']:.0%}"),
         ("tuner's joint optimum (regret on the whole grid)", lambda r: "; ".join(
             f"({s['joint']['answer'][0]},{s['joint']['answer'][1]}) {s['joint']['regret']:.1%}"
             for s in scored(r) if s.get("joint")) or "—"),

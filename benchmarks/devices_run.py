@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -37,6 +38,33 @@ def state_dir(profile: str, part: str) -> str:
     return str(path)
 
 
+def run_session(coro: Any) -> Report:
+    """Run a session coroutine (``recommend(...)``) the way ``tuner recommend`` does: SIGTERM, Ctrl-C and SIGHUP
+    cancel it, so its sandbox (servers, loop device, device profile) and its journaled changes are put back before
+    the benchmark exits — a ``timeout`` or a ``kill`` of the benchmark must not leave a sandbox behind."""
+    from tuner.stop import STOP
+
+    async def guarded() -> Report:
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        assert task is not None
+
+        def stop(signum: int) -> None:
+            if not STOP.requested:  # only the first signal cancels: a second must not interrupt the clean-up
+                task.cancel()
+            STOP.request(signum)
+
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(sig, stop, sig)
+        return await coro
+
+    STOP.reset()
+    try:
+        return asyncio.run(guarded())
+    except asyncio.CancelledError:
+        raise SystemExit(f"stopped by {signal.Signals(STOP.signal or signal.SIGTERM).name}; the sandbox was removed "
+                         "and what the session changed was put back") from None
+
+
 def in_sandbox(family: Any, profile: str, scale: int, part: str, *, pg_version: int | None = None) -> tuple[Report, dict[str, Any]]:
     """Run ``family`` (a class, registered for this call only) on a sandbox with ``profile``; the report and the
     run's wall time and load average before and after."""
@@ -51,7 +79,7 @@ def in_sandbox(family: Any, profile: str, scale: int, part: str, *, pg_version: 
     t0, load0 = time.monotonic(), load()
     REGISTRY.register(family)
     try:
-        report = asyncio.run(recommend(cfg, policy, use_sandbox=True, families=(family.name,), store=None,
+        report = run_session(recommend(cfg, policy, use_sandbox=True, families=(family.name,), store=None,
                                        warm_start=False))
     finally:
         REGISTRY.unregister(family.name)
@@ -118,16 +146,18 @@ def md_table(corner: str, results: dict[str, dict[str, Any]], rows: list[Row]) -
     return "\n".join(lines) + "\n"
 
 
-def recommend_json(args: list[str], seed: int, state: str | None = None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def recommend_json(args: list[str], seed: int, state: str | None = None, *,
+                   store: bool = False) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """``tuner recommend --sandbox ARGS --seed SEED --format json --no-store`` in a subprocess with a clean
     environment (and its own journal in ``state``): the report (None when it failed) and the run's seed, wall time
-    and load average before and after, or its error."""
+    and load average before and after, or its error. ``store``: keep the session in ``state``'s store (and
+    warm-start from what it holds) instead of ``--no-store``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "TUNER_"))}
     if state is not None:
         env["TUNER_TUNER__STATE_DIR"] = state
     t0, load0 = time.monotonic(), load()
     proc = subprocess.run([sys.executable, "-m", "tuner", "recommend", "--sandbox", *args, "--seed", str(seed),
-                           "--format", "json", "--no-store"],
+                           "--format", "json", *(() if store else ("--no-store",))],
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=7200)
     if proc.returncode != 0:
         return None, {"seed": seed, "error": f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"}

@@ -137,6 +137,31 @@ def peers(t: Mapping[str, Any], samples: Mapping[int, Sequence[float]], *, profi
     return out
 
 
+def ceiling(samples: Mapping[Any, Sequence[float]], min_effect: float, *, splits: int = 200,
+            seed: int = 46) -> dict[str, Any]:
+    """The sweep against itself: how well the truth can be told apart at this noise. Each split divides every
+    cell's repeats in two random halves (2 and 3 of 5); the best cell of one half (the fastest mean) is scored on
+    the other half's means. Out of sample, with half the sweep's probes — still more than a tuner session's — so
+    its hit share bounds what any method with fewer probes can be expected to reach on this truth."""
+    rng = random.Random(seed)
+    hits, regrets = 0, []
+    cells = {k: list(v) for k, v in samples.items() if len(v) >= 2}
+    if not cells:
+        return {"hit_share": float("nan"), "median_regret": float("nan"), "splits": 0}
+    for _ in range(splits):
+        a, b = {}, {}
+        for k, xs in cells.items():
+            xs = xs[:]
+            rng.shuffle(xs)
+            a[k], b[k] = statistics.fmean(xs[: len(xs) // 2]), statistics.fmean(xs[len(xs) // 2:])
+        pick = min(a, key=a.__getitem__)
+        best_b = min(b.values())
+        hits += b[pick] <= best_b * min_effect
+        regrets.append(b[pick] / best_b - 1)
+    return {"hit_share": round(hits / splits, 3), "median_regret": round(statistics.median(regrets), 4),
+            "splits": splits}
+
+
 # --- the 2-D truth: cells keyed "read_ahead_kb,eic" ------------------------------------------------------------
 
 

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class StopRequested(asyncio.CancelledError):
@@ -41,3 +45,16 @@ class Stop:
 
 
 STOP = Stop()  # the process's one stop flag: there is one session per process
+
+
+async def to_the_end(cleanup: Coroutine[Any, Any, T]) -> T:
+    """Await a clean-up (a sandbox's teardown) to its end even when the awaiting task is cancelled meanwhile — a
+    SIGTERM that lands during the teardown. ``asyncio.shield`` alone is not enough: the cancelled task returns at
+    once, ``asyncio.run`` then cancels every task still running, the shielded teardown among them, and the
+    sandbox is left half removed. Here the cancelled task waits for the teardown, then re-raises."""
+    task = asyncio.ensure_future(cleanup)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task  # the signal handler cancels once; a second signal does not interrupt this
+        raise

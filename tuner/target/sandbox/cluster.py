@@ -35,6 +35,7 @@ import asyncpg
 from tuner import sqlfiles
 from tuner.errors import ConfigError, SandboxError
 from tuner.log import get_logger
+from tuner.stop import to_the_end
 from tuner.target.connection import connect
 from tuner.target.sandbox import loopdisk
 from tuner.target.sandbox.binaries import Binaries, find_binaries
@@ -159,12 +160,12 @@ class Sandbox:
         try:
             await self.start()
         except BaseException:
-            await asyncio.shield(self.close())
+            await to_the_end(self.close())
             raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await asyncio.shield(self.close())
+        await to_the_end(self.close())
 
     async def start(self) -> None:
         cleanup_stale(self.base_dir)
