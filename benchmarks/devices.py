@@ -11,16 +11,19 @@ Per profile (each on its own sandbox, ``--device PROFILE``, PostgreSQL 15):
    drift between blocks cancels), each probe exactly the concurrency family's probe (its workload, its cache
    emptying, its EXPLAIN measurement) — the sweep runs as a family of its own inside a tuner session;
 2. ``--sessions`` cold ``tuner recommend --sandbox --device P --family concurrency --format json`` sessions, each
-   with its own seed and sandbox, scored against the truth: hit, regret, probes, wall time, and whether the
+   with its own seed and sandbox (the first kept in a store of the profile's own), then one warm session that
+   starts from that store — each scored against the truth: hit, regret, probes, wall time, and whether the
    keep/change decision agrees with the truth at today's value (change ⇔ today's value is outside the truth set);
-3. the peers scored on the same truth (benchmarks/devices_score.py).
+3. the peers scored on the same truth (benchmarks/devices_score.py), and the sweep against itself: how often the
+   best of half its repeats lands in the truth set of the other half — what the truth's own noise allows.
 
 Results: one JSON per profile in ``--out`` (resumable: a profile whose file exists with the same parameters is
 not measured again; ``--force`` re-measures), and ``summary.json`` with the table (rows = methods, columns =
 profiles, cells = regret (hit)), printed as Markdown. The machine's load average is recorded around each step.
 
-Not yet: PostgreSQL 18 (its family probes a weighted mix with io_combine_limit; the sweep here is the 15 path),
-the 2-D eic × read_ahead_kb truth, and the warm session.
+Before the 1-D part, the same run measures the 2-D truth (read_ahead_kb × eic on PostgreSQL 15, sessions of the
+readahead and concurrency families together: devices_2d.py) and io_method × eic on PostgreSQL 18 (devices_pg18.py);
+``--only 1d|2d|pg18`` measures one part.
 """
 
 from __future__ import annotations
@@ -52,7 +55,9 @@ from tuner.policy import load_policy  # noqa: E402
 from tuner.probes import workload  # noqa: E402
 from tuner.probes.cache import CacheControl, choose_os_method  # noqa: E402
 
-DEFAULT_PROFILES = ("local", "ram", "latency=1ms", "iops=3000", "iops=300", "mbps=125", "hdd")
+# Each profile at the scale where its probes last long enough to be told apart (a few hundred ms at the best eic,
+# seconds at the worst): at scale 10 local and ram probes took 30-60 ms and varied 20-33 % (CV) under load.
+DEFAULT_PROFILES = ("local@50", "ram@50", "latency=1ms@20", "iops=3000@10", "iops=300@10", "mbps=125@50", "hdd@4")
 QUICK_PROFILES = ("local", "latency=1ms")
 # The 2-D truth (read_ahead_kb × eic on the readahead family's workload) with each profile's scale: a cold
 # sequential scan at readahead 128 KiB takes about a second on each (latency=1ms reads ~180 MB/s at 128 KiB a
@@ -220,6 +225,18 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     return head + best + "".join(f"| {k} | " + " | ".join(v) + " |\n" for k, v in rows.items())
 
 
+def summed(results: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Each method's regret summed over the profiles: tuner's as the mean of its cold sessions on each profile,
+    the searching peers' as their mean over replays, the fixed rules' as scored."""
+    out: dict[str, float] = {}
+    for r in results.values():
+        if r["sessions"]:
+            out["tuner"] = out.get("tuner", 0.0) + statistics.fmean(s["regret"] for s in r["sessions"])
+        for name, p in r["peers"].items():
+            out[name] = out.get(name, 0.0) + p["regret"]
+    return {k: round(v, 3) for k, v in out.items()}
+
+
 def slug(profile: str) -> str:
     return profile.replace("=", "-").replace(",", "+")
 
@@ -296,7 +313,11 @@ def main() -> None:
         t = results[profile]["truth"]
         print(f"{profile}: best eic {t['best']} ({t['best_ms']:.0f} ms), truth set {t['truth_set']}", file=sys.stderr)
     md = table(results)
-    summary = {"repeats": args.repeats, "sessions": args.sessions, "results": results, "table": md}
+    totals = summed(results)
+    md += "\nSummed regret over the profiles (tuner: the mean of its cold sessions per profile): " + ", ".join(
+        f"{k} {v:.2f}" for k, v in sorted(totals.items(), key=lambda kv: kv[1])) + "\n"
+    summary = {"repeats": args.repeats, "sessions": args.sessions, "results": results, "summed_regret": totals,
+               "table": md}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(md)
 

@@ -17,6 +17,7 @@ answers between them are interpolated on the log2(1 + x) axes tuner searches on.
 from __future__ import annotations
 
 import random
+import statistics
 import re
 import sys
 from pathlib import Path
@@ -203,7 +204,9 @@ def score_2d(samples: dict[str, list[float]], min_effect: float, sessions: list[
              "folklore (128 KB, eic 256)": sc.score2d(t, 128, 256),
              "PGTune san + SAN advice (2048 KB, eic 300)": sc.score2d(t, 2048, 300),
              "timescaledb-tune (128 KB, eic 200)": sc.score2d(t, 128, 200)}
-    return {"truth": t, "row_truth": row, "sessions": scored, "rules": rules, "ceiling": sc.ceiling(samples, min_effect)}
+    ran = [s["probes"] for s in sessions if "probes" in s]
+    return {"truth": t, "row_truth": row, "sessions": scored, "rules": rules, "ceiling": sc.ceiling(samples, min_effect),
+            "peers": sc.replayed(samples, min_effect, budget=int(statistics.median(ran)) if ran else 20)}
 
 
 def run(profile: str, scale: int, repeats: int, sessions: int, path: Path, *, force: bool = False,

@@ -13,6 +13,7 @@ Every block visits every (io_method, eic) cell once in a fresh random order; io_
 from __future__ import annotations
 
 import random
+import statistics
 import sys
 from pathlib import Path
 from typing import Any, ClassVar
@@ -154,8 +155,10 @@ def score(samples: dict[str, list[float]], min_effect: float, sessions: list[dic
                        "searched_best": at(str(best), recs[cc.KNOB]["recommended"])})
     rules = {"PostgreSQL 18 defaults (worker, 16)": at(PG18_DEFAULT_METHOD, PG18_DEFAULT_EIC),
              "worker, 256": at("worker", 256), "sync, 16": at("sync", PG18_DEFAULT_EIC)}
+    ran = [s["probes"] for s in sessions if "probes" in s]
     return {"truth": t, "rows": {m: {"best": r["best"], "best_ms": r["best_ms"]} for m, r in rows.items()},
-            "sessions": scored, "rules": rules}
+            "sessions": scored, "rules": rules, "ceiling": sc.ceiling(samples, min_effect),
+            "peers": sc.replayed(samples, min_effect, budget=int(statistics.median(ran)) if ran else 20)}
 
 
 def run(profile: str, scale: int, repeats: int, sessions: int, path: Path, *, force: bool = False,
@@ -178,6 +181,7 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         ("truth set (within 5 %)", lambda r: "; ".join(f"({c})" for c in r["truth"]["truth_set"])),
         ("tuner's answers (regret)", lambda r: "; ".join(f"({s['answer'][0]},{s['answer'][1]}) {s['regret']:.1%}"
                                                          for s in scored(r)) or "—"),
+        ("the sweep against itself: hits of a half-sized sweep", lambda r: f"{r['ceiling']['hit_share']:.0%}"),
         ("its search's best, before keep/change (regret)", lambda r: "; ".join(
             f"({s['searched_best']['answer'][0]},{s['searched_best']['answer'][1]}) {s['searched_best']['regret']:.1%}"
             for s in scored(r)) or "—"),

@@ -130,18 +130,21 @@ def scored(r: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def md_table(corner: str, results: dict[str, dict[str, Any]], rows: list[Row]) -> str:
-    """Markdown: a column per profile, a row per figure; then every fixed rule's regret (hit)."""
+    """Markdown: a column per profile, a row per figure; then every fixed rule's regret (hit), and every searching
+    peer's mean regret (hit share) where the results carry them."""
     lines = [f"| {corner} | " + " | ".join(f"{p} (scale {r['scale']})" for p, r in results.items()) + " |",
              "|---|" + "---|" * len(results)]
     rules = [(n, lambda r, n=n: f"{r['rules'][n]['regret']:.1%} ({'hit' if r['rules'][n]['hit'] else 'miss'})")
              for n in next(iter(results.values()))["rules"]]
+    peers = [(f"{n} ({r0['probes']} probes, {r0['runs']} replays)", lambda r, n=n: f"{r['peers'][n]['regret']:.1%} ({r['peers'][n]['hit']:.0%})")
+             for n, r0 in (next(iter(results.values())).get("peers") or {}).items()]
     for name, f in [*rows,
                     ("tuner hits", lambda r: f"{sum(s['hit'] for s in scored(r))}/{len(scored(r))}"),
                     ("keep/change agrees", lambda r: f"{sum(s['decision_agrees'] for s in scored(r))}/{len(scored(r))}"),
                     ("tuner probes, wall", lambda r: "; ".join(f"{s['probes']} in {s['wall_s']:.0f} s"
                                                                for s in scored(r)) or "—"),
                     ("sweep: probes, wall", lambda r: f"{sum(c['n'] for c in r['truth']['cells'].values())} in "
-                                                      f"{r['wall_s']:.0f} s"), *rules]:
+                                                      f"{r['wall_s']:.0f} s"), *rules, *peers]:
         lines.append(f"| {name} | " + " | ".join(f(r) for r in results.values()) + " |")
     return "\n".join(lines) + "\n"
 

@@ -8,8 +8,10 @@ method's answer scored against it — regret and hit.
 * regret = true time at the answer / best true time − 1.
 * peers: fixed rules (PostgreSQL's default, PGTune, timescaledb-tune, folklore 256) scored directly; the seeds'
   method (each grid value once, the fastest) and Optuna TPE / random search with tuner's probe budget are run
-  on the sweep's own measurements — each probe of value v draws one of v's measured repeats — many times with
-  seeded draws, and scored by their mean regret and hit share.
+  on the sweep's own measurements many times with seeded draws and scored by their mean regret and hit share:
+  in sample (each probe draws one of the value's repeats, scored on the means of all of them — the probes the
+  truth averages, an advantage tuner's sessions do not get) and out of sample (one repeat per value held for
+  the probes, scored on the mean of the other four).
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ def random_search(samples: Mapping[int, Sequence[float]], budget: int, rng: rand
     return min(tried, key=lambda v: tried[v])
 
 
-def optuna_tpe(samples: Mapping[int, Sequence[float]], budget: int, seed: int) -> int:
+def optuna_tpe(samples: Mapping[Any, Sequence[float]], budget: int, seed: int, cast: Callable[[Any], Any] = int) -> Any:
     """Optuna's TPE over the grid (categorical), ``budget`` probes, the best observed value."""
     import optuna  # benchmark-only dependency (the [bench] extra)
 
@@ -112,7 +114,7 @@ def optuna_tpe(samples: Mapping[int, Sequence[float]], budget: int, seed: int) -
     probe = _draw(samples, rng)
     study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(5, budget)))
     study.optimize(lambda trial: probe(trial.suggest_categorical("eic", sorted(samples))), n_trials=budget)
-    return int(study.best_params["eic"])
+    return cast(study.best_params["eic"])
 
 
 def peers(t: Mapping[str, Any], samples: Mapping[int, Sequence[float]], *, profile: str, default: int,
@@ -124,17 +126,47 @@ def peers(t: Mapping[str, Any], samples: Mapping[int, Sequence[float]], *, profi
         "timescaledb_tune": score(t, TIMESCALEDB_TUNE),
         "folklore_256": score(t, FOLKLORE),
     }
+    return {**out, **replayed(samples, t["min_effect"], budget=budget, draws=draws, seed=seed),
+            **{f"{k} (out of sample)": v for k, v in replayed(samples, t["min_effect"], budget=budget, draws=draws,
+                                                              seed=seed, out_of_sample=True).items()}}
+
+
+def _split(samples: Mapping[Any, Sequence[float]], rng: random.Random,
+           out_of_sample: bool) -> tuple[dict[Any, list[float]], dict[Any, float]]:
+    """The probes a replayed method may draw from, per cell, and the means its answer is scored on: in sample,
+    every repeat for both (as the issue's first table did: the method draws the very probes the truth averages);
+    out of sample, one repeat drawn at random per cell, and the mean of the others."""
+    if not out_of_sample:
+        return {k: list(xs) for k, xs in samples.items()}, {k: statistics.fmean(xs) for k, xs in samples.items()}
+    pool, rest = {}, {}
+    for k, xs in samples.items():
+        i = rng.randrange(len(xs))
+        others = [x for j, x in enumerate(xs) if j != i] or list(xs)
+        pool[k], rest[k] = [xs[i]], statistics.fmean(others)
+    return pool, rest
+
+
+def replayed(samples: Mapping[Any, Sequence[float]], min_effect: float, *, budget: int, draws: int = 50,
+             seed: int = 46, out_of_sample: bool = False) -> dict[str, dict[str, Any]]:
+    """The searching peers — the seeds' method (every cell once, the fastest), random search and Optuna TPE with
+    ``budget`` probes — replayed ``draws`` times on the sweep's own probes, each answer scored by its cell's mean
+    (see :func:`_split` for in and out of sample). Cells are grid values or labels ("512,64")."""
     runs: dict[str, list[dict[str, Any]]] = {"seeds_method": [], "random_search": [], "optuna_tpe": []}
+    kind = type(next(iter(samples)))
     for i in range(draws):
         rng = random.Random(seed + i)
-        runs["seeds_method"].append(score(t, seeds_method(samples, rng)))
-        runs["random_search"].append(score(t, random_search(samples, budget, rng)))
-        runs["optuna_tpe"].append(score(t, optuna_tpe(samples, budget, seed + i)))
-    for name, rs in runs.items():
-        out[name] = {"regret": round(statistics.fmean(r["regret"] for r in rs), 4),
-                     "hit": round(sum(r["hit"] for r in rs) / len(rs), 3), "runs": len(rs),
-                     "probes": len(samples) if name == "seeds_method" else budget}
-    return out
+        pool, means = _split(samples, rng, out_of_sample)
+        best = min(means.values())
+
+        def at(cell: Any) -> dict[str, Any]:
+            return {"regret": means[cell] / best - 1, "hit": means[cell] <= best * min_effect}
+
+        runs["seeds_method"].append(at(seeds_method(pool, rng)))
+        runs["random_search"].append(at(random_search(pool, budget, rng)))
+        runs["optuna_tpe"].append(at(optuna_tpe(pool, budget, seed + i, cast=kind)))
+    return {name: {"regret": round(statistics.fmean(r["regret"] for r in rs), 4),
+                   "hit": round(sum(r["hit"] for r in rs) / len(rs), 3), "runs": len(rs),
+                   "probes": len(samples) if name == "seeds_method" else budget} for name, rs in runs.items()}
 
 
 def ceiling(samples: Mapping[Any, Sequence[float]], min_effect: float, *, splits: int = 200,

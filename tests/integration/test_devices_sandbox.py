@@ -20,10 +20,22 @@ from tuner.target.sandbox.device.throttle import cgroup_root
 READ_IOPS = 100
 
 
+# The sandboxes these tests made (their directories' names): a leftover cgroup is looked for by its sandbox's
+# name, because other engineers' sandboxes may run beside these tests, each with a cgroup of its own.
+_OURS: set[str] = set()
+
+
+def _ours_from_log(stderr: str) -> None:
+    _OURS.update(Path(json.loads(ln)["dir"]).name for ln in stderr.splitlines()
+                 if ln.startswith("{") and '"dir"' in ln and "tuner-sandbox-" in ln)
+
+
 def _leftovers(base_dir: Path) -> dict[str, object]:
-    """What of a profile could survive: cgroups of tuner's, mounts and loop devices under base_dir, processes."""
+    """What of a profile could survive: this test's sandboxes' cgroups, mounts and loop devices under base_dir,
+    processes."""
+    _OURS.update(p.name for p in base_dir.glob("*/tuner-sandbox-*"))
     root = cgroup_root()
-    cgroups = [p.name for p in root[0].glob("tuner-tuner-sandbox-*")] if root else []
+    cgroups = [p.name for p in root[0].glob("tuner-tuner-sandbox-*") if p.name.removeprefix("tuner-") in _OURS] if root else []
     mounts = [line for line in Path("/proc/self/mounts").read_text().splitlines() if str(base_dir) in line]
     return {"cgroups": cgroups, "mounts": mounts, "loops": loopdisk.backed_by(base_dir),
             "processes": processes_under(base_dir), "files": list(base_dir.iterdir())}
@@ -45,6 +57,7 @@ def _serviced_reads(cgroup: Path, dev: str) -> int:
 def test_postgres_reads_are_capped_because_every_server_process_is_in_the_cgroup(base_dir: Path, pg15: Binaries) -> None:
     async def scenario() -> tuple[set[int], set[int], int, float]:
         async with Sandbox(base_dir=base_dir, scale=1, binaries=pg15, device=parse_profile(f"iops={READ_IOPS}")) as sb:
+            _OURS.add(sb.root.name)
             stack = sb._device
             assert stack is not None and stack._throttle is not None and sb.device
             # Every sandbox disk starts at the kernel's readahead for a new block device, whichever loop it got.
@@ -112,6 +125,7 @@ def test_sigterm_tears_a_profile_down(base_dir: Path, tmp_path: Path) -> None:
         assert left["cgroups"] and left["mounts"], left
     finally:
         code = stopped_by(proc, signal.SIGTERM)
+    _ours_from_log(log.read_text())
     assert code == 143, log.read_text()[-2000:]
     assert "Traceback" not in log.read_text()
     assert wait_for(lambda: _nothing_left(base_dir), 30), _leftovers(base_dir)
@@ -126,6 +140,7 @@ def test_on_a_latency_bound_disk_tuner_changes_pg15s_eic_1_to_a_much_higher_valu
          "--family", "concurrency", "--seed", "46", "--format", "json", "--no-store"],
         capture_output=True, text=True, cwd=tmp_path, timeout=1800,
         env=tuner_env(tmp_path / "state", TUNER_SANDBOX__BASE_DIR=str(base_dir)))
+    _ours_from_log(proc.stderr)
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
     assert doc["target"]["server_version_num"] // 10000 == 15
