@@ -156,7 +156,10 @@ def session(profile: str, scale: int, seed: int, store: str | None = None) -> di
     return {"seed": seed, "current": rec["current"], "recommended": rec["recommended"], "decision": rec["decision"],
             "near_optimal": rec.get("near_optimal"), "probes": len(doc["trials"]),
             "search_probes": sum(1 for t in doc["trials"] if t["phase"] == "search"),
-            "warm_start": fam.get("warm_start"), **run}
+            "warm_start": fam.get("warm_start"),
+            "io_regime": [{k: r.get(k) for k in ("regime", "cap_source", "cap_iops", "cap_mib_s", "read_iops",
+                                                 "read_mib_s", "reads_in_flight", "read_latency_ms", "sentence")}
+                          for r in doc.get("io_regime") or []], **run}
 
 
 def sessions_of(profile: str, scale: int, n: int) -> list[dict[str, Any]]:
