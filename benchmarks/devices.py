@@ -57,7 +57,7 @@ from tuner.probes.cache import CacheControl, choose_os_method  # noqa: E402
 
 # Each profile at the scale where its probes last long enough to be told apart (a few hundred ms at the best eic,
 # seconds at the worst): at scale 10 local and ram probes took 30-60 ms and varied 20-33 % (CV) under load.
-DEFAULT_PROFILES = ("local@50", "ram@50", "latency=1ms@20", "iops=3000@10", "iops=300@10", "mbps=125@50", "hdd@4")
+DEFAULT_PROFILES = ("local@50", "ram@50", "latency=1ms@20", "iops=3000@10", "iops=300@5", "mbps=125@50", "hdd@2")
 QUICK_PROFILES = ("local", "latency=1ms")
 # The 2-D truth (read_ahead_kb × eic on the readahead family's workload) with each profile's scale: a cold
 # sequential scan at readahead 128 KiB takes about a second on each (latency=1ms reads ~180 MB/s at 128 KiB a
@@ -278,8 +278,8 @@ def main() -> None:
                     "15), the 2-D read_ahead_kb × eic truth (15), or io_method × eic on 18")
     ap.add_argument("--parallel", type=int, default=1, help="2-D and 18 parts: run a profile's sessions this many at "
                     "a time, each on its own sandbox (faster; they share the CPU, so times are noisier)")
-    ap.add_argument("--score-only", action="store_true", help="2-D and 18 parts: measure nothing, score what --out "
-                    "holds (sessions still missing are left out)")
+    ap.add_argument("--score-only", action="store_true", help="measure nothing, score what --out holds (2-D and 18: "
+                    "sessions still missing are left out; 1-D: a profile not measured at these parameters is an error)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "measured" / "devices")
     ap.add_argument("--force", action="store_true", help="measure again what --out already holds")
     args = ap.parse_args()
@@ -306,6 +306,8 @@ def main() -> None:
         path = args.out / f"{slug(profile)}.json"
         measured = json.loads(path.read_text()) if path.exists() and not args.force else None
         # Files from before the warm session (params without "warm") still count: their cold sessions stand.
+        if args.score_only and (measured is None or {**measured["params"], "warm": 1} != params):
+            raise SystemExit(f"{profile}: nothing measured at {params} in {path} (--score-only measures nothing)")
         if measured is None or {**measured["params"], "warm": 1} != params:
             print(f"{profile}: truth sweep ({len(sc.GRID)} values × {args.repeats})", file=sys.stderr, flush=True)
             truth_sweep = sweep(profile, params["scale"], args.repeats)

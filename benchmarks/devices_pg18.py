@@ -20,7 +20,6 @@ from typing import Any, ClassVar
 
 from benchmarks import devices_score as sc
 from benchmarks.devices_run import in_sandbox, load, md_table, recommend_json, resume, scored, scored_profile, state_dir
-from tuner import sqlfiles
 from tuner.families import aio
 from tuner.knobs import iouring
 from tuner.families import concurrency as cc
@@ -65,9 +64,8 @@ class Sweep18:
         async with ctx.connection() as conn:
             queries = await workload.plan(conn, custom=ctx.cfg.workload.queries, relations=ctx.cfg.workload.relations,
                                           pages_fraction=ctx.cfg.workload.pages_fraction)
-            io = {r["name"]: dict(r) for r in await conn.fetch(sqlfiles.load(cc._PROBES_SQL, "io_settings"),
-                                                                 [cc.METHOD, cc.ICL, *iouring.SLOT_SETTINGS])}
-            queries = await cc._with_seq_scan(conn, ctx, queries)
+            io = await aio.io_settings(conn)  # the family's own reading (io_method, io_combine_limit, io_uring's slots)
+            queries = await cc.with_seq_scan(conn, ctx, queries)
             files = [f for q in queries if q.relation for f in await workload.relation_files(conn, local, q.relation)]
         cache = await CacheControl.plan(facts, [q.relation for q in queries], connector=ctx.target.connect,
                                         restart=ctx.target.restart, os_method=choose_os_method(local, files), files=files)

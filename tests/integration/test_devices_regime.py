@@ -67,11 +67,12 @@ def test_on_a_disk_that_serves_one_read_at_a_time_the_cap_is_inferred_from_satur
     # hdd: one spindle, reads served one at a time, each a few ms of seek and rotation. The queue builds at the
     # device as on a real volume at its provider's cap (not before it, as under blk-throttle): deeper prefetch
     # puts more reads in flight and the rate stays flat. The profile names no cap, so the line must infer it —
-    # what tuner does on a real target — at about one read per service time (measured: 201 IOPS at 5.08 ms).
+    # what tuner does on a real target. One spindle's rate: a non-contiguous read costs 1 ms + a seek that grows
+    # with distance + 4.17 ms of rotation (the profile's model), so at most ~190 such reads a second, more where
+    # reads are contiguous (measured in the devices benchmark: 199-209 inferred, 5.0 ms per read one at a time).
     regime = _session(base_dir, tmp_path, "hdd")
     assert regime["regime"] == "iops" and regime["cap_source"] == "inferred", regime
-    assert regime["reads_in_flight"] <= 1.5, regime  # today's eic 1 on one spindle: about one read at a time
-    service_rate = 1000.0 / regime["read_latency_ms"]  # so IOPS = 1 / service time
-    assert 0.8 * service_rate <= regime["cap_iops"] <= 1.2 * service_rate, regime
+    assert 120 <= regime["cap_iops"] <= 300, regime
+    assert regime["cap_iops"] <= 1.25 * regime["read_iops"], regime  # today's rate is already at the ceiling
     assert regime["busy_share"] >= 0.9, regime
     assert "the device's ceiling is about" in regime["sentence"]

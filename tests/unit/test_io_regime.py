@@ -217,6 +217,22 @@ def test_few_probes_do_not_make_a_cap() -> None:
     assert classify("concurrency", points).regime == "latency"
 
 
+def test_busy_reads_with_no_deeper_probe_do_not_promise_room_for_more_concurrency() -> None:
+    # hdd, a warm session (devices benchmark, 2026-12-06): every probe near today's eic, one read at a time, the
+    # spindle busy — nothing measured says more reads at once would help, so the line does not say they would
+    points = [_probe(e, r, lat, busy=0.99) for e, r, lat in ((1, 203.0, 4.95), (0, 201.0, 4.98), (1, 204.0, 4.9),
+                                                            (0, 199.0, 5.0), (1, 202.0, 4.96))]
+    [r] = assess(points)
+    assert r.regime == "latency" and "room for more concurrency" not in r.sentence
+    assert "no probe had 2x as many reads in flight, so whether more at once would raise the rate was not measured" \
+        in r.sentence
+    # deeper probes that were not faster, with rates too uneven to call a cap: said as measured
+    uneven = points + [_probe(64, r, lat, busy=0.99) for r, lat in ((150.0, 40.0), (260.0, 30.0))]
+    [u] = assess(uneven)
+    assert u.regime == "latency" and "room for more concurrency" not in u.sentence
+    assert "not faster: more reads at once did not raise the rate here" in u.sentence
+
+
 def test_each_workload_gets_its_own_line_and_probes_without_reads_are_left_out() -> None:
     cached = _probe(1, 10.0, 0.1).model_copy(update={"metrics": {diskstat.READS: 3.0, diskstat.IOPS: 2.0}})
     out = assess([*IOPS_300, cached, *[_probe(ra, 300.0, 0.1, family="readahead", kib=128.0) for ra in (0, 1)]],

@@ -20,8 +20,9 @@ workload out. The regimes, asked in this order:
    for. (mbps=125 under a load average of 19: eic 1 kept the device busy 28 % of the time at ~1,900 IOPS, yet
    eic 64 read at 7,700-15,900 — one read at a time, each wait added to the CPU's work: not CPU-bound.)
 4. **Latency-bound** — not at a cap, and either busy or outrun by probes with more reads at once: each read's
-   wait is the limit, and more reads at once raise the rate (the probes that had more in flight say by how
-   much).
+   wait is the limit. Where probes with more reads in flight were faster, more reads at once raise the rate
+   (they say by how much); where none had clearly more in flight, or those that had were not faster, the line
+   says that instead of promising room for more concurrency.
 
 Figures describe today's settings: the confirmation's baseline-arm probes, else every probe with a reading.
 """
@@ -156,6 +157,17 @@ def classify(family: str | None, points: Sequence[Trial], *, profile: DeviceProf
     deeper_mib = statistics.median(t.metrics.get(MIB_S, 0.0) for t in deeper_points) if deeper_points else 0.0
     if more and profile is not None and profile.read_mbps and deeper_mib >= AT_CAP * profile.read_mbps:
         more += f", {deeper_mib:,.0f} MiB/s: up to the device's cap of {profile.read_mbps:,} MiB/s (profile {profile})"
+    if not outran:
+        # Nothing measured says more reads at once would help: no probe had DEEPER x today's reads in flight (a
+        # warm start that stayed near today's value), or those that had were not faster (rates too uneven for
+        # rule 2). Say what was measured, not a remedy (hdd, warm: "room for more concurrency" was wrong there).
+        seen = (f"probes with {DEEPER:.0f}x as many reads in flight or more ran at {deeper_rate:,.0f} IOPS (median), "
+                "not faster: more reads at once did not raise the rate here" if deeper_points else
+                f"no probe had {DEEPER:.0f}x as many reads in flight, so whether more at once would raise the rate "
+                "was not measured")
+        return IoRegimeOut(**base, regime="latency",
+                           sentence=f"reads ran at {at} with {m[IN_FLIGHT] or 0:.1f} in flight on average, not at a "
+                           f"known cap: each read's wait is the limit; {seen}")
     return IoRegimeOut(**base, regime="latency",
                        sentence=f"reads ran at {at} with {m[IN_FLIGHT] or 0:.1f} in flight on average, not at a "
                        f"cap: latency-bound, with room for more concurrency — more reads at once "
