@@ -14,8 +14,8 @@ Per profile (each on its own sandbox, ``--device PROFILE``, PostgreSQL 15):
    with its own seed and sandbox (the first kept in a store of the profile's own), then one warm session that
    starts from that store — each scored against the truth: hit, regret, probes, wall time, and whether the
    keep/change decision agrees with the truth at today's value (change ⇔ today's value is outside the truth set);
-3. the peers scored on the same truth (benchmarks/devices_score.py), and the sweep against itself: how often the
-   best of half its repeats lands in the truth set of the other half — what the truth's own noise allows.
+3. the peers scored on the same truth (benchmarks/devices_score.py), and how sure each session's hit/miss verdict
+   is: the share of bootstrap truths (the sweep's repeats resampled) in which its answer is a hit.
 
 Results: one JSON per profile in ``--out`` (resumable: a profile whose file exists with the same parameters is
 not measured again; ``--force`` re-measures), and ``summary.json`` with the table (rows = methods, columns =
@@ -66,7 +66,7 @@ TWO_D_PROFILES = ("latency=1ms@6", "iops=3000@16", "local@40")
 # PostgreSQL 18: io_method (worker, sync, io_uring where it runs) × eic on the concurrency family's 17+ workload (a sequential scan and
 # the bitmap scans). Smaller scales than 15's: a session on 18 runs ~150 probes (eic × io_combine_limit, then
 # io_workers, then io_method screened in ABBA pairs).
-PG18_PROFILES = ("latency=1ms@3", "iops=3000@4", "mbps=125@4")
+PG18_PROFILES = ("latency=1ms@3", "iops=3000@20", "mbps=125@4")
 PG15_DEFAULT_EIC = 1
 
 
@@ -192,7 +192,10 @@ def score_profile(profile: str, measured: dict[str, Any]) -> dict[str, Any]:
                     "decision_agrees": (s["decision"] == "change") == (not sc.score(t, s["current"])["hit"])}
                    for s in warm]
     budget = round(statistics.median(s["search_probes"] for s in sessions)) if sessions else 8
-    return {"truth": t, "sessions": scored, "warm_sessions": warm_scored, "ceiling": sc.ceiling(samples, t["min_effect"]),
+    chances = sc.hit_chances(samples, t["min_effect"], [s["answer"] for s in scored + warm_scored])
+    for s, c in zip(scored + warm_scored, chances):
+        s["hit_chance"] = c
+    return {"truth": t, "sessions": scored, "warm_sessions": warm_scored,
             "peers": sc.peers(t, samples, profile=profile, default=PG15_DEFAULT_EIC,
                                                               budget=budget)}
 
@@ -215,8 +218,8 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         ws = results[p].get("warm_sessions") or []
         rows.setdefault("tuner warm session: regret (hit), probes", []).append(
             "; ".join(f"{s['regret']:.1%} ({'hit' if s['hit'] else 'miss'}), {s['probes']}" for s in ws) or "not run")
-        c = results[p]["ceiling"]
-        rows.setdefault("the sweep against itself: hits of a half-sized sweep", []).append(f"{c['hit_share']:.0%}")
+        rows.setdefault("tuner hits expected from the truth's own noise (bootstrap)", []).append(
+            f"{sum(s['hit_chance'] for s in ss):.1f}/{len(ss)}" if ss else "—")
         for name, r in results[p]["peers"].items():
             hit = f"{r['hit']:.0%}" if isinstance(r["hit"], float) else ("hit" if r["hit"] else "miss")
             rows.setdefault(name, []).append(f"{r['regret']:.1%} ({hit})")

@@ -155,7 +155,7 @@ def score(samples: dict[str, list[float]], min_effect: float, sessions: list[dic
              "worker, 256": at("worker", 256), "sync, 16": at("sync", PG18_DEFAULT_EIC)}
     ran = [s["probes"] for s in sessions if "probes" in s]
     return {"truth": t, "rows": {m: {"best": r["best"], "best_ms": r["best_ms"]} for m, r in rows.items()},
-            "sessions": scored, "rules": rules, "ceiling": sc.ceiling(samples, min_effect),
+            "sessions": scored, "rules": rules,
             "peers": sc.replayed(samples, min_effect, budget=int(statistics.median(ran)) if ran else 20)}
 
 
@@ -179,7 +179,6 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         ("truth set (within 5 %)", lambda r: "; ".join(f"({c})" for c in r["truth"]["truth_set"])),
         ("tuner's answers (regret)", lambda r: "; ".join(f"({s['answer'][0]},{s['answer'][1]}) {s['regret']:.1%}"
                                                          for s in scored(r)) or "—"),
-        ("the sweep against itself: hits of a half-sized sweep", lambda r: f"{r['ceiling']['hit_share']:.0%}"),
         ("its search's best, before keep/change (regret)", lambda r: "; ".join(
             f"({s['searched_best']['answer'][0]},{s['searched_best']['answer'][1]}) {s['searched_best']['regret']:.1%}"
             for s in scored(r)) or "—"),

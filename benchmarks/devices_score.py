@@ -169,29 +169,23 @@ def replayed(samples: Mapping[Any, Sequence[float]], min_effect: float, *, budge
                    "probes": len(samples) if name == "seeds_method" else budget} for name, rs in runs.items()}
 
 
-def ceiling(samples: Mapping[Any, Sequence[float]], min_effect: float, *, splits: int = 200,
-            seed: int = 46) -> dict[str, Any]:
-    """The sweep against itself: how well the truth can be told apart at this noise. Each split divides every
-    cell's repeats in two random halves (2 and 3 of 5); the best cell of one half (the fastest mean) is scored on
-    the other half's means. Out of sample, with half the sweep's probes — still more than a tuner session's — so
-    its hit share bounds what any method with fewer probes can be expected to reach on this truth."""
+def hit_chances(samples: Mapping[Any, Sequence[float]], min_effect: float, answers: Sequence[Any], *,
+                scorer: Callable[[Mapping[str, Any], Any], dict[str, Any]] | None = None,
+                make_truth: Callable[[Mapping[Any, Sequence[float]], float], dict[str, Any]] | None = None,
+                draws: int = 400, seed: int = 46) -> list[float]:
+    """How sure each hit/miss verdict is, given the sweep's own noise: the share of bootstrap truths (every value's
+    repeats resampled with replacement, the best and the 5 % set found again) in which each answer is a hit. A
+    miss at 0.4 is a coin toss the sweep cannot settle; at 0.0 it is a miss whatever the noise."""
     rng = random.Random(seed)
-    hits, regrets = 0, []
-    cells = {k: list(v) for k, v in samples.items() if len(v) >= 2}
-    if not cells:
-        return {"hit_share": float("nan"), "median_regret": float("nan"), "splits": 0}
-    for _ in range(splits):
-        a, b = {}, {}
-        for k, xs in cells.items():
-            xs = xs[:]
-            rng.shuffle(xs)
-            a[k], b[k] = statistics.fmean(xs[: len(xs) // 2]), statistics.fmean(xs[len(xs) // 2:])
-        pick = min(a, key=a.__getitem__)
-        best_b = min(b.values())
-        hits += b[pick] <= best_b * min_effect
-        regrets.append(b[pick] / best_b - 1)
-    return {"hit_share": round(hits / splits, 3), "median_regret": round(statistics.median(regrets), 4),
-            "splits": splits}
+    scorer = scorer or score
+    make_truth = make_truth or truth
+    hits = [0] * len(answers)
+    for _ in range(draws):
+        boot = {k: [rng.choice(list(xs)) for _ in xs] for k, xs in samples.items()}
+        t = make_truth(boot, min_effect)
+        for i, a in enumerate(answers):
+            hits[i] += bool(scorer(t, a)["hit"])
+    return [round(h / draws, 3) for h in hits]
 
 
 # --- the 2-D truth: cells keyed "read_ahead_kb,eic" ------------------------------------------------------------

@@ -89,13 +89,15 @@ def test_the_plateau_rule_answers_the_smallest_level_value_only_on_a_wide_platea
     assert r["best"] == 0 and r["answers_differ"] == 0 and r["plateau_mean_regret"] == r["argmin_mean_regret"] == 0
 
 
-def test_the_sweep_against_itself_tells_a_clear_best_from_a_noisy_plateau() -> None:
-    # One value clearly ahead, repeats tight: every half-sweep finds it.
+def test_a_verdict_is_as_sure_as_the_sweep_s_own_noise_allows() -> None:
+    # One value clearly ahead, repeats tight: every bootstrap truth agrees on the verdicts.
     clear = {0: [100.0, 101.0, 99.0, 100.5, 100.2], 64: [50.0, 50.5, 49.8, 50.2, 50.1], 1000: [80.0, 81.0, 79.0, 80.2, 80.4]}
-    assert sc.ceiling(clear, 1.05) == {"hit_share": 1.0, "median_regret": 0.0, "splits": 200}
-    # Two values 10 % apart under 30 % noise: a half-sweep often picks the wrong one, and it is out of sample.
+    assert sc.hit_chances(clear, 1.05, [64, 1000, 0]) == [1.0, 0.0, 0.0]
+    # Two values 10 % apart under 30 % noise: either may be the best in a bootstrap truth.
     noisy = {64: [50.0, 70.0, 35.0, 65.0, 40.0], 128: [55.0, 75.0, 40.0, 72.0, 44.0]}
-    c = sc.ceiling(noisy, 1.05)
-    assert 0.2 < c["hit_share"] < 0.95 and c["median_regret"] >= 0
-    assert sc.ceiling(noisy, 1.05) == c  # seeded
-    assert sc.ceiling({64: [50.0]}, 1.05)["splits"] == 0  # one repeat cannot be split
+    low, high = sc.hit_chances(noisy, 1.05, [64, 128])
+    assert 0.5 < low < 1.0 and 0.1 < high < 0.9 and low > high
+    assert sc.hit_chances(noisy, 1.05, [64, 128]) == [low, high]  # seeded
+    # The 2-D truth: labels for cells, an answer off the grid scored by interpolation.
+    [c] = sc.hit_chances(GRID2D, 1.05, [(512, 64)], make_truth=sc.truth2d, scorer=lambda t, a: sc.score2d(t, *a))
+    assert c == 1.0
