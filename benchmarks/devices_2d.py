@@ -17,8 +17,8 @@ answers between them are interpolated on the log2(1 + x) axes tuner searches on.
 from __future__ import annotations
 
 import random
-import statistics
 import re
+import statistics
 import sys
 from pathlib import Path
 from typing import Any, ClassVar
