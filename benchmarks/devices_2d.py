@@ -17,7 +17,6 @@ answers between them are interpolated on the log2(1 + x) axes tuner searches on.
 from __future__ import annotations
 
 import random
-import re
 import statistics
 import sys
 from pathlib import Path
@@ -35,7 +34,6 @@ from tuner.probes.cache import CacheControl, choose_os_method
 from tuner.probes.coldprobe import ColdProbe
 
 ROOT = Path(__file__).resolve().parent.parent
-JOINT = re.compile(r"joint optimum at effective_io_concurrency = (\d+)")
 PG15_DEFAULT_EIC = 1
 RA_GRID = (0, 16, 128, 512, 2048)
 # The eic axis thinned to every other grid value (+ 1, PostgreSQL 15's default, and 1000, the top): the 1-D
@@ -158,8 +156,8 @@ def samples_of(report_trials: list[Trial]) -> tuple[dict[str, list[float]], dict
 def session(profile: str, scale: int, seed: int, state: str) -> dict[str, Any]:
     """One cold session of the readahead and concurrency families on a fresh sandbox with the profile — what
     ``tuner recommend --sandbox`` runs by default on a disk of its own: readahead first (its joint search over
-    read_ahead_kb × eic), then eic at the readahead it settled on. Its answers and decisions, the joint search's
-    optimum, probes, wall time."""
+    read_ahead_kb × eic, the combination confirmed as a pair), then the concurrency family, which recommends eic
+    from that combination. Its answers and decisions, probes, wall time."""
     doc, run = recommend_json(["--device", profile, "--scale", str(scale), "--family", "readahead",
                                "--family", "concurrency"], seed, state)
     if doc is None:
@@ -167,11 +165,11 @@ def session(profile: str, scale: int, seed: int, state: str) -> dict[str, Any]:
     keep = ("current", "recommended", "decision", "near_optimal")
     rec = next((r for r in doc["recommendations"] if r["knob"] == ra.RA), None)
     eic = next((r for r in doc["recommendations"] if r["knob"] == ra.EIC), None)
-    joint = next((m for d in doc.get("devices") or [] if (m := JOINT.search(d.get("reason") or ""))), None)
+    # Since issue #53 the pair recommended is the joint search's, confirmed as a pair: no separate joint optimum
+    # (sessions stored before it carry "joint_eic", the eic the readahead family's search found and dropped).
     return {"probes": len(doc["trials"]), **run,
             "ra": None if rec is None else {k: rec.get(k) for k in keep},
-            "eic": None if eic is None else {k: eic.get(k) for k in keep},
-            "joint_eic": int(joint.group(1)) if joint else None}
+            "eic": None if eic is None else {k: eic.get(k) for k in keep}}
 
 
 def score_2d(samples: dict[str, list[float]], min_effect: float, sessions: list[dict[str, Any]]) -> dict[str, Any]:

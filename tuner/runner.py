@@ -27,12 +27,30 @@ from tuner.policy import Policy
 from tuner.probes.diskstat import data_disk
 from tuner.stop import STOP
 from tuner.store import Store, target_id
-from tuner.store.base import no_lock
-from tuner.target.fingerprint import fingerprint
+from tuner.store.base import StoreError, no_lock
+from tuner.target.fingerprint import fingerprint, recommendation_key
 from tuner.target.connection import redact, server_address
 from tuner.target.server import Servers, servers
 
 log = get_logger("tuner.runner")
+
+
+async def _accepted(store: Store | None, target: str) -> dict[str, Any]:
+    """The recommendations in force on ``target`` (its store id), by recommendation key: what the plateau rule
+    keeps where a search cannot tell it apart from its best. The history is a help, not a precondition: a store
+    that cannot say leaves it empty."""
+    if store is None:
+        return {}
+    try:
+        return {recommendation_key(r.knob, r.object): r.recommended for _, r in await store.accepted(target)}
+    except StoreError as exc:
+        log.warning("accepted.unavailable", reason=str(exc))
+        return {}
+
+
+def settled(recs: list[Recommendation]) -> dict[str, Any]:
+    """The values a family's confirmed changes settle on, by recommendation key: what later families probe at."""
+    return {recommendation_key(r.knob, r.object): r.recommended for r in recs if r.decision == "change"}
 
 
 
@@ -113,12 +131,12 @@ async def recommend(
                 disk, disk_note = data_disk(target.facts.local_data_directory(),
                                             [ts.location for ts in target.facts.tablespaces])
                 log.info("disk", reading=disk_note)
+                tid = target_id(target.facts.system_identifier, fp["data_directory"], label)
                 ctx = FamilyContext(cfg=cfg, policy=policy, target=target, writable=writable, journal=journal,
                                     progress=progress, budget=budget, sandbox=use_sandbox,
                                     own_devices=where.own_devices, sandbox_dir=where.sandbox_dir, history=history,
-                                    pins=dict(pins or {}), disk=disk)
-                busy = store.lock_target(target_id(target.facts.system_identifier, fp["data_directory"], label),
-                                         label) if store else no_lock()
+                                    pins=dict(pins or {}), disk=disk, accepted=await _accepted(store, tid))
+                busy = store.lock_target(tid, label) if store else no_lock()
                 async with busy:
                     for family in chosen:
                         STOP.check()
@@ -130,6 +148,7 @@ async def recommend(
                         trials.extend(t if t.family else t.model_copy(update={"family": family.name})
                                       for t in result.trials)
                         recs.extend(result.recommendations)
+                        ctx.settled.update(settled(result.recommendations))
                         restored.extend(result.restored)
                         if result.section is not None:
                             sections[family.name] = result.section

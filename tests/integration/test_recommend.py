@@ -42,10 +42,18 @@ def test_recommend_on_a_pg15_sandbox_end_to_end(base_dir: Path, tmp_path: Path) 
         assert hi >= rec["effect"]["improvement"] >= lo > 1.05
         assert rec["apply_sql"] == f"ALTER SYSTEM SET effective_io_concurrency = {rec['recommended']};"
         assert rec["rollback_sql"] == "ALTER SYSTEM RESET effective_io_concurrency;"
-    ok = [t for t in doc["trials"] if t["status"] == "ok" and "read_ahead_kb" not in t["config"]]
+    # The read path as one search (issue #53): readahead x effective_io_concurrency on the sandbox's own disk, one
+    # confirmation of the combination; the concurrency family (eic's owner) recommends from it and probes nothing.
+    ok = [t for t in doc["trials"] if t["status"] == "ok"]
     assert len(ok) >= 8 and doc["session"]["probes"] == len(doc["trials"])
+    assert all(t["family"] == "readahead" and "effective_io_concurrency" in t["config"] for t in doc["trials"])
     fams = {f["family"]: f for f in doc["families"]}
-    assert fams["concurrency"]["cache"] == "shared buffers: restart; OS page cache: drop_caches"
+    assert fams["readahead"]["cache"] == "shared buffers: restart; OS page cache: drop_caches"
+    assert "searched and confirmed with read_ahead_kb" in fams["concurrency"]["reason"], fams["concurrency"]
+    assert rec["reason"].startswith("searched and confirmed with read_ahead_kb = ")
+    confirmed = [t for t in ok if t["phase"] == "confirm" and t["arm"] == "candidate"]
+    # The pair recommended is the pair measured: the combination's candidate arm ran at both recommended values.
+    assert any(t["config"]["effective_io_concurrency"] == rec["recommended"] for t in confirmed) or not confirmed
     # As root the sandbox lives on a loop device of its own: the readahead family tunes that one, and only it.
     assert fams["readahead"]["status"] == "done", fams["readahead"]
     [dev] = doc["devices"]

@@ -33,16 +33,17 @@ class _History:
         return self.found
 
 
-def _ctx(*, pins: dict[str, Pin] | None = None, history: _History | None = None, budget: int | None = None) -> Any:
+def _ctx(*, pins: dict[str, Pin] | None = None, history: _History | None = None, budget: int | None = None,
+         accepted: dict[str, int] | None = None) -> Any:
     return SimpleNamespace(cfg=SimpleNamespace(tuner=SimpleNamespace(seed=7)), policy=POLICY, budget=budget,
-                           progress=NullProgress(), history=history, pins=pins or {})
+                           progress=NullProgress(), history=history, pins=pins or {}, accepted=accepted or {})
 
 
 def test_a_search_is_confirmed_against_todays_value_as_the_families_did_by_hand() -> None:
     probe = SyntheticProbe(seed_like_surface, noise_cv=0.05, seed=1)
     tuned = asyncio.run(tune(_ctx(), "concurrency", probe, [DIM], {EIC: 1}))
     assert not tuned.pinned and tuned.found is not None and tuned.decided is not None
-    assert tuned.decided.current == {EIC: 1} and tuned.decided.candidate == {EIC: tuned.found.config[EIC]}
+    assert tuned.decided.current == {EIC: 1} and tuned.decided.candidate == tuned.candidate
     phases = [t.phase for t in tuned.trials]
     assert phases == sorted(phases, key=lambda p: p != "search") and "confirm" in phases  # search, then confirm
     assert tuned.optimiser == "bayesian" and tuned.stop_reason and tuned.warm_start is None

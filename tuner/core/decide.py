@@ -160,3 +160,33 @@ def recommendation(
     )
     fields.update(extra)
     return Recommendation(**fields)
+
+
+async def shares(
+    current: Values,
+    combination: Decision,
+    probe: Probe,
+    policy: Policy,
+    *,
+    metric: str = "execution_time_ms",
+    progress: Progress | None = None,
+) -> dict[str, Decision]:
+    """Each knob's own share of a combination confirmed against ``current`` (today's): per knob the
+    combination moved, the combination with that knob put back to today's value against the combination, in
+    paired trials — so each recommendation carries its own interval, and a knob whose share does not clear the
+    minimum effect is kept. A combination kept as a whole has no shares (every knob keeps its evidence); a
+    combination that moved one knob is that knob's share."""
+    if combination.decision != "change":
+        return {}
+    candidate = combination.candidate
+    moved = [k for k in candidate if candidate[k] != current.get(k)]
+    if len(moved) == 1:
+        return {moved[0]: combination}
+    out: dict[str, Decision] = {}
+    for knob in moved:
+        others = ", ".join(f"{k} = {candidate[k]}" for k in moved if k != knob)
+        decided = await decide({**candidate, knob: current[knob]}, candidate, probe, policy, metric=metric,
+                               progress=progress, baseline_is_today=False)
+        decided.reason = f"on its own (against today's {current[knob]}, at {others}): {decided.reason}"
+        out[knob] = decided
+    return out

@@ -17,7 +17,8 @@ from typing import Any, Protocol
 from tuner.core.decide import Decision, decide
 from tuner.core.progress import Progress
 from tuner.core.loops import Probe, build_optimiser, search
-from tuner.model import NearOptimal, Trial
+from tuner.core.plateau import Settled, settle
+from tuner.model import NearOptimal, NearRange, Trial
 from tuner.optimiser import BaseOptimiser, Dimension, Suggestion
 from tuner.policy import Policy
 from tuner.store.base import StoredPrior
@@ -60,6 +61,8 @@ class Context(Protocol):
     def history(self) -> History | None: ...
     @property
     def pins(self) -> Mapping[str, PinLike]: ...
+    @property
+    def accepted(self) -> Mapping[str, Any]: ...
 
 
 @dataclass
@@ -73,6 +76,13 @@ class Tuned:
     warm_start: str | None = None  # for the report: where the search started from, or the pin it re-validated
     optimiser: str | None = None  # the optimiser's kind (None for a pin)
     pinned: bool = False  # a stored recommendation was re-validated instead of searching
+    # The search's answer as the plateau rule settled it (:mod:`tuner.core.plateau`): what is confirmed and
+    # recommended (None for a pin, or when nothing was found).
+    settled: Settled | None = None
+
+    @property
+    def candidate(self) -> dict[str, Any] | None:
+        return None if self.settled is None else self.settled.candidate
 
     @property
     def failed(self) -> bool:
@@ -100,6 +110,7 @@ async def tune(
     warm_start: bool = True,
     object: str | None = None,
     pinned: dict[str, int] | None = None,
+    accepted: Mapping[str, Any] | None = None,
 ) -> Tuned:
     """One tuning step of ``family`` over ``dims`` from today's values ``current``.
 
@@ -107,7 +118,11 @@ async def tune(
     values the pin's knobs have today) with no search. Else, with ``warm_start`` and a history, the search
     starts from the latest stored session's trials of exactly these knobs (on ``object`` only, where given: a
     device's search); ``confirm``: the search's optimum is then confirmed against ``current`` in paired trials
-    (:func:`tuner.core.decide.decide`) and the decision is in ``decided``."""
+    (:func:`tuner.core.decide.decide`) and the decision is in ``decided``.
+
+    The optimum confirmed is the search's answer as the plateau rule settles it (``settled``): today's value
+    where it lies inside the near-optimal range, else the value accepted before (``accepted``, default the
+    context's values in force for these knobs), else the search's answer."""
     policy, progress = ctx.policy, ctx.progress
     pin = ctx.pins.get(family)
     if pin is not None:
@@ -124,12 +139,34 @@ async def tune(
                          progress=progress)
     out = Tuned(list(found.trials), found=found.recommendation, stop_reason=found.stop_reason,
                 warm_start=warm_note(prior, optimiser), optimiser=optimiser.kind)
-    if found.recommendation is not None and confirm:
-        candidate = {k: found.recommendation.config[k] for k in current}
-        out.decided = await decide(current, candidate, probe, policy, metric=metric,
-                                   near_optimal=found.recommendation.near_optimal, progress=progress)
+    if found.recommendation is None:
+        return out
+    answer = {k: found.recommendation.config[k] for k in current}
+    if accepted is None:
+        accepted = {k: ctx.accepted[k] for k in current if k in ctx.accepted}
+    out.settled = settle(answer, _ranges(found.recommendation.near_optimal), current, accepted)
+    if confirm:
+        out.decided = with_rule(await decide(current, out.settled.candidate, probe, policy, metric=metric,
+                                             near_optimal=found.recommendation.near_optimal, progress=progress),
+                                out.settled)
         out.trials.extend(out.decided.trials)
     return out
+
+
+def _ranges(near: Any) -> dict[str, NearRange]:
+    """The per-knob ranges of a search's reported answer (a ``NearOptimal``; nothing otherwise)."""
+    return dict(near.ranges) if isinstance(near, NearOptimal) else {}
+
+
+def with_rule(decided: Decision, settled: Settled) -> Decision:
+    """``decided`` with the plateau rule's sentence in its reason, where the rule chose another value than the
+    search's answer (a candidate that is today's value says why it is, not that the model predicted it)."""
+    if not settled.notes:
+        return decided
+    reason = (settled.sentence() if decided.candidate == decided.current
+              else f"{decided.reason}; {settled.sentence()}")
+    decided.reason = reason
+    return decided
 
 
 async def _warm(ctx: Context, family: str, current: Mapping[str, int],

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 import asyncpg
 from pydantic import BaseModel
 
+from tuner.core.decide import Decision
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Report, ReportSection, Trial
 from tuner.preview import FamilyPlan
@@ -92,6 +93,15 @@ class FamilyContext:
     # The data directory's block device, whose counters a cold probe reads around its scans (None: not on this
     # host, or no block device): the report's I/O regime is computed from them.
     disk: DiskReader | None = None
+    # The recommendations in force on this target (the store's accepted set), by recommendation key (``knob``, or
+    # ``knob:object``): the plateau rule keeps one that a search cannot tell apart from its best.
+    accepted: dict[str, Any] = field(default_factory=dict)
+    # What earlier families of this session found for knobs they probed but do not own, by knob: the owner
+    # recommends from it (a knob has one owner: the catalogue's family).
+    findings: dict[str, Finding] = field(default_factory=dict)
+    # The values this session settled on so far (a change confirmed), by knob: later families probe at them, as
+    # the operator will run them, not at today's.
+    settled: dict[str, Any] = field(default_factory=dict)
 
     @property
     def facts(self) -> TargetFacts:
@@ -106,6 +116,20 @@ class FamilyContext:
             yield conn
         finally:
             await conn.close()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A knob probed by a family that does not own it, handed on to its owner as data: the combination it was
+    searched and confirmed in, and its own share of that combination's effect (``decided``: the combination with
+    this knob put back to today's value, against the combination, in paired trials)."""
+
+    knob: str
+    by: str  # the family that probed it
+    decided: Decision  # current: the combination with this knob at today's value; candidate: the combination
+    combination: Decision  # today's combination against the one recommended
+    where: str  # what the combination also set, for the reason ("read_ahead_kb = 2048 on /dev/loop0")
+    together_with: tuple[str, ...] = ()  # the other knobs of the combination that change with it
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from tuner.core.loops import Probe
 from tuner.core.tune import Tuned, tune
 from tuner.errors import ProbeError
 from tuner.families import aio, concurrency_figures, concurrency_sections, previews
-from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
+from tuner.families.base import FamilyContext, FamilyResult, Finding, Needs, skipped
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, NearOptimal, Recommendation, Trial
 from tuner.optimiser import Dimension
@@ -68,6 +68,16 @@ class Concurrency:
     async def run(self, ctx: FamilyContext) -> FamilyResult:
         facts, policy = ctx.facts, ctx.policy
         streams = facts.server_version_num >= READ_STREAMS
+        finding = ctx.findings.get(KNOB) if self.name not in ctx.pins else None
+        if finding is not None and not streams:
+            # The read path was searched as one (readahead x effective_io_concurrency) and its combination
+            # confirmed: the owner recommends from that evidence; searching again here, on a workload of its own
+            # at today's readahead, would re-pick the value off the combination (issue #53).
+            rec = from_finding(finding, facts)
+            return FamilyResult(FamilyOutcome(
+                family=self.name, status="done",
+                reason=f"{KNOB} searched and confirmed with {finding.where} by the {finding.by} family "
+                       "(the read path as one search); nothing more to probe here"), recommendations=[rec])
         local = facts.local_data_directory()
         assert local is not None  # applicable() checked it
         io: dict[str, dict[str, Any]] = {}
@@ -169,6 +179,7 @@ class _Stage:
     notes: list[str]
     stop_reason: str | None = None  # the search's
     warm_start: str | None = None
+    pinned: Tuned | None = None  # the daemon's re-validation ran instead (no search): its tuning step
 
 
 async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.ProbeQuery], cache: CacheControl,
@@ -180,7 +191,13 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
     notes: list[str] = []
     dims: list[Dimension] = []
     current: dict[str, Any] = {}
+    finding = ctx.findings.get(KNOB) if name not in ctx.pins else None
+    handed: dict[str, Any] = {}  # knobs the read path's search settled, measured at here (not searched again)
+    if finding is not None:
+        handed[KNOB] = settled_value(from_finding(finding, facts))
     for knob in (KNOB, ICL):
+        if knob in handed:
+            continue
         dim = _icl_dimension(policy, ctx, io) if knob == ICL else bounds.dimension(knob, policy, facts)
         if isinstance(dim, str):
             if knob == ICL and bounds.spec(ICL, facts) is not None:
@@ -202,7 +219,9 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
             connector=ctx.target.connect, restart=ctx.target.restart, dsn=ctx.target.dsn,
             identity={"system_identifier": facts.system_identifier, "port": port, "sandbox_dir": ctx.sandbox_dir},
             data_directory=local)
-    probe = _probe(ctx, queries, cache, system)
+    probe: Probe = _probe(ctx, queries, cache, system)
+    if handed:
+        probe = _Fixed(probe, handed)
     workload_sql = [q.sql for q in queries]
     ignored = sorted(k for k in policy.search if k not in (KNOB, ICL, WORKERS, aio.POOL_MAX, METHOD)
                      and (s := bounds.spec(k, facts)) is not None and s.family == name)
@@ -220,13 +239,20 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
         pinned = dict(current)  # a pin re-validates io_workers too, at today's value
         if workers_dim is not None:
             pinned[workers_dim.name] = int(io[workers_dim.name]["setting"])
-        tuned = await tune(ctx, name, probe, dims, current, metric=metric, confirm=False, pinned=pinned)
-        if tuned.pinned:  # the daemon's re-validation: the stored recommendation against today, no search
+        if handed and not dims:  # nothing left to search on its own: the read path's answer is the stage
+            first = _Stage([], [from_finding(finding, facts)], dict(handed), [])  # type: ignore[arg-type]
+        else:
+            tuned = await tune(ctx, name, probe, dims, current, metric=metric, confirm=False, pinned=pinned)
+            first = await _streams_stage(ctx, probe, tuned, current, metric, io)
+            if handed:
+                first.recommendations.insert(0, from_finding(finding, facts))  # type: ignore[arg-type]
+                first.chosen = {**handed, **first.chosen}
+        if first.pinned is not None:  # the daemon's re-validation: the stored recommendation against today, no search
+            tuned = first.pinned
             assert tuned.decided is not None
             recs = [_rec(k, tuned.decided, facts, io) for k in pinned]
             return FamilyResult(FamilyOutcome(status="done", reason=tuned.warm_start, **outcome),
                                 trials=tuned.trials, recommendations=recs, restored=restored)
-        first = await _streams_stage(ctx, probe, tuned, current, metric, io)
         outcome.update(stop_reason=first.stop_reason, warm_start=first.warm_start)
         trials += first.trials
         recs += first.recommendations
@@ -263,10 +289,12 @@ async def _streams_stage(ctx: FamilyContext, probe: ColdProbe, tuned: Tuned, cur
                          metric: str, io: dict[str, dict[str, Any]]) -> _Stage:
     """effective_io_concurrency, jointly with io_combine_limit where it is searched (``tuned``: the search):
     confirm, and give each knob the search kept its own interval."""
-    if tuned.found is None:
+    if tuned.pinned:
+        return _Stage(tuned.trials, [], current, [], pinned=tuned)
+    if tuned.found is None or tuned.candidate is None:
         return _Stage(tuned.trials, [], current, [f"the search found nothing: {tuned.stop_reason}"],
                       tuned.stop_reason, tuned.warm_start)
-    best = {k: tuned.found.config[k] for k in current}
+    best = dict(tuned.candidate)  # the search's answer as the plateau rule settled it
     stage = await _confirm_each(ctx, probe, tuned.trials, current, best, tuned.found.near_optimal, metric, io, [])
     stage.stop_reason, stage.warm_start = tuned.stop_reason, tuned.warm_start
     return stage
@@ -280,9 +308,9 @@ async def _workers_stage(ctx: FamilyContext, probe: ColdProbe, dim: Dimension, f
     at = _Fixed(probe, fixed)
     # No warm start: the stored trials of io_workers were measured at other values of the session knobs.
     tuned = await tune(ctx, Concurrency.name, at, [dim], current, metric=metric, confirm=False, warm_start=False)
-    if tuned.found is None:
+    if tuned.found is None or tuned.candidate is None:
         return _Stage(tuned.trials, [], fixed, [f"{knob}: the search found nothing: {tuned.stop_reason}"])
-    best = {knob: tuned.found.config[knob]}
+    best = dict(tuned.candidate)
     stage = await _confirm_each(ctx, at, tuned.trials, current, best, tuned.found.near_optimal, metric, io, [])
     stage.chosen = {**fixed, **stage.chosen}
     return stage
@@ -347,6 +375,23 @@ async def _confirm_each(ctx: FamilyContext, probe: Probe, searched: list[Trial],
         if own.decision == "change":
             chosen[knob] = alt
     return _Stage(trials, recs, chosen, notes)
+
+
+def from_finding(finding: Finding, facts: Any) -> Recommendation:
+    """The owner's recommendation of a knob another family searched and confirmed in a combination
+    (:class:`tuner.families.base.Finding`): its own share's decision, and the combination it belongs to."""
+    spec = bounds.spec(finding.knob, facts)
+    assert spec is not None
+    source = facts.settings[finding.knob].source if finding.knob in facts.settings else "default"
+    rec = recommendation(finding.knob, finding.decided, source=source, requires=spec.requires)
+    return rec.model_copy(update={
+        "reason": f"searched and confirmed with {finding.where} by the {finding.by} family: {rec.reason}",
+        "together_with": list(finding.together_with) if rec.decision == "change" else []})
+
+
+def settled_value(rec: Recommendation) -> Any:
+    """The value a recommendation leaves the knob at: the recommended value where it changes, else today's."""
+    return rec.recommended if rec.decision == "change" else rec.current
 
 
 def _rec(knob: str, decided: Decision, facts: Any, io: dict[str, dict[str, Any]]) -> Recommendation:

@@ -28,20 +28,21 @@ import asyncpg
 from tuner import sqlfiles
 from tuner.config import Config
 from tuner.core import bounds
-from tuner.core.decide import Decision, decide
-from tuner.core.tune import tune
+from tuner.core.decide import Decision, decide, shares
+from tuner.core.tune import tune, with_rule
 from tuner.families import previews, readahead_figures, readahead_sections
-from tuner.families.base import OBJECTIVE_UNIT, FamilyContext, FamilyResult, Needs, skipped
+from tuner.families.base import OBJECTIVE_UNIT, FamilyContext, FamilyResult, Finding, Needs, skipped
 from tuner.families.readahead_sections import DeviceOut
 from tuner.knobs.devices import BlockDevice, DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
 from tuner.log import get_logger
-from tuner.model import DeviceRef, FamilyOutcome, NearRange, Recommendation, Trial
+from tuner.model import DeviceRef, FamilyOutcome, Recommendation, Trial
 from tuner.policy import Policy
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
 from tuner.probes.rawread import raw_read_mb_s
 from tuner.probes.coldprobe import ColdProbe
 from tuner.target.facts import TargetFacts
+from tuner.target.fingerprint import recommendation_key
 
 log = get_logger("tuner.readahead")
 
@@ -273,11 +274,16 @@ async def _probe_device(
         return [], [], _device_out(group, None, "skipped", ra_dim, read_ahead_kb=before), None
     dims = [ra_dim]
     current: dict[str, int] = {RA: ra_dim.snap(before)}
+    # What is in force for these knobs: the device's readahead; the server's concurrency on the data directory's
+    # device (the session's, which the concurrency family owns), the tablespaces' elsewhere (this family's).
+    accepted = {RA: ctx.accepted.get(recommendation_key(RA, dev.node))}
     if plan.joint:
         eic_dim = bounds.dimension(EIC, policy, facts)
         assert not isinstance(eic_dim, str)  # _plan_device checked it
         dims.append(eic_dim)
         current[EIC] = int(bounds.today(EIC, facts).value)
+        accepted[EIC] = (ctx.accepted.get(EIC) if group.holds_data_directory else
+                         _same([ctx.accepted.get(recommendation_key(EIC, ts)) for ts in group.tablespaces]))
 
     def actuate(kb: int) -> None:
         journal.set_sysfs(dev.read_ahead_path, kb, device=dev.node, name=RA)
@@ -291,78 +297,90 @@ async def _probe_device(
     # directories (device names change between boots and sandboxes; what a device holds does not).
     where = ", ".join(group.roles)
     trials: list[Trial] = []
-    marginal: Decision | None = None
+    settle_at = before  # where the device is left: today's, or the readahead this session settled on
     try:
-        # The joint search's optimum is confirmed here, knob by knob (below), not by the tuning step.
-        tuned = await tune(ctx, FAMILY, probe, dims, current, metric=METRIC, confirm=False, object=where)
+        tuned = await tune(ctx, FAMILY, probe, dims, current, metric=METRIC, confirm=False, object=where,
+                           accepted={k: v for k, v in accepted.items() if v is not None})
         warm_start = tuned.warm_start
         trials.extend(tuned.trials)
-        if tuned.found is None:
+        if tuned.found is None or tuned.settled is None:
             out = _device_out(group, None, "skipped", f"the search found nothing: {tuned.stop_reason}",
                               read_ahead_kb=before, raw_read_mb_s=_r(raw))
             return [], _on(trials, where), out, warm_start
-        best = tuned.found.config
-        candidate = {k: best[k] for k in current}
-        if plan.joint and group.holds_data_directory:
-            # The server-wide effective_io_concurrency is the concurrency family's to decide (on bitmap scans
-            # alone); here the readahead found jointly is confirmed at today's concurrency.
-            candidate[EIC] = current[EIC]
-        joint = await decide(current, candidate, probe, policy, metric=METRIC,
-                             near_optimal=tuned.found.near_optimal, progress=ctx.progress)
-        trials.extend(joint.trials)
-        both = plan.joint and candidate[RA] != current[RA] and candidate[EIC] != current[EIC]
-        if both and joint.decision == "change":
-            # The joint interval is mostly readahead's: does effective_io_concurrency earn its change on its own,
-            # at the recommended readahead? Its recommendation gets that evidence, not the joint one.
-            marginal = await decide({RA: candidate[RA], EIC: current[EIC]}, candidate, probe, policy, metric=METRIC,
-                                    progress=ctx.progress)
-            trials.extend(marginal.trials)
+        # The read path as one answer: the combination the operator will run, confirmed against today's, then
+        # each knob's own share (:func:`shares`).
+        candidate = tuned.settled.candidate
+        combination = with_rule(await decide(current, candidate, probe, policy, metric=METRIC,
+                                             near_optimal=tuned.found.near_optimal, progress=ctx.progress),
+                                tuned.settled)
+        own = await shares(current, combination, probe, policy, metric=METRIC, progress=ctx.progress)
+        for d in own.values():
+            if d is not combination:
+                trials.extend(d.trials)
+        trials.extend(combination.trials)
+        ra_change = _changes(own, RA) and candidate[RA] != before
+        if ra_change:
+            settle_at = candidate[RA]
     finally:
-        # Put the device back now, so later families and devices measure today's readahead. The session
-        # journal restores it too (and after a crash, the next start does).
-        actuate(before)
+        # The device stays at the readahead this session settled on, so that later families (and devices)
+        # measure what the operator will run; else it is put back now. The session's journal restores it at
+        # the end either way (and after a crash, the next start does).
+        actuate(settle_at)
 
-    seq_cur = _median_metric(joint.trials, "baseline", "seq_scan_mb_s")
-    seq_rec = _median_metric(joint.trials, "candidate", "seq_scan_mb_s")
+    seq_cur = _median_metric(combination.trials, "baseline", "seq_scan_mb_s")
+    seq_rec = _median_metric(combination.trials, "candidate", "seq_scan_mb_s")
     if seq_cur is None:  # no confirmation (today's values won): today's MB/s from the search probes
         seq_cur = _median_metric([t.model_copy(update={"arm": "baseline"}) for t in trials
                                   if t.config == current], "baseline", "seq_scan_mb_s")
-    eic: tuple[str, str, Any] | None = None  # decision, reason, effect of effective_io_concurrency
-    if plan.joint and candidate[EIC] != current[EIC]:
-        if candidate[RA] == current[RA] or joint.decision != "change":
-            eic = (joint.decision, joint.reason, joint.effect)
-        elif marginal is not None and marginal.confirmed:
-            eic = (marginal.decision, f"on its own, at read_ahead_kb = {candidate[RA]}: {marginal.reason}",
-                   marginal.effect)
-        else:
-            eic = ("keep", f"its own {marginal.reason if marginal else 'confirmation did not run'}", None)
-    eic_changes = eic is not None and eic[0] == "change"
-    ra_reason = joint.reason
-    if eic is not None and candidate[RA] != current[RA] and not eic_changes and joint.decision == "change":
-        ra_reason += (f" (measured with effective_io_concurrency = {candidate[EIC]}, which on its own did not "
-                      f"earn a change; keep {current[EIC]})")
+    eic_change = plan.joint and _changes(own, EIC)
+    together = [EIC] if ra_change and eic_change else []
+    recs = [_knob_recommendation(RA, before, candidate, combination, own, scope="device", object=dev.node,
+                                 source="kernel", requires="reopen", run_on="host", device=device_ref(dev),
+                                 together_with=together)]
     joint_note = (f"searched jointly with {EIC}" if plan.joint else f"{EIC} not searched here: {plan.why_not_joint}")
     if plan.joint and group.holds_data_directory:
-        joint_note += (f" (joint optimum at {EIC} = {best[EIC]}; readahead confirmed at today's {current[EIC]}, "
-                       "the server-wide value is the concurrency family's)")
-    ra_change = joint.decision == "change" and candidate[RA] != before
-    moved = candidate[RA] != before
-    recs = [Recommendation(
-        knob=RA, scope="device", object=dev.node, current=before, recommended=candidate[RA], source="kernel",
-        near_optimal=joint.near_optimal.get(RA), decision="change" if ra_change else "keep",
-        reason=ra_reason if moved else f"today's readahead is in the optimum ({joint.reason})",
-        effect=joint.effect if moved else None, requires="reopen", run_on="host", device=device_ref(dev),
-        together_with=[EIC] if ra_change and eic_changes else [],
-    )]
-    if eic is not None:
-        recs.extend(_eic_recommendations(group, candidate, current, joint.near_optimal, *eic,
-                                         together=[RA] if ra_change and eic_changes else []))
+        # The server-wide effective_io_concurrency is the concurrency family's to recommend: handed on as data.
+        joint_note += f" (the combination confirmed; {EIC} handed on to the concurrency family)"
+        ctx.findings[EIC] = Finding(
+            knob=EIC, by=FAMILY, decided=own.get(EIC, combination), combination=combination,
+            where=f"{RA} = {candidate[RA] if ra_change else before} on {dev.node}",
+            together_with=(RA,) if ra_change and eic_change else ())
+    elif plan.joint:
+        recs.extend(_knob_recommendation(
+            EIC, current[EIC], candidate, combination, own, scope="tablespace", object=ts, source="server",
+            requires="reload", run_on="primary", together_with=[RA] if ra_change and eic_change else [],
+            note=f" (searched jointly with read_ahead_kb on {dev.node})") for ts in group.tablespaces)
     out = _device_out(
         group, None, "probed", f"{dev.description}; {joint_note}", read_ahead_kb=before, raw_read_mb_s=_r(raw),
         seq_scan_mb_s_current=seq_cur, seq_scan_mb_s_recommended=seq_rec,
         efficiency_current=_ratio(seq_cur, raw), efficiency_recommended=_ratio(seq_rec, raw),
     )
     return recs, _on(trials, where), out, warm_start
+
+
+def _same(values: list[Any]) -> Any:
+    """The one value all of ``values`` share, else None (tablespaces on one device that disagree)."""
+    return values[0] if values and all(v == values[0] for v in values) else None
+
+
+def _changes(own: dict[str, Decision], knob: str) -> bool:
+    return knob in own and own[knob].decision == "change"
+
+
+def _knob_recommendation(knob: str, today: int, candidate: dict[str, int], combination: Decision,
+                         own: dict[str, Decision], *, note: str = "", **fields: Any) -> Recommendation:
+    """``knob``'s recommendation from the combination's confirmation and its own share (:func:`shares`): a knob
+    the combination did not move is kept with the combination's evidence."""
+    decided = own.get(knob)
+    if decided is None:  # not moved, or the combination kept today's values: its evidence is the combination's
+        moved = candidate[knob] != today
+        reason = combination.reason if moved else f"today's value is in the optimum ({combination.reason})"
+        return Recommendation(knob=knob, current=today, recommended=candidate[knob],
+                              near_optimal=combination.near_optimal.get(knob), decision="keep",
+                              reason=reason + note, effect=combination.effect if moved else None, **fields)
+    return Recommendation(knob=knob, current=today, recommended=candidate[knob],
+                          near_optimal=combination.near_optimal.get(knob), decision=decided.decision,
+                          reason=decided.reason + note, effect=decided.effect, **fields)
 
 
 def _on(trials: list[Trial], where: str) -> list[Trial]:
@@ -374,21 +392,6 @@ def device_ref(dev: BlockDevice) -> DeviceRef:
     """The device as the host commands and the udev rule name it."""
     sysfs = dev.read_ahead_path.as_posix().replace(dev.sys_dir.as_posix(), f"/sys/block/{dev.name}", 1)
     return DeviceRef(node=dev.node, name=dev.name, sysfs_path=sysfs, match=dict(dev.match))
-
-
-def _eic_recommendations(
-    group: DeviceGroup, candidate: dict[str, int], current: dict[str, int], near: dict[str, NearRange],
-    decision: str, reason: str, effect: Any, *, together: list[str],
-) -> list[Recommendation]:
-    """effective_io_concurrency found jointly with the readahead of a device that holds tablespaces but not the
-    data directory: for each tablespace on it (ALTER TABLESPACE, to run on the primary). The tablespaces use the
-    server's value today (a tablespace with its own is not searched jointly)."""
-    return [Recommendation(
-        knob=EIC, scope="tablespace", object=ts, current=current[EIC], recommended=candidate[EIC], source="server",
-        near_optimal=near.get(EIC), decision=decision, effect=effect, together_with=together,  # type: ignore[arg-type]
-        reason=f"{reason} (searched jointly with read_ahead_kb on {group.device.node})",
-        requires="reload", run_on="primary",
-    ) for ts in group.tablespaces]
 
 
 def _r(v: float | None) -> float | None:
