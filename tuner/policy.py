@@ -59,6 +59,8 @@ DEPRECATED = {
     "[policy] storage_class": "remove it: tuner does not read it; the policy's name and description say what "
                               "storage it is for",
     "[objective]": "remove it: tuner does not read it; each family measures its own objective (see docs/policies.md)",
+    "[readahead]/[concurrency] seq_scan_weight, bitmap_scan_weight":
+        "move them to [read_path]: one workload serves the read path's families (see docs/policies.md)",
 }
 
 
@@ -203,8 +205,13 @@ class Policy(Section):
     decision: DecisionPolicy = DecisionPolicy()
     cache: Cache = Cache()
     guardrails: Guardrails = Guardrails()
+    # The read path's workload, one for every family that probes it (readahead, concurrency): issue #53.
+    read_path: Mix = Mix()
     # Per family, its own table (the model it declares as ``policy_section``), under the family's name: [wal].
     sections: dict[str, SerializeAsAny[Section]] = Field(default_factory=dict)
+    # The tables the read path's weights were read from where a policy written before [read_path] sets them in
+    # [readahead] or [concurrency] (loading it says so: :func:`deprecated_keys`). Not a key of the file.
+    legacy_read_path: tuple[str, ...] = Field(default=(), exclude=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -212,7 +219,8 @@ class Policy(Section):
         """Each family's table into its section, its defaults where the file has none."""
         if not isinstance(data, dict):
             return data
-        return sections.sectioned(cls.__name__, data, cls.model_fields, "policy", by_field=False, every=True)
+        return sections.sectioned(cls.__name__, _one_read_path(data), cls.model_fields, "policy", by_field=False,
+                                  every=True)
 
     def section(self, family: str) -> Any:
         """``family``'s table, as the model the family declares (see :class:`tuner.families.base.Family`)."""
@@ -237,6 +245,31 @@ class Policy(Section):
             "confirm_looks": d.confirm_looks,
         })
         return self.model_copy(update={"budget": budget})
+
+
+WEIGHTS = ("seq_scan_weight", "bitmap_scan_weight")
+LEGACY_READ_PATH = ("readahead", "concurrency")  # the tables that carried the weights before [read_path]
+
+
+def _one_read_path(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with the read path's weights in ``[read_path]``: a policy written before it set them per family
+    (``[readahead]``, ``[concurrency]``); they are moved, and must agree — one read path, one workload."""
+    legacy = {t: {k: data[t][k] for k in WEIGHTS if k in data[t]}
+              for t in LEGACY_READ_PATH if isinstance(data.get(t), dict)}
+    legacy = {t: w for t, w in legacy.items() if w}
+    if not legacy or "legacy_read_path" in data:
+        return data
+    out = {**data, **{t: {k: v for k, v in data[t].items() if k not in WEIGHTS} for t in legacy}}
+    if "read_path" in data:
+        raise ValueError(f"the read path's weights are set in [read_path] and in [{'] and ['.join(legacy)}]: "
+                         f"keep them in [read_path] only")
+    merged = [{**Mix().model_dump(), **w} for w in legacy.values()]
+    if any(m != merged[0] for m in merged[1:]):
+        raise ValueError(f"[{'] and ['.join(legacy)}] give the read path different weights; one workload serves "
+                         "both families now: set seq_scan_weight and bitmap_scan_weight once, in [read_path]")
+    out["read_path"] = next(iter(legacy.values()))
+    out["legacy_read_path"] = tuple(legacy)
+    return out
 
 
 def find_policy(name: str, *, config_dir: Path | None = None) -> Path:
@@ -280,5 +313,6 @@ def load_policy(name: str, *, config_dir: Path | None = None) -> Policy:
 def deprecated_keys(policy: Policy) -> list[str]:
     """The keys of :data:`DEPRECATED` that ``policy`` sets."""
     found = {"[policy] storage_class": policy.policy.storage_class is not None,
-             "[objective]": policy.objective is not None}
+             "[objective]": policy.objective is not None,
+             "[readahead]/[concurrency] seq_scan_weight, bitmap_scan_weight": bool(policy.legacy_read_path)}
     return [key for key, present in found.items() if present]

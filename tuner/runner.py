@@ -24,6 +24,7 @@ from tuner.families.base import FamilyContext, Pin, Registry, WarmStart, skipped
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Report, ReportSection, SessionOut, TargetOut, Trial
 from tuner.policy import Policy
+from tuner.report_check import ReportError
 from tuner.probes.diskstat import data_disk
 from tuner.stop import STOP
 from tuner.store import Store, target_id
@@ -43,7 +44,7 @@ async def _accepted(store: Store | None, target: str) -> dict[str, Any]:
         return {}
     try:
         return {recommendation_key(r.knob, r.object): r.recommended for _, r in await store.accepted(target)}
-    except StoreError as exc:
+    except (StoreError, ReportError) as exc:  # a stored row tuner cannot use is not a reason to stop the session
         log.warning("accepted.unavailable", reason=str(exc))
         return {}
 

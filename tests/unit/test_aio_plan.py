@@ -13,7 +13,7 @@ from tuner.errors import ConfigError
 from tuner.families.concurrency import _runner_up, _runner_up_value
 from tuner.knobs import catalog
 from tuner.model import Trial
-from tuner.policy import load_policy
+from tuner.policy import SHIPPED_POLICY_DIR, load_policy
 from tuner.probes.workload import seq_scan_knobs
 
 BAD = Path(__file__).parent.parent / "fixtures" / "policies" / "bad"
@@ -61,9 +61,9 @@ def test_failed_and_confirmation_trials_do_not_name_the_runner_up() -> None:
 def test_shipped_policies_spell_out_the_aio_knobs(name: str) -> None:
     policy = load_policy(name)
     assert {"io_combine_limit", "io_workers"} <= set(policy.search)
-    mix = policy.section("concurrency")
-    assert mix.seq_scan_weight > 0 and mix.bitmap_scan_weight > 0
-    assert set(mix.io_method) == {"sync", "worker", "io_uring"}
+    assert policy.read_path.seq_scan_weight > 0 and policy.read_path.bitmap_scan_weight > 0
+    assert set(policy.section("concurrency").io_method) == {"sync", "worker", "io_uring"}
+    assert policy.legacy_read_path == ()  # the shipped policies set the read path's workload once
 
 
 def test_an_unknown_io_method_is_refused_in_one_sentence() -> None:
@@ -76,3 +76,28 @@ def test_io_combine_limit_reaches_1_mb_from_18() -> None:
     assert catalog.load().spec("io_combine_limit", 170002).max == 32  # type: ignore[union-attr]
     assert catalog.load().spec("io_combine_limit", 180006).max == 128  # type: ignore[union-attr]
     assert catalog.load().spec("io_combine_limit", 160004) is None
+
+
+def _policy_file(tmp_path: Any, tables: str) -> str:
+    path = tmp_path / "p.toml"
+    path.write_text((SHIPPED_POLICY_DIR / "default.toml").read_text().split("[read_path]")[0] + tables)
+    return str(path)
+
+
+def test_a_policy_written_before_read_path_is_read_with_a_warning(tmp_path: Any) -> None:
+    from structlog.testing import capture_logs
+    with capture_logs() as logs:
+        policy = load_policy(_policy_file(tmp_path, "[readahead]\nseq_scan_weight = 2.0\nbitmap_scan_weight = 0.5\n"))
+    assert (policy.read_path.seq_scan_weight, policy.read_path.bitmap_scan_weight) == (2.0, 0.5)
+    assert policy.legacy_read_path == ("readahead",)
+    assert [e["hint"] for e in logs if e["event"] == "policy.deprecated_key"] == [
+        "move them to [read_path]: one workload serves the read path's families (see docs/policies.md)"]
+
+
+def test_two_read_path_workloads_that_disagree_are_refused_in_one_sentence(tmp_path: Any) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_policy(_policy_file(tmp_path, "[readahead]\nbitmap_scan_weight = 0\n[concurrency]\nbitmap_scan_weight = 1\n"))
+    assert "give the read path different weights" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        load_policy(_policy_file(tmp_path, "[read_path]\nseq_scan_weight = 1\n[concurrency]\nseq_scan_weight = 1\n"))
+    assert "keep them in [read_path] only" in str(err.value)

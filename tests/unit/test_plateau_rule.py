@@ -28,6 +28,12 @@ def test_todays_value_inside_the_range_is_kept_and_says_why() -> None:
                               "(a plateau) (the search's best was 512)")
 
 
+def test_todays_value_inside_a_range_the_search_could_not_narrow_is_no_evidence() -> None:
+    # A joint search's knob judged by the model alone: 1..1000 while eic 1 ran 1.8x slower (seen on a sandbox).
+    out = settle({EIC: 512}, {EIC: NearRange(1, 1000)}, {EIC: 1}, {})
+    assert out.candidate == {EIC: 512} and out.notes == {}
+
+
 def test_the_accepted_value_inside_the_range_is_kept_when_todays_is_outside() -> None:
     out = settle({EIC: 1000}, {EIC: NearRange(8, 1000)}, {EIC: 1}, {EIC: 64})
     assert out.candidate == {EIC: 64}

@@ -188,5 +188,6 @@ async def shares(
         decided = await decide({**candidate, knob: current[knob]}, candidate, probe, policy, metric=metric,
                                progress=progress, baseline_is_today=False)
         decided.reason = f"on its own (against today's {current[knob]}, at {others}): {decided.reason}"
+        decided.near_optimal = dict(combination.near_optimal)  # the search's ranges, as the combination left them
         out[knob] = decided
     return out

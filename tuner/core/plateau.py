@@ -4,7 +4,11 @@ On a plateau the search's best point is noise's choice: three sessions on one st
 64, and a daemon that accepted each in turn would have had config management follow it (issue #53). So, per
 knob, with the search's near-optimal range (the values its measurements cannot tell apart from the best):
 
-1. today's value, where it lies inside the range: nothing worth changing was found;
+1. today's value, where the range is a plateau (values measured at least a factor of four apart, level with the
+   best: :attr:`tuner.model.NearRange.plateau`) and today's value lies inside it: nothing worth changing was
+   found. Only on a measured plateau: a range the search could not narrow (a joint search's knob judged by the
+   model alone spans 0..1000 while eic 1 runs 1.8x slower) is no evidence that today's value is as good — there
+   the confirmation against today's decides;
 2. else the value accepted before (the store's recommendation in force on this target), where it lies inside:
    the session found it as good as anything, so the answer stays what config management already has;
 3. else the search's own answer — on a plateau the smallest ladder value level with the best
@@ -50,7 +54,7 @@ def settle(answer: Mapping[str, Any], ranges: Mapping[str, NearRange], today: Ma
         now = today.get(knob)
         if near is None or not isinstance(value, int) or isinstance(value, bool):
             continue
-        if isinstance(now, int) and not isinstance(now, bool) and near.holds(now):
+        if isinstance(now, int) and not isinstance(now, bool) and near.plateau and near.holds(now):
             if now != value:
                 notes[knob] = (f"kept today's {knob} = {now}: inside the near-optimal {_text(near)} "
                                f"(the search's best was {value})")

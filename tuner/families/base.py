@@ -130,6 +130,7 @@ class Finding:
     combination: Decision  # today's combination against the one recommended
     where: str  # what the combination also set, for the reason ("read_ahead_kb = 2048 on /dev/loop0")
     together_with: tuple[str, ...] = ()  # the other knobs of the combination that change with it
+    note: str | None = None  # the plateau rule's sentence, where the rule chose this knob's value
 
 
 @dataclass(frozen=True)

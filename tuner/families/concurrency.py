@@ -153,7 +153,7 @@ async def with_seq_scan(conn: Any, ctx: FamilyContext, queries: list[workload.Pr
     """17+: the generated bitmap scans and a cold sequential scan of the largest table, each with the policy's
     weight — where a knob the family searches here acts on sequential scans. Custom queries are the workload as
     they are."""
-    mix = ctx.policy.section(Concurrency.name)
+    mix = ctx.policy.read_path  # the read path's one workload
     if ctx.cfg.workload.queries:
         return queries
     searched = [k for k in (KNOB, ICL) if not isinstance(bounds.dimension(k, ctx.policy, ctx.facts), str)]
@@ -384,8 +384,9 @@ def from_finding(finding: Finding, facts: Any) -> Recommendation:
     assert spec is not None
     source = facts.settings[finding.knob].source if finding.knob in facts.settings else "default"
     rec = recommendation(finding.knob, finding.decided, source=source, requires=spec.requires)
+    rule = f"; {finding.note}" if finding.note else ""
     return rec.model_copy(update={
-        "reason": f"searched and confirmed with {finding.where} by the {finding.by} family: {rec.reason}",
+        "reason": f"searched and confirmed with {finding.where} by the {finding.by} family: {rec.reason}{rule}",
         "together_with": list(finding.together_with) if rec.decision == "change" else []})
 
 

@@ -28,8 +28,8 @@ import asyncpg
 from tuner import sqlfiles
 from tuner.config import Config
 from tuner.core import bounds
-from tuner.core.decide import Decision, decide, shares
-from tuner.core.tune import tune, with_rule
+from tuner.core.decide import TODAY_IN_OPTIMUM, Decision, decide, shares
+from tuner.core.tune import tune
 from tuner.families import previews, readahead_figures, readahead_sections
 from tuner.families.base import OBJECTIVE_UNIT, FamilyContext, FamilyResult, Finding, Needs, skipped
 from tuner.families.readahead_sections import DeviceOut
@@ -90,14 +90,14 @@ async def _plan_device(
         return f"no table of at least {workload.MIN_PAGES} pages lives on it ({', '.join(group.roles)})"
     biggest = on_device[0]
     queries = [workload.seq_query(biggest["relation"])]
-    queries[0] = _weighted(queries[0], policy.section(FAMILY).seq_scan_weight)
+    queries[0] = _weighted(queries[0], policy.read_path.seq_scan_weight)
     names = {r["relation"] for r in on_device}
     bitmap = workload.choose([c for c in cands if c.relation in names], relations=1,
                              pages_fraction=cfg.workload.pages_fraction)
     joint, why = False, None
     eic_dim = bounds.dimension(EIC, policy, facts)
     own = _tablespace_eic(facts, group.tablespaces)
-    if policy.section(FAMILY).bitmap_scan_weight == 0:
+    if policy.read_path.bitmap_scan_weight == 0:
         why = "the policy gives bitmap heap scans no weight"
     elif not bitmap:
         why = "no indexed column on its tables drives a sparse bitmap heap scan"
@@ -107,9 +107,9 @@ async def _plan_device(
         why = f"tablespace {', '.join(sorted(own))} sets its own effective_io_concurrency, which SET cannot override"
     else:
         joint = True
-    if bitmap and policy.section(FAMILY).bitmap_scan_weight > 0:
-        queries.append(_weighted(bitmap[0], policy.section(FAMILY).bitmap_scan_weight))
-    if policy.section(FAMILY).seq_scan_weight == 0:
+    if bitmap and policy.read_path.bitmap_scan_weight > 0:
+        queries.append(_weighted(bitmap[0], policy.read_path.bitmap_scan_weight))
+    if policy.read_path.seq_scan_weight == 0:
         queries = queries[1:] or queries
     files: list[Path] = []
     for q in queries:
@@ -309,10 +309,9 @@ async def _probe_device(
             return [], _on(trials, where), out, warm_start
         # The read path as one answer: the combination the operator will run, confirmed against today's, then
         # each knob's own share (:func:`shares`).
-        candidate = tuned.settled.candidate
-        combination = with_rule(await decide(current, candidate, probe, policy, metric=METRIC,
-                                             near_optimal=tuned.found.near_optimal, progress=ctx.progress),
-                                tuned.settled)
+        candidate, notes = tuned.settled.candidate, tuned.settled.notes
+        combination = await decide(current, candidate, probe, policy, metric=METRIC,
+                                   near_optimal=tuned.found.near_optimal, progress=ctx.progress)
         own = await shares(current, combination, probe, policy, metric=METRIC, progress=ctx.progress)
         for d in own.values():
             if d is not combination:
@@ -334,7 +333,7 @@ async def _probe_device(
                                   if t.config == current], "baseline", "seq_scan_mb_s")
     eic_change = plan.joint and _changes(own, EIC)
     together = [EIC] if ra_change and eic_change else []
-    recs = [_knob_recommendation(RA, before, candidate, combination, own, scope="device", object=dev.node,
+    recs = [_knob_recommendation(RA, before, candidate, combination, own, notes, scope="device", object=dev.node,
                                  source="kernel", requires="reopen", run_on="host", device=device_ref(dev),
                                  together_with=together)]
     joint_note = (f"searched jointly with {EIC}" if plan.joint else f"{EIC} not searched here: {plan.why_not_joint}")
@@ -344,10 +343,10 @@ async def _probe_device(
         ctx.findings[EIC] = Finding(
             knob=EIC, by=FAMILY, decided=own.get(EIC, combination), combination=combination,
             where=f"{RA} = {candidate[RA] if ra_change else before} on {dev.node}",
-            together_with=(RA,) if ra_change and eic_change else ())
+            together_with=(RA,) if ra_change and eic_change else (), note=notes.get(EIC))
     elif plan.joint:
         recs.extend(_knob_recommendation(
-            EIC, current[EIC], candidate, combination, own, scope="tablespace", object=ts, source="server",
+            EIC, current[EIC], candidate, combination, own, notes, scope="tablespace", object=ts, source="server",
             requires="reload", run_on="primary", together_with=[RA] if ra_change and eic_change else [],
             note=f" (searched jointly with read_ahead_kb on {dev.node})") for ts in group.tablespaces)
     out = _device_out(
@@ -368,19 +367,25 @@ def _changes(own: dict[str, Decision], knob: str) -> bool:
 
 
 def _knob_recommendation(knob: str, today: int, candidate: dict[str, int], combination: Decision,
-                         own: dict[str, Decision], *, note: str = "", **fields: Any) -> Recommendation:
-    """``knob``'s recommendation from the combination's confirmation and its own share (:func:`shares`): a knob
-    the combination did not move is kept with the combination's evidence."""
+                         own: dict[str, Decision], notes: dict[str, str], *, note: str = "",
+                         **fields: Any) -> Recommendation:
+    """``knob``'s recommendation from the combination's confirmation and its own share (:func:`shares`), with the
+    plateau rule's sentence where the rule chose its value (``notes``). A knob the combination did not move is
+    kept; one whose share was not measured (the combination was kept) has the combination's evidence."""
+    rule = f"; {notes[knob]}" if knob in notes else ""
     decided = own.get(knob)
-    if decided is None:  # not moved, or the combination kept today's values: its evidence is the combination's
-        moved = candidate[knob] != today
-        reason = combination.reason if moved else f"today's value is in the optimum ({combination.reason})"
+    if candidate[knob] == today:
+        reason = notes.get(knob) or TODAY_IN_OPTIMUM
+        return Recommendation(knob=knob, current=today, recommended=today,
+                              near_optimal=combination.near_optimal.get(knob), decision="keep",
+                              reason=reason + note, effect=None, **fields)
+    if decided is None:  # the combination was kept as a whole: its evidence is the combination's
         return Recommendation(knob=knob, current=today, recommended=candidate[knob],
                               near_optimal=combination.near_optimal.get(knob), decision="keep",
-                              reason=reason + note, effect=combination.effect if moved else None, **fields)
+                              reason=combination.reason + rule + note, effect=combination.effect, **fields)
     return Recommendation(knob=knob, current=today, recommended=candidate[knob],
                           near_optimal=combination.near_optimal.get(knob), decision=decided.decision,
-                          reason=decided.reason + note, effect=decided.effect, **fields)
+                          reason=decided.reason + rule + note, effect=decided.effect, **fields)
 
 
 def _on(trials: list[Trial], where: str) -> list[Trial]:

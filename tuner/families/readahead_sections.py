@@ -1,5 +1,6 @@
-"""What the readahead family owns of the policy and the report: its workload mix (the policy's ``[readahead]``
-table) and the block devices it found and measured (the report's ``devices``)."""
+"""What the readahead family owns of the policy and the report: its policy table (``[readahead]``, empty since
+the read path's workload moved to ``[read_path]``) and the block devices it found and measured (the report's
+``devices``)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,14 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from tuner.config import Section
 from tuner.model import ReportSection, _Frozen
-from tuner.policy import Mix
 
-Policy = Mix  # the [readahead] table: cold sequential scans and sparse bitmap heap scans of one device's relations
+
+class Policy(Section):
+    """The [readahead] table: nothing of its own. The workload it probes (cold sequential scans and sparse bitmap
+    heap scans of one device's relations) is the read path's, ``[read_path]`` (one for every family that probes
+    it); a policy written before that sets its weights here, and they are read from here (with a warning)."""
 
 
 class DeviceOut(_Frozen):
