@@ -105,6 +105,40 @@ def test_recommend_on_a_pg15_sandbox_end_to_end(base_dir: Path, tmp_path: Path) 
     assert not list(base_dir.iterdir()) and not processes_under(base_dir)
 
 
+def test_the_read_path_on_pg18_is_one_search_whose_settled_values_the_owner_measures_at(
+        base_dir: Path, tmp_path: Path, pg18: Binaries) -> None:
+    """Issue #53 on 18: readahead x effective_io_concurrency searched by the readahead family on the sandbox's own
+    disk and confirmed as a pair; the concurrency family recommends eic from that, and probes io_combine_limit,
+    io_workers and io_method at the eic settled — never at another."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "2", "--family", "readahead",
+         "--family", "concurrency", "--format", "json",
+         "--policy", str(Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "read_path_quick.toml")],
+        capture_output=True, text=True, cwd=tmp_path, timeout=900,
+        env=_env(base_dir, tmp_path / "state", TUNER_SANDBOX__BIN_DIR=str(pg18.bin_dir)),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    assert doc["target"]["server_version_num"] // 10000 == 18
+    fams = {f["family"]: f for f in doc["families"]}
+    assert fams["readahead"]["status"] == fams["concurrency"]["status"] == "done", fams
+    recs = {r["knob"]: r for r in doc["recommendations"]}
+    assert {"read_ahead_kb", "effective_io_concurrency", "io_combine_limit", "io_workers"} <= set(recs)
+    eic = recs["effective_io_concurrency"]
+    assert eic["reason"].startswith("searched and confirmed with read_ahead_kb = "), eic["reason"]
+    settled = eic["recommended"] if eic["decision"] == "change" else eic["current"]
+    by_family: dict[str, list[dict]] = {}
+    for t in doc["trials"]:
+        by_family.setdefault(t["family"], []).append(t)
+    assert all("read_ahead_kb" in t["config"] and "effective_io_concurrency" in t["config"]
+               for t in by_family["readahead"])
+    # The owner searched what is its own at the value the read path settled: every one of its probes ran at it.
+    assert by_family["concurrency"] and {t["config"]["effective_io_concurrency"] for t in by_family["concurrency"]} \
+        == {settled}
+    assert any("io_combine_limit" in t["config"] for t in by_family["concurrency"])
+    assert not list(base_dir.iterdir()) and not processes_under(base_dir)
+
+
 def test_recommend_on_a_pg18_sandbox(base_dir: Path, tmp_path: Path, pg18: Binaries) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "2", "--budget", "6", "--family", "concurrency",
