@@ -49,12 +49,6 @@ async def _accepted(store: Store | None, target: str) -> dict[str, Any]:
         return {}
 
 
-def settled(recs: list[Recommendation]) -> dict[str, Any]:
-    """The values a family's confirmed changes settle on, by recommendation key: what later families probe at."""
-    return {recommendation_key(r.knob, r.object): r.recommended for r in recs if r.decision == "change"}
-
-
-
 async def recommend(
     cfg: Config,
     policy: Policy,
@@ -149,7 +143,6 @@ async def recommend(
                         trials.extend(t if t.family else t.model_copy(update={"family": family.name})
                                       for t in result.trials)
                         recs.extend(result.recommendations)
-                        ctx.settled.update(settled(result.recommendations))
                         restored.extend(result.restored)
                         if result.section is not None:
                             sections[family.name] = result.section

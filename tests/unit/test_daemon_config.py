@@ -122,7 +122,9 @@ def test_a_bad_daemon_config_exits_2_with_a_sentence_and_a_hint(tmp_path: Path) 
 
 
 def test_accepted_recommendations_follow_change_keep_and_applied(tmp_path: Path) -> None:
-    """A later "keep" withdraws an earlier "change", unless what it kept is that recommendation (applied)."""
+    """A later "keep" withdraws an earlier "change", unless what it kept is that recommendation (applied), or a
+    session that is not a re-validation confirmed that very value again and could not tell it from today's
+    (issue #53: an accepted value is replaced only when a session finds it outside its near-optimal range)."""
     from tests.unit.test_store import make_report
     from tuner.store import target_id
 
@@ -142,14 +144,18 @@ def test_accepted_recommendations_follow_change_keep_and_applied(tmp_path: Path)
             first = with_rec("a00000000001", 1, 64, "change", "2026-01-01T00:00:00+00:00")
             fp = first.target.fingerprint or {}
             tid = target_id(first.target.system_identifier, fp.get("data_directory"), str(fp.get("label")))
-            for report in (first,
-                           with_rec("a00000000002", 64, 64, "keep", "2026-01-02T00:00:00+00:00"),  # applied
-                           with_rec("a00000000003", 7, 64, "keep", "2026-01-03T00:00:00+00:00")):  # withdrawn
-                await db.save(report, report.target.fingerprint or {})
+            for report, kind in ((first, "recommend"),
+                                 (with_rec("a00000000002", 64, 64, "keep", "2026-01-02T00:00:00+00:00"), "recommend"),  # applied
+                                 (with_rec("a00000000003", 7, 64, "keep", "2026-01-03T00:00:00+00:00"), "scheduled"),  # found again
+                                 (with_rec("a00000000004", 7, 64, "keep", "2026-01-04T00:00:00+00:00"), "revalidate"),  # withdrawn
+                                 (with_rec("a00000000005", 1, 64, "change", "2026-01-05T00:00:00+00:00"), "recommend"),
+                                 (with_rec("a00000000006", 1, 1, "keep", "2026-01-06T00:00:00+00:00"), "recommend")):  # today's as good
+                await db.save(report, report.target.fingerprint or {}, kind=kind)
                 seen.append([(sid, r.recommended) for sid, r in await db.accepted(tid)])
         return seen
 
-    assert asyncio.run(go()) == [[("a00000000001", 64)], [("a00000000001", 64)], []]
+    assert asyncio.run(go()) == [[("a00000000001", 64)], [("a00000000001", 64)], [("a00000000001", 64)], [],
+                                 [("a00000000005", 64)], []]
 
 
 def test_daemon_values_are_parsed_once_into_types_and_shown_as_written(tmp_path: Path) -> None:

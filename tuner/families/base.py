@@ -99,9 +99,6 @@ class FamilyContext:
     # What earlier families of this session found for knobs they probed but do not own, by knob: the owner
     # recommends from it (a knob has one owner: the catalogue's family).
     findings: dict[str, Finding] = field(default_factory=dict)
-    # The values this session settled on so far (a change confirmed), by knob: later families probe at them, as
-    # the operator will run them, not at today's.
-    settled: dict[str, Any] = field(default_factory=dict)
 
     @property
     def facts(self) -> TargetFacts:

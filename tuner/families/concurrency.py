@@ -285,7 +285,7 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
                         restored=restored)
 
 
-async def _streams_stage(ctx: FamilyContext, probe: ColdProbe, tuned: Tuned, current: dict[str, Any],
+async def _streams_stage(ctx: FamilyContext, probe: Probe, tuned: Tuned, current: dict[str, Any],
                          metric: str, io: dict[str, dict[str, Any]]) -> _Stage:
     """effective_io_concurrency, jointly with io_combine_limit where it is searched (``tuned``: the search):
     confirm, and give each knob the search kept its own interval."""
@@ -300,7 +300,7 @@ async def _streams_stage(ctx: FamilyContext, probe: ColdProbe, tuned: Tuned, cur
     return stage
 
 
-async def _workers_stage(ctx: FamilyContext, probe: ColdProbe, dim: Dimension, fixed: dict[str, Any], metric: str,
+async def _workers_stage(ctx: FamilyContext, probe: Probe, dim: Dimension, fixed: dict[str, Any], metric: str,
                          io: dict[str, dict[str, Any]]) -> _Stage:
     """io_workers (19: io_max_workers; reload), searched at the values found for the session knobs."""
     knob = dim.name
@@ -316,7 +316,7 @@ async def _workers_stage(ctx: FamilyContext, probe: ColdProbe, dim: Dimension, f
     return stage
 
 
-async def _method_stage(ctx: FamilyContext, probe: ColdProbe, methods: list[str], fixed: dict[str, Any], metric: str,
+async def _method_stage(ctx: FamilyContext, probe: Probe, methods: list[str], fixed: dict[str, Any], metric: str,
                         io: dict[str, dict[str, Any]]) -> _Stage:
     """io_method (restart): each alternative in paired trials against today's, at the values found above. The
     confirmed change with the largest effect is recommended; else today's is kept, with the best alternative's
@@ -442,7 +442,7 @@ def _runner_up_value(trials: list[Trial], knob: str, today: Any) -> Any:
 class _Fixed:
     """A probe at ``fixed`` values with the searched knobs on top (the trials carry all of them)."""
 
-    def __init__(self, probe: ColdProbe, fixed: dict[str, Any]) -> None:
+    def __init__(self, probe: Probe, fixed: dict[str, Any]) -> None:
         self.probe, self.fixed = probe, dict(fixed)
 
     async def __call__(self, config: dict[str, int], *, phase: Literal["search", "confirm"] = "search",

@@ -32,7 +32,7 @@ from tuner.core.decide import TODAY_IN_OPTIMUM, Decision, decide, shares
 from tuner.core.tune import tune
 from tuner.families import previews, readahead_figures, readahead_sections
 from tuner.families.base import OBJECTIVE_UNIT, FamilyContext, FamilyResult, Finding, Needs, skipped
-from tuner.families.readahead_sections import DeviceOut
+from tuner.families.readahead_sections import Combination, DeviceOut
 from tuner.knobs.devices import BlockDevice, DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
 from tuner.log import get_logger
 from tuner.model import DeviceRef, FamilyOutcome, Recommendation, Trial
@@ -353,6 +353,8 @@ async def _probe_device(
         group, None, "probed", f"{dev.description}; {joint_note}", read_ahead_kb=before, raw_read_mb_s=_r(raw),
         seq_scan_mb_s_current=seq_cur, seq_scan_mb_s_recommended=seq_rec,
         efficiency_current=_ratio(seq_cur, raw), efficiency_recommended=_ratio(seq_rec, raw),
+        combination=Combination(today=current, candidate=candidate, decision=combination.decision,
+                                reason=combination.reason, effect=combination.effect) if plan.joint else None,
     )
     return recs, _on(trials, where), out, warm_start
 
@@ -374,18 +376,17 @@ def _knob_recommendation(knob: str, today: int, candidate: dict[str, int], combi
     kept; one whose share was not measured (the combination was kept) has the combination's evidence."""
     rule = f"; {notes[knob]}" if knob in notes else ""
     decided = own.get(knob)
+    near: Any = combination.near_optimal.get(knob)  # a NearRange: the recommendation takes its facts from it
     if candidate[knob] == today:
-        reason = notes.get(knob) or TODAY_IN_OPTIMUM
-        return Recommendation(knob=knob, current=today, recommended=today,
-                              near_optimal=combination.near_optimal.get(knob), decision="keep",
-                              reason=reason + note, effect=None, **fields)
+        return Recommendation(knob=knob, current=today, recommended=today, near_optimal=near, decision="keep",
+                              reason=(notes.get(knob) or TODAY_IN_OPTIMUM) + note, effect=None, **fields)
     if decided is None:  # the combination was kept as a whole: its evidence is the combination's
-        return Recommendation(knob=knob, current=today, recommended=candidate[knob],
-                              near_optimal=combination.near_optimal.get(knob), decision="keep",
-                              reason=combination.reason + rule + note, effect=combination.effect, **fields)
-    return Recommendation(knob=knob, current=today, recommended=candidate[knob],
-                          near_optimal=combination.near_optimal.get(knob), decision=decided.decision,
-                          reason=decided.reason + rule + note, effect=decided.effect, **fields)
+        return Recommendation(knob=knob, current=today, recommended=candidate[knob], near_optimal=near,
+                              decision="keep", reason=combination.reason + rule + note, effect=combination.effect,
+                              **fields)
+    return Recommendation(knob=knob, current=today, recommended=candidate[knob], near_optimal=near,
+                          decision=decided.decision, reason=decided.reason + rule + note, effect=decided.effect,
+                          **fields)
 
 
 def _on(trials: list[Trial], where: str) -> list[Trial]:

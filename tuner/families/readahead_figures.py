@@ -24,7 +24,8 @@ def html_sections(report: Report, figures: Figures) -> list[tuple[str, str, str]
             "recommended one (median over the confirmation trials); the share is the scan's efficiency."))
     rows = "".join(
         f"<tr><td><code>{esc(d.device or '-')}</code></td><td>{esc(', '.join(d.roles))}</td><td>{esc(d.status)}</td>"
-        f"<td class=num>{esc(d.read_ahead_kb) if d.read_ahead_kb is not None else '–'}</td><td>{esc(d.reason)}</td></tr>"
+        f"<td class=num>{esc(d.read_ahead_kb) if d.read_ahead_kb is not None else '–'}</td><td>{esc(d.reason)}"
+        + (f"<br>{esc(d.combination.sentence())}" if d.combination is not None else "") + "</td></tr>"
         for d in devices)
     body.append("<div class=scroll><table><tr><th>device</th><th>holds</th><th>status</th>"
                 f"<th class=num>read_ahead_kb</th><th>notes</th></tr>{rows}</table></div>")

@@ -9,13 +9,36 @@ from typing import Any, Literal
 from pydantic import Field
 
 from tuner.config import Section
-from tuner.model import ReportSection, _Frozen
+from tuner.model import EffectOut, ReportSection, _Frozen
 
 
 class Policy(Section):
     """The [readahead] table: nothing of its own. The workload it probes (cold sequential scans and sparse bitmap
     heap scans of one device's relations) is the read path's, ``[read_path]`` (one for every family that probes
     it); a policy written before that sets its weights here, and they are read from here (with a warning)."""
+
+
+class Combination(_Frozen):
+    """The read path confirmed as one (issue #53): the values searched together, against today's, in paired trials —
+    the interval of what the operator will run, beside each knob's own share in its recommendation."""
+
+    today: dict[str, int]
+    candidate: dict[str, int]
+    decision: Literal["change", "keep"]
+    reason: str
+    effect: EffectOut | None = None
+
+    def sentence(self) -> str:
+        def values(v: dict[str, int]) -> str:
+            return ", ".join(f"{k} {n}" for k, n in v.items())
+
+        head = f"read path confirmed as one: {values(self.candidate)} against today's {values(self.today)}"
+        if self.candidate == self.today:
+            return f"{head}: nothing to confirm, today's values are the answer"
+        if self.effect is None:
+            return f"{head}: {self.decision} ({self.reason})"
+        lo, hi = self.effect.ci95
+        return f"{head}: {self.effect.improvement:.2f}x [{lo:.2f}–{hi:.2f}] over {self.effect.n_pairs} pairs ({self.decision})"
 
 
 class DeviceOut(_Frozen):
@@ -32,6 +55,7 @@ class DeviceOut(_Frozen):
     seq_scan_mb_s_recommended: float | None = None
     efficiency_current: float | None = Field(default=None, description="seq scan MB/s / raw MB/s")
     efficiency_recommended: float | None = None
+    combination: Combination | None = Field(default=None, description="the read path's knobs confirmed together")
 
 
 class Report(ReportSection):
@@ -55,6 +79,8 @@ class Report(ReportSection):
                     rec_eff = f" -> {d.efficiency_recommended:.0%}" if d.efficiency_recommended is not None else ""
                     figures.append(f"efficiency {d.efficiency_current:.0%}{rec_eff}")
                 line += (": " + ", ".join(figures)) if figures else ""
+                if d.combination is not None:
+                    line += f"; {d.combination.sentence()}"
             else:
                 line += f" — {d.reason}"
             lines.append(line)

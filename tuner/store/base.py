@@ -279,7 +279,7 @@ class Store(abc.ABC):
         """The recommendations in force on a target (its store id), newest first, each as (session id,
         Recommendation), decided from its whole history (:func:`tuner.store.in_force.in_force`)."""
         rows = await self._fetch(
-            "SELECT r.session_id, r.seq, r.knob, r.object, r.decision, r.current_value, r.recommended "
+            "SELECT r.session_id, r.seq, r.knob, r.object, r.decision, r.current_value, r.recommended, s.kind "
             "FROM recommendations r JOIN sessions s ON s.id = r.session_id WHERE s.target_id = $1 "
             "ORDER BY s.started_at DESC, s.id DESC, r.seq", target)
         reports: dict[str, Report] = {}
