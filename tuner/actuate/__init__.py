@@ -9,7 +9,8 @@
 """
 
 from tuner.actuate.entry import JournalError, JournalInvalid, Restored
-from tuner.actuate.journal import Journal, boot_id, owner_alive, process_start
+from tuner.actuate.journal import Journal
+from tuner.actuate.owner import boot_id, owner_alive, process_start
 from tuner.actuate.sysfs import SysfsWriter
 
 __all__ = ["Journal", "JournalError", "JournalInvalid", "Restored", "SysfsWriter", "boot_id", "owner_alive",

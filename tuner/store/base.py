@@ -13,7 +13,7 @@ import json
 import math
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,33 +21,21 @@ from pydantic import ValidationError
 
 from tuner import __version__
 from tuner.errors import ConfigError, StoreError, TunerError
+from tuner.log import get_logger
 from tuner.model import Report
 from tuner.report_check import check
 from tuner.store import schema
 from tuner.store.in_force import Decided, in_force
+from tuner.store.listing import Listing, RowProblem, SessionSummary, summary, timestamp, unreadable
 from tuner.store.rows import readable as _readable
+
+
+log = get_logger("tuner.store")
 
 
 class TargetBusyError(TunerError):
     """Another tuner runs a session on this target right now (exit 1): two sessions on one server would spoil
     each other's measurements and each other's restores."""
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    """One stored session, as ``tuner history`` lists it."""
-
-    id: str
-    target_id: str
-    target: str
-    started_at: str
-    duration_s: float
-    kind: str
-    server_version: str
-    policy: str
-    probes: int
-    decisions: list[dict[str, Any]] = field(default_factory=list)
-    fingerprint: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -279,12 +267,12 @@ class Store(abc.ABC):
         """The recommendations in force on a target (its store id), newest first, each as (session id,
         Recommendation), decided from its whole history (:func:`tuner.store.in_force.in_force`)."""
         rows = await self._fetch(
-            "SELECT r.session_id, r.seq, r.knob, r.object, r.decision, r.current_value, r.recommended "
+            "SELECT r.session_id, r.seq, r.knob, r.object, r.decision, r.current_value, r.recommended, s.started_at "
             "FROM recommendations r JOIN sessions s ON s.id = r.session_id WHERE s.target_id = $1 "
             "ORDER BY s.started_at DESC, s.id DESC, r.seq", target)
         reports: dict[str, Report] = {}
         out: list[tuple[str, Any]] = []
-        for d in in_force(Decided(*r) for r in rows):
+        for d in in_force(Decided(*r[:-1]) for r in rows if self._dated(r[0], r[-1])):
             if d.session_id not in reports:
                 reports[d.session_id] = await self.report(d.session_id)
             recs = reports[d.session_id].recommendations
@@ -294,6 +282,16 @@ class Store(abc.ABC):
                                                   "'tuner show SESSION' shows what the report says")
             out.append((d.session_id, recs[d.seq]))
         return out
+
+    def _dated(self, session_id: str, started_at: Any) -> bool:
+        """Whether a session's started_at is a date: one that is not would sort as the newest session and decide
+        what is in force, so it is logged and left out."""
+        try:
+            timestamp(started_at)
+        except RowProblem as problem:
+            log.warning("store.row_unreadable", error=unreadable(self.where, session_id, problem))
+            return False
+        return True
 
     # -- retention ---------------------------------------------------------------------------------
     FINISHED_RUNS = ("done", "failed", "interrupted")
@@ -333,9 +331,18 @@ class Store(abc.ABC):
                 "kept": len(old) - len(gone)}
 
     # -- reading ----------------------------------------------------------------------------------
-    @_readable
     async def sessions(self, *, target: str | None = None, limit: int = 50) -> list[SessionSummary]:
-        """The latest ``limit`` sessions (of one target, given its id or a prefix of it), newest first."""
+        """The latest ``limit`` readable sessions (of one target, given its id or a prefix of it), newest first;
+        a row that cannot be read is logged and left out (:meth:`listing` has its sentence)."""
+        listed = await self.listing(target=target, limit=limit)
+        for sentence in listed.unreadable:
+            log.warning("store.row_unreadable", error=sentence)
+        return listed.sessions
+
+    @_readable
+    async def listing(self, *, target: str | None = None, limit: int = 50) -> Listing:
+        """The latest ``limit`` sessions, newest first, each row checked (:mod:`tuner.store.listing`): the
+        readable ones, and one sentence for each that is not."""
         where, args = "", []
         if target:
             where, args = "WHERE s.target_id LIKE $1", [target.lower() + "%"]
@@ -343,22 +350,16 @@ class Store(abc.ABC):
             "SELECT s.id, s.target_id, t.label, s.started_at, s.duration_s, s.kind, s.server_version, s.policy, "
             f"s.probes, s.fingerprint FROM sessions s JOIN targets t ON t.id = s.target_id {where} "
             f"ORDER BY s.started_at DESC, s.id DESC LIMIT {int(limit)}", *args)
-        out = []
+        out, bad = [], []
         for r in rows:
             recs = await self._fetch(
                 "SELECT knob, object, current_value, recommended, decision, improvement, ci_low, ci_high, "
                 "near_low, near_high FROM recommendations WHERE session_id = $1 ORDER BY seq", r[0])
-            decisions = [
-                {"knob": k, "object": o, "current": c, "recommended": rec, "decision": d, "improvement": imp,
-                 "ci95": None if lo is None else [lo, hi], "near_optimal": None if nl is None else [nl, nh]}
-                for k, o, c, rec, d, imp, lo, hi, nl, nh in recs
-            ]
-            sid, tid, label, started, duration, kind, version, policy, probes, fingerprint = r
-            out.append(SessionSummary(
-                id=sid, target_id=tid, target=label, started_at=started, duration_s=float(duration), kind=kind,
-                server_version=version, policy=policy, probes=int(probes), decisions=decisions,
-                fingerprint=json.loads(fingerprint)))
-        return out
+            try:
+                out.append(summary(r, recs))
+            except RowProblem as problem:
+                bad.append(unreadable(self.where, r[0], problem))
+        return Listing(out, bad)
 
     async def resolve(self, ref: str | None) -> str:
         """A session id from ``ref``: a whole id, a unique prefix of one, or None/``latest`` for the newest."""

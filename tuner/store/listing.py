@@ -1,0 +1,117 @@
+"""A stored session's row read as input: what ``tuner history``, the daemon's page and its API list. A store is a
+file or a shared database that something other than this tuner may have written, so each row is checked where it
+is read — a date that is not one, a number out of range or not finite, a fingerprint that is not a JSON object —
+and a row that fails is one sentence (shown by ``tuner history``, logged by the daemon) while every other row is
+still served."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+MAX_COUNT = 2**31 - 1  # probes: what a session can have run (the policy's budget is far below)
+MAX_DURATION_S = 10 * 365 * 86400.0
+
+
+class RowProblem(ValueError):
+    """A stored row holds what tuner never writes: one sentence, naming the column and a prefix of the value."""
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One stored session, as ``tuner history`` lists it."""
+
+    id: str
+    target_id: str
+    target: str
+    started_at: str
+    duration_s: float
+    kind: str
+    server_version: str
+    policy: str
+    probes: int
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The readable sessions, newest first, and a sentence for each stored row that is not (and was left out)."""
+
+    sessions: list[SessionSummary]
+    unreadable: list[str]
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def timestamp(value: Any, column: str = "started_at") -> str:
+    """A stored timestamp as tuner writes it (ISO 8601), else :class:`RowProblem`."""
+    try:
+        if isinstance(value, str) and len(value) <= 40:
+            datetime.fromisoformat(value)
+            return value
+    except ValueError:
+        pass
+    raise RowProblem(f"its {column} {_shown(value)} is not a date")
+
+
+def _number(value: Any, column: str, *, optional: bool = False, high: float = math.inf) -> float | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond a float's range
+            number = math.inf
+        if math.isfinite(number) and abs(number) <= high:
+            return number
+    raise RowProblem(f"its {column} {_shown(value)} is not a finite number" +
+                     ("" if high == math.inf else f" of at most {high:.0f}"))
+
+
+def _text(value: Any, column: str) -> str:
+    if isinstance(value, str):
+        return value
+    raise RowProblem(f"its {column} {_shown(value)} is not text")
+
+
+def decision(row: tuple[Any, ...]) -> dict[str, Any]:
+    """One recommendation row (knob, object, current, recommended, decision, improvement, ci_low, ci_high,
+    near_low, near_high) as the listing carries it."""
+    k, o, c, rec, d, imp, lo, hi, nl, nh = row
+    imp, lo, hi = (_number(v, f"recommendation's {n}", optional=True) for n, v in
+                   (("improvement", imp), ("ci_low", lo), ("ci_high", hi)))
+    return {"knob": _text(k, "recommendation's knob"), "object": o, "current": c, "recommended": rec,
+            "decision": _text(d, "recommendation's decision"), "improvement": imp,
+            "ci95": None if lo is None or hi is None else [lo, hi], "near_optimal": None if nl is None else [nl, nh]}
+
+
+def summary(row: tuple[Any, ...], decisions: list[tuple[Any, ...]]) -> SessionSummary:
+    """A session's row (id, target_id, label, started_at, duration_s, kind, server_version, policy, probes,
+    fingerprint) and its recommendation rows, checked; :class:`RowProblem` for what tuner never writes."""
+    sid, tid, label, started, duration, kind, version, policy, probes, fingerprint = row
+    count = _number(probes, "probes", high=MAX_COUNT)
+    if count != int(count or 0) or (count or 0) < 0:
+        raise RowProblem(f"its probes {_shown(probes)} is not a count")
+    try:
+        fp = json.loads(fingerprint)
+    except (TypeError, ValueError, RecursionError):
+        fp = None
+    if not isinstance(fp, dict):
+        raise RowProblem(f"its fingerprint {_shown(fingerprint)} is not a JSON object")
+    return SessionSummary(
+        id=_text(sid, "id"), target_id=_text(tid, "target_id"), target=_text(label, "target label"),
+        started_at=timestamp(started), duration_s=abs(_number(duration, "duration_s", high=MAX_DURATION_S) or 0.0),
+        kind=_text(kind, "kind"), server_version=_text(version, "server_version"), policy=_text(policy, "policy"),
+        probes=int(count or 0), decisions=[decision(r) for r in decisions], fingerprint=fp)
+
+
+def unreadable(where: str, session_id: Any, problem: RowProblem) -> str:
+    """The sentence for a session row left out of a listing."""
+    return f"{where}: stored session {_shown(session_id).strip(chr(39))} left out: {problem}"
