@@ -7,9 +7,13 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
 
+from tuner.errors import ConfigError
 from tuner.trust import open_directory
+
+_OUTPUT_HINT = "give --output a directory of your own that nobody else may write (it is created if missing)"
 
 
 def atomic_write(path: Path, text: str, *, dir_mode: int = 0o755) -> None:
@@ -34,3 +38,29 @@ def atomic_write(path: Path, text: str, *, dir_mode: int = 0o755) -> None:
             raise
     finally:
         os.close(dfd)
+
+
+def check_directory(directory: Path) -> None:
+    """Make sure ``directory`` can take tuner's files — it is created if missing, and it is reached without
+    following another user's link, ours (or root's) and nobody else's to write — or one ConfigError sentence."""
+    try:
+        os.close(open_directory(directory))
+    except OSError as exc:
+        raise ConfigError(f"cannot write into {directory}: {exc.strerror or exc}", hint=_OUTPUT_HINT) from None
+
+
+def write_files(files: Mapping[str, str], directory: Path) -> list[Path]:
+    """Each of ``files`` (name relative to ``directory`` -> text) written atomically, after ``directory`` itself
+    was checked (:func:`check_directory`: a refused one gets nothing); a failure is one ConfigError sentence
+    (exit 2) that says how many files were written before it."""
+    check_directory(directory)
+    written: list[Path] = []
+    for name, body in files.items():
+        path = directory / name
+        try:
+            atomic_write(path, body)
+        except OSError as exc:
+            done = f" ({len(written)} of {len(files)} files were written before it)" if written else ""
+            raise ConfigError(f"cannot write {path}: {exc.strerror or exc}{done}", hint=_OUTPUT_HINT) from None
+        written.append(path)
+    return written

@@ -52,9 +52,10 @@ def check(st: os.stat_result, *, trusted: Collection[int] | None = None) -> None
 
 
 def directories_above(path: Path) -> str | None:
-    """Why a directory above ``path`` (its parent up to ``/``, links resolved) lets another user replace what is
-    in it, or None."""
-    for parent in Path(os.path.realpath(path)).parents:
+    """Why a directory above ``path`` (its parent up to ``/``, links above ``path`` resolved — ``path`` itself is
+    not followed) lets another user replace what is in it, or None."""
+    parent_dir = Path(os.path.realpath(Path(os.path.abspath(path)).parent))
+    for parent in (parent_dir, *parent_dir.parents):
         try:
             st = parent.lstat()
         except OSError as exc:
@@ -65,39 +66,58 @@ def directories_above(path: Path) -> str | None:
     return None
 
 
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_MAX_LINKS = 40  # as the kernel's path walk (path_resolution(7))
+
+
 def open_directory(directory: Path, *, mode: int = 0o755) -> int:
-    """A descriptor of ``directory``, created (with ``mode``) where missing, reached without following a symbolic
-    link from the first directory that did not exist — or the directory itself — down: every directory on the way
-    checked on its descriptor (:func:`problem`), so what is checked is what is written into. The existing
-    directories above it are resolved and checked as :func:`directories_above` does. Raises :class:`Untrusted`,
-    or the OSError of a directory that cannot be made."""
-    directory = Path(os.path.abspath(directory))
-    existing, missing = directory, []
-    while not os.path.lexists(existing) and existing != existing.parent:
-        missing.insert(0, existing.name)
-        existing = existing.parent
-    if not missing and os.path.islink(existing):
-        raise Untrusted(f"{directory} is a symbolic link")
-    parts = [*Path(os.path.realpath(existing)).parts[1:], *missing]
-    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    """A descriptor of ``directory``, created (with ``mode``) where missing, walked from ``/`` one directory at a
+    time, each checked on its descriptor (:func:`problem`; those above ``directory`` may be sticky instead of
+    closed), so what is checked is what is written into. A symbolic link on the way is followed only when it is
+    root's or this user's, in a directory already checked (``/var/run``); ``directory`` itself is never a link.
+    Raises :class:`Untrusted`, or the OSError of a directory that cannot be made."""
+    todo = list(Path(os.path.abspath(directory)).parts[1:])
+    fd, walked, links = os.open("/", _DIR), Path("/"), 0
     try:
-        for i, name in enumerate(parts):
-            last = i == len(parts) - 1
+        while todo:
+            name = todo.pop(0)
+            if name in ("", "."):
+                continue
             try:
-                nxt = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                nxt = os.open(name, _DIR | os.O_NOFOLLOW, dir_fd=fd)
             except FileNotFoundError:
                 os.mkdir(name, mode, dir_fd=fd)
-                nxt = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                nxt = os.open(name, _DIR | os.O_NOFOLLOW, dir_fd=fd)
             except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(Path("/", *parts[:i + 1])):
-                    raise Untrusted(f"{Path('/', *parts[:i + 1])} is a symbolic link") from None
-                raise
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR) or not _link_ok(fd, name, walked, last=not todo):
+                    raise
+                links += 1
+                if links > _MAX_LINKS:
+                    raise Untrusted(f"{directory}: too many symbolic links") from None
+                target = Path(os.readlink(name, dir_fd=fd))
+                if target.is_absolute():
+                    os.close(fd)
+                    fd, walked = os.open("/", _DIR), Path("/")
+                todo = [*target.parts[1 if target.is_absolute() else 0:], *todo]
+                continue
             os.close(fd)
-            fd = nxt
-            why = problem(os.fstat(fd), above=not last)
+            fd, walked = nxt, walked.parent if name == ".." else walked / name
+            why = problem(os.fstat(fd), above=bool(todo))
             if why:
-                raise Untrusted(f"{Path('/', *parts[:i + 1])}: {why}")
+                raise Untrusted(f"{walked}: {why}")
         return fd
     except BaseException:
         os.close(fd)
         raise
+
+
+def _link_ok(fd: int, name: str, walked: Path, *, last: bool) -> bool:
+    """Whether ``name`` in the (checked) directory ``fd`` is a link tuner may follow: not the directory written
+    into, and root's or this user's (in a sticky directory anyone may make one). Raises :class:`Untrusted` for a
+    link it may not follow; False: not a link (the caller's OSError stands)."""
+    st = os.lstat(name, dir_fd=fd)
+    if not stat.S_ISLNK(st.st_mode):
+        return False
+    if last or st.st_uid not in owners():
+        raise Untrusted(f"{walked / name} is a symbolic link" + ("" if last else f" of uid {st.st_uid}"))
+    return True

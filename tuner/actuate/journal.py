@@ -28,6 +28,7 @@ resumed) from the same actuator.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import socket
@@ -99,11 +100,14 @@ class Journal:
         journal another user could have planted or changed would have root write what that user chose."""
         try:
             # Without blocking, checked on the descriptor: a FIFO in the journal's place must not hang restore.
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_NOFOLLOW if acted_on else 0))
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise JournalError(f"cannot read the journal {self.path}: {exc.strerror or exc}") from None
+            if exc.errno != errno.ELOOP:
+                raise JournalError(f"cannot read the journal {self.path}: {exc.strerror or exc}") from None
+            raise JournalInvalid(f"the journal {self.path} is a symbolic link, which tuner never writes; nothing was "
+                                 "restored", hint=journal_schema.untrusted_hint()) from None
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise JournalInvalid(f"the journal {self.path} is not a regular file (a directory, pipe or device); "

@@ -11,10 +11,11 @@ import click
 
 from tuner import emit, report_file
 from tuner.cli.common import (COLOR_OPTION, STORE_CONFIG_TEXT, STORE_EXIT_TEXT, STORE_TEXT, echo_report,
-                              store_config, target_history, terminal, with_store, with_store_options, write_files)
+                              store_config, target_history, terminal, with_store, with_store_options)
 from tuner.emit import FORMATS, quote
 from tuner.emit.tableout import listing
 from tuner.errors import ConfigError, StoreError
+from tuner.files import write_files
 from tuner.report_check import ReportError
 from tuner.store import store_location, views
 
