@@ -346,19 +346,24 @@ class Store(abc.ABC):
         where, args = "", []
         if target:
             where, args = "WHERE s.target_id LIKE $1", [target.lower() + "%"]
-        rows = await self._fetch(
-            "SELECT s.id, s.target_id, t.label, s.started_at, s.duration_s, s.kind, s.server_version, s.policy, "
-            f"s.probes, s.fingerprint FROM sessions s JOIN targets t ON t.id = s.target_id {where} "
-            f"ORDER BY s.started_at DESC, s.id DESC LIMIT {int(limit)}", *args)
-        out, bad = [], []
-        for r in rows:
-            recs = await self._fetch(
-                "SELECT knob, object, current_value, recommended, decision, improvement, ci_low, ci_high, "
-                "near_low, near_high FROM recommendations WHERE session_id = $1 ORDER BY seq", r[0])
-            try:
-                out.append(summary(r, recs))
-            except RowProblem as problem:
-                bad.append(unreadable(self.where, r[0], problem))
+        out: list[SessionSummary] = []
+        bad: list[str] = []
+        while len(out) < limit:  # a row left out does not take the place of one that can be served
+            rows = await self._fetch(
+                "SELECT s.id, s.target_id, t.label, s.started_at, s.duration_s, s.kind, s.server_version, s.policy, "
+                f"s.probes, s.fingerprint FROM sessions s JOIN targets t ON t.id = s.target_id {where} "
+                f"ORDER BY s.started_at DESC, s.id DESC LIMIT {int(limit) - len(out)} OFFSET {len(out) + len(bad)}",
+                *args)
+            for r in rows:
+                recs = await self._fetch(
+                    "SELECT knob, object, current_value, recommended, decision, improvement, ci_low, ci_high, "
+                    "near_low, near_high FROM recommendations WHERE session_id = $1 ORDER BY seq", r[0])
+                try:
+                    out.append(summary(r, recs))
+                except RowProblem as problem:
+                    bad.append(unreadable(self.where, r[0], problem))
+            if not rows:
+                break
         return Listing(out, bad)
 
     async def resolve(self, ref: str | None) -> str:
