@@ -186,6 +186,45 @@ def test_the_daemon_serves_the_other_sessions_past_a_hostile_row(name: str, path
         assert BAD.encode() not in json.dumps(json.loads(body)["sessions"]).encode()  # left out, not listed as fine
 
 
+# the daemon's own rows: its queue (GET /v1/sessions lists its runs) and its drift events (GET /v1/drift)
+RUN = "INSERT INTO daemon_runs VALUES ('{id}', '{owner}', 'default', NULL, 'session', '[\"concurrency\"]', '[]', " \
+      "'asked', 0, 1, '2026-12-0{day}T00:00:00+00:00', NULL, NULL, 'done', NULL)"
+EVENT = "INSERT INTO drift_events VALUES ('{id}', '{tid}', '2026-12-0{day}T00:00:00+00:00', '{{}}', 'nothing')"
+OWN_ROWS: dict[str, tuple[str, str]] = {  # name: (SQL on the planted row, the endpoint that lists it)
+    "run-families-words": ("UPDATE daemon_runs SET families = 'not json'", "/v1/sessions"),
+    "run-families-object": ("UPDATE daemon_runs SET families = '{\"concurrency\": 1}'", "/v1/sessions"),
+    "run-knobs-deep": ("UPDATE daemon_runs SET knobs = printf('%.50000c', '[')", "/v1/sessions"),
+    "run-requested-at-words": ("UPDATE daemon_runs SET requested_at = 'soon'", "/v1/sessions"),
+    "run-started-at-infinite": ("UPDATE daemon_runs SET started_at = 1e999", "/v1/sessions"),
+    "run-ended-at-blob": ("UPDATE daemon_runs SET ended_at = X'00'", "/v1/sessions"),
+    "drift-changes-words": ("UPDATE drift_events SET changes = 'not json'", "/v1/drift"),
+    "drift-changes-array": ("UPDATE drift_events SET changes = '[]'", "/v1/drift"),
+    "drift-detected-at-words": ("UPDATE drift_events SET detected_at = 'yesterday'", "/v1/drift"),
+    "drift-action-blob": ("UPDATE drift_events SET action = X'00'", "/v1/drift"),
+    "drift-changes-deep": ("UPDATE drift_events SET changes = printf('%.50000c', '{')", "/v1/drift"),
+}
+
+
+@pytest.mark.parametrize("name", list(OWN_ROWS))
+def test_the_daemon_lists_its_other_runs_and_drift_events_past_a_hostile_row(name: str, template: Path,
+                                                                               tmp_path: Path) -> None:
+    sql, path = OWN_ROWS[name]
+    d, port = _daemon(tmp_path, template)
+    tid = next(iter(d.state.targets.values())).store_id
+    with sqlite3.connect(tmp_path / "state" / "tuner.db") as con:
+        for rid, day in ((BAD, 1), (GOOD, 2)):
+            con.execute(RUN.format(id=rid, owner=d.owner, day=day))
+            con.execute(EVENT.format(id=rid, tid=tid, day=day))
+        con.execute(f"{sql} WHERE id = '{BAD}'")
+    con.close()
+    with capture_logs() as logs:
+        status, body, _ = asyncio.run(_answer(d, Api(req("GET", path), 200), port))
+    assert status == 200, body[:300]
+    listed = json.loads(body)["runs" if path == "/v1/sessions" else "events"]
+    assert [e["id"] for e in listed] == [GOOD]
+    assert [e for e in logs if e["event"] == "store.row_unreadable" and f"'{BAD}' left out" in e["error"]]
+
+
 def test_the_drift_checks_refresh_reads_past_a_date_that_is_not_one(template: Path, tmp_path: Path) -> None:
     d, _ = _daemon(tmp_path, _planted(template, tmp_path / "planted", "started-at-words"))
     target = next(iter(d.state.targets.values()))
@@ -279,6 +318,7 @@ def test_a_device_file_whose_changes_were_refused_says_so(name: str) -> None:
 
 INPUTS: list[Input] = [
     *[Input(n, "stored row", _plant(sql), frozenset({"59.6"})) for n, (sql, _) in ROWS.items()],
+    *[Input(n, "stored row", f"{sql} WHERE id = '{BAD}'", frozenset({"59.6"})) for n, (sql, _) in OWN_ROWS.items()],
     *[Input(n, "secret in text", text, frozenset({"59.5"})) for n, text in PASSWORDS.items()],
     *case_inputs(PASSWORD_CLI.items(), "environment", findings={n: {"59.5"} for n in PASSWORD_CLI}),
     *[Input(n, "report rendered for the host", f"{n}", frozenset({"59.udev"})) for n in REFUSED],

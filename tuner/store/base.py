@@ -26,7 +26,8 @@ from tuner.model import Report
 from tuner.report_check import check
 from tuner.store import schema
 from tuner.store.in_force import Decided, in_force
-from tuner.store.listing import Listing, RowProblem, SessionSummary, summary, timestamp, unreadable
+from tuner.store.listing import (Listing, RowProblem, SessionSummary, daemon_run, drift_event, readable_rows,
+                                 summary, timestamp, unreadable)
 from tuner.store.rows import readable as _readable
 
 
@@ -192,9 +193,10 @@ class Store(abc.ABC):
     @_readable
     async def drift_events(self, target: str) -> list[dict[str, Any]]:
         rows = await self._fetch(
-            "SELECT id, detected_at, changes, action FROM drift_events WHERE target_id = $1 ORDER BY detected_at",
-            target)
-        return [{"id": r[0], "detected_at": r[1], "changes": json.loads(r[2]), "action": r[3]} for r in rows]
+            "SELECT d.id, d.target_id, '', d.detected_at, d.changes, d.action FROM drift_events d "
+            "WHERE d.target_id = $1 ORDER BY d.detected_at", target)
+        return [{k: e[k] for k in ("id", "detected_at", "changes", "action")}
+                for e in readable_rows(rows, drift_event, self.where, "drift event")]
 
     async def ensure_target(self, target: str, system_identifier: str | None, data_directory: str | None,
                             label: str) -> None:
@@ -211,8 +213,7 @@ class Store(abc.ABC):
         rows = await self._fetch(
             "SELECT d.id, d.target_id, t.label, d.detected_at, d.changes, d.action FROM drift_events d "
             f"JOIN targets t ON t.id = d.target_id ORDER BY d.detected_at DESC, d.id DESC LIMIT {int(limit)}")
-        return [{"id": r[0], "target_id": r[1], "target": r[2], "detected_at": r[3], "changes": json.loads(r[4]),
-                 "action": r[5]} for r in rows]
+        return readable_rows(rows, drift_event, self.where, "drift event")
 
     # -- the daemon's runs -------------------------------------------------------------------------
     async def add_run(self, run: dict[str, Any]) -> None:
@@ -252,15 +253,7 @@ class Store(abc.ABC):
             "SELECT id, target, target_id, kind, families, knobs, reason, forced, attempt, requested_at, started_at, "
             f"ended_at, status, detail FROM daemon_runs WHERE {' AND '.join(where)} "
             f"ORDER BY requested_at DESC, id DESC LIMIT {int(limit)}", *args)
-        keys = ("id", "target", "target_id", "kind", "families", "knobs", "reason", "forced", "attempt",
-                "requested_at", "started_at", "ended_at", "status", "detail")
-        out = []
-        for r in rows:
-            run = dict(zip(keys, r, strict=True))
-            run["families"], run["knobs"], run["forced"] = json.loads(run["families"]), json.loads(run["knobs"]), \
-                bool(run["forced"])
-            out.append(run)
-        return out
+        return readable_rows(rows, daemon_run, self.where, "daemon run")
 
     @_readable
     async def accepted(self, target: str) -> list[tuple[str, Any]]:

@@ -8,9 +8,17 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
+
+from tuner.log import get_logger
+
+log = get_logger("tuner.store")
+T = TypeVar("T")
+RUN_KEYS = ("id", "target", "target_id", "kind", "families", "knobs", "reason", "forced", "attempt", "requested_at",
+            "started_at", "ended_at", "status", "detail")
 
 MAX_COUNT = 2**31 - 1  # probes: what a session can have run (the policy's budget is far below)
 MAX_DURATION_S = 10 * 365 * 86400.0
@@ -115,3 +123,44 @@ def summary(row: tuple[Any, ...], decisions: list[tuple[Any, ...]]) -> SessionSu
 def unreadable(where: str, session_id: Any, problem: RowProblem) -> str:
     """The sentence for a session row left out of a listing."""
     return f"{where}: stored session {_shown(session_id).strip(chr(39))} left out: {problem}"
+
+
+def _json(value: Any, column: str, kind: type) -> Any:
+    try:
+        parsed = json.loads(value)
+    except (TypeError, ValueError, RecursionError):
+        parsed = None
+    if not isinstance(parsed, kind):
+        raise RowProblem(f"its {column} {_shown(value)} is not a JSON {kind.__name__}")
+    return parsed
+
+
+def daemon_run(row: tuple[Any, ...]) -> dict[str, Any]:
+    """A row of the daemon's queue (:data:`RUN_KEYS`), checked."""
+    out = dict(zip(RUN_KEYS, row, strict=True))
+    out["families"], out["knobs"] = _json(out["families"], "families", list), _json(out["knobs"], "knobs", list)
+    timestamp(out["requested_at"], "requested_at")
+    for column in ("started_at", "ended_at"):
+        if out[column] is not None:
+            timestamp(out[column], column)
+    out["forced"] = bool(out["forced"])
+    return out
+
+
+def drift_event(row: tuple[Any, ...]) -> dict[str, Any]:
+    """A drift event's row (id, target_id, label, detected_at, changes, action), checked."""
+    eid, tid, label, detected, changes, action = row
+    return {"id": eid, "target_id": tid, "target": label, "detected_at": timestamp(detected, "detected_at"),
+            "changes": _json(changes, "changes", dict), "action": _text(action, "action")}
+
+
+def readable_rows(rows: Iterable[tuple[Any, ...]], read: Callable[[tuple[Any, ...]], T], where: str,
+                  what: str) -> list[T]:
+    """Each row read by ``read``; one that holds what tuner never writes is logged (one sentence) and left out."""
+    out = []
+    for row in rows:
+        try:
+            out.append(read(row))
+        except RowProblem as problem:
+            log.warning("store.row_unreadable", error=f"{where}: {what} {_shown(row[0])} left out: {problem}")
+    return out
