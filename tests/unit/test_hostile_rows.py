@@ -254,6 +254,22 @@ def test_a_session_whose_date_is_not_one_decides_nothing_in_force(template: Path
     assert set(asyncio.run(accepted())) == {GOOD}
 
 
+def test_the_newest_session_is_never_one_whose_date_is_not_one(template: Path, tmp_path: Path) -> None:
+    """What 'latest' shows and what a warm start learns from are the newest session by date."""
+    db = _planted(template, tmp_path, "started-at-words")
+
+    async def newest() -> tuple[str, str | None]:
+        store = SqliteStore(db).open()
+        await store.prepare()
+        try:
+            prior = await store.prior({"system_identifier": "7001"}, "concurrency")
+            return await store.resolve("latest"), prior.session_id if prior else None
+        finally:
+            await store.close()
+
+    assert asyncio.run(newest()) == (GOOD, GOOD)
+
+
 # -- passwords holding Unicode whitespace (item 5) ---------------------------------------------------------------------
 # What Python calls whitespace and C's isspace() does not: libpq keeps each inside a bare value.
 UNICODE_SPACES = ["\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\xa0", "\u1680", *map(chr, range(0x2000, 0x200B)),

@@ -32,6 +32,8 @@ from tuner.store.rows import readable as _readable
 
 
 log = get_logger("tuner.store")
+# What "newest" is ordered by must look like a date: text such as 'not a date' sorts after every ISO timestamp.
+DATED = "____-__-__T__:__:__%"
 
 
 class TargetBusyError(TunerError):
@@ -362,7 +364,8 @@ class Store(abc.ABC):
     async def resolve(self, ref: str | None) -> str:
         """A session id from ``ref``: a whole id, a unique prefix of one, or None/``latest`` for the newest."""
         if ref is None or ref == "latest":
-            rows = await self._fetch("SELECT id FROM sessions ORDER BY started_at DESC, id DESC LIMIT 1")
+            rows = await self._fetch(f"SELECT id FROM sessions WHERE started_at LIKE '{DATED}' "
+                                     "ORDER BY started_at DESC, id DESC LIMIT 1")
             if not rows:
                 raise ConfigError(f"{self.where} holds no sessions yet",
                                   hint="run 'tuner recommend' first (it stores every session unless --no-store)")
@@ -406,14 +409,14 @@ class Store(abc.ABC):
                 "r.session_id = s.id AND r.family = $3 AND r.status = 'ok') "
                 # The same server on another disk is another curve: a known device must match too.
                 "AND (s.device_key IS NULL OR $4 = '' OR s.device_key = $4) "
-                "ORDER BY s.started_at DESC LIMIT 1",
+                f"AND s.started_at LIKE '{DATED}' ORDER BY s.started_at DESC LIMIT 1",
                 sysid, exclude or "", family, device_key or "")
             candidates += [(r[0], "system identifier") for r in rows]
         if not candidates and device_key and major:
             rows = await self._fetch(
                 "SELECT s.id, s.started_at FROM sessions s WHERE s.major = $1 AND s.device_key = $2 AND s.id <> $3 "
                 "AND EXISTS (SELECT 1 FROM trials r WHERE r.session_id = s.id AND r.family = $4 AND "
-                "r.status = 'ok') ORDER BY s.started_at DESC LIMIT 1",
+                f"r.status = 'ok') AND s.started_at LIKE '{DATED}' ORDER BY s.started_at DESC LIMIT 1",
                 int(major), device_key, exclude or "", family)
             candidates += [(r[0], "device model, file system and PostgreSQL major") for r in rows]
         if not candidates:
