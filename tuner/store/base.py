@@ -303,7 +303,8 @@ class Store(abc.ABC):
         keep: set[str] = set()
         for (tid,) in await self._fetch("SELECT id FROM targets"):
             newest = await self._fetch(
-                "SELECT id FROM sessions WHERE target_id = $1 ORDER BY started_at DESC, id DESC LIMIT 1", tid)
+                f"SELECT id FROM sessions WHERE target_id = $1 AND started_at LIKE '{DATED}' "
+                "ORDER BY started_at DESC, id DESC LIMIT 1", tid)
             keep.update(r[0] for r in newest)
             keep.update(sid for sid, _ in await self.accepted(tid))
         old = [r[0] for r in await self._fetch("SELECT id FROM sessions WHERE started_at < $1 ORDER BY id", cutoff)]
