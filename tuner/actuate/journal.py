@@ -41,20 +41,12 @@ from typing import Any
 
 from tuner import trust
 from tuner.actuate import journal_schema
-from tuner.actuate.alter_system import (
-    alter,
-    alter_entry,
-    put_back,
-    replay_entry,
-    SERVER_KINDS,
-    restore_server_entries,
-    server_key,
-    scratch_entry,
-)
+from tuner.actuate.alter_system import alter, alter_entry, put_back, replay_entry, scratch_entry
+from tuner.actuate.batch import batches, restore_batch
 from tuner.actuate.entry import JournalError, JournalInvalid, Restored, not_restored
 from tuner.actuate.lock import JournalLock
 from tuner.actuate.owner import boot_id, owner_alive, process_start
-from tuner.actuate.sysfs import SysfsWriter, restore_sysfs, sysfs_entry, value_problem
+from tuner.actuate.sysfs import SysfsWriter, sysfs_entry, value_problem
 from tuner.errors import ConfigError
 from tuner.files import atomic_write
 from tuner.log import get_logger
@@ -340,8 +332,9 @@ class Journal:
         changes = list(doc["changes"])
         left = {id(c) for c in changes}  # still listed: not yet put back, or failed
         last_save = time.monotonic()
-        for batch in _batches(changes[::-1]):
-            for change, r in zip(batch, self._restore_batch(batch, same_boot=same_boot, dsn=dsn), strict=True):
+        for batch in batches(changes[::-1]):
+            restored = restore_batch(self.writer, batch, same_boot=same_boot, dsn=dsn)
+            for change, r in zip(batch, restored, strict=True):
                 if r.ok:
                     left.discard(id(change))
                 done.append(r)
@@ -359,22 +352,6 @@ class Journal:
         if changed:
             self._save(doc)  # removes the file when nothing is left (one that listed nothing, too)
         return done
-
-    def _restore_batch(self, batch: list[dict[str, Any]], *, same_boot: bool, dsn: str | None) -> list[Restored]:
-        """One server's entries over one connection, or one sysfs entry: each as a :class:`Restored`."""
-        outcomes: list[Restored | Exception]
-        if batch[0].get("kind") in SERVER_KINDS:
-            outcomes = restore_server_entries(batch, dsn)
-        else:
-            outcomes = []
-            for change in batch:
-                try:
-                    if change.get("kind") != "sysfs":
-                        raise JournalError(f"unknown kind of journal entry: {change.get('kind')!r}")
-                    outcomes.append(restore_sysfs(self.writer, change, same_boot=same_boot))
-                except Exception as exc:  # noqa: BLE001 - one failure must not keep the others from being put back
-                    outcomes.append(exc)
-        return [o if isinstance(o, Restored) else not_restored(c, o) for c, o in zip(batch, outcomes, strict=True)]
 
     # -- an operator's decisions --------------------------------------------------------------------
     def forget(self, which: str) -> list[str]:
@@ -418,19 +395,3 @@ class Journal:
                 hint="give an entry's number (from 1, in the file's order), or all",
             )
         return matches[0]
-
-
-def _batches(changes: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """``changes`` in their order, one server's entries (:func:`server_key`) gathered where the first of them is,
-    every other entry on its own."""
-    out: list[list[dict[str, Any]]] = []
-    servers: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for change in changes:
-        if change.get("kind") not in SERVER_KINDS:
-            out.append([change])
-        elif (key := server_key(change)) in servers:
-            servers[key].append(change)
-        else:
-            servers[key] = [change]
-            out.append(servers[key])
-    return out
