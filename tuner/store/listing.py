@@ -107,12 +107,7 @@ def summary(row: tuple[Any, ...], decisions: list[tuple[Any, ...]]) -> SessionSu
     count = _number(probes, "probes", high=MAX_COUNT)
     if count != int(count or 0) or (count or 0) < 0:
         raise RowProblem(f"its probes {_shown(probes)} is not a count")
-    try:
-        fp = json.loads(fingerprint)
-    except (TypeError, ValueError, RecursionError):
-        fp = None
-    if not isinstance(fp, dict):
-        raise RowProblem(f"its fingerprint {_shown(fingerprint)} is not a JSON object")
+    fp = _json(fingerprint, "fingerprint", dict)
     return SessionSummary(
         id=_text(sid, "id"), target_id=_text(tid, "target_id"), target=_text(label, "target label"),
         started_at=timestamp(started), duration_s=abs(_number(duration, "duration_s", high=MAX_DURATION_S) or 0.0),
@@ -131,7 +126,7 @@ def _json(value: Any, column: str, kind: type) -> Any:
     except (TypeError, ValueError, RecursionError):
         parsed = None
     if not isinstance(parsed, kind):
-        raise RowProblem(f"its {column} {_shown(value)} is not a JSON {kind.__name__}")
+        raise RowProblem(f"its {column} {_shown(value)} is not a JSON {'object' if kind is dict else 'array'}")
     return parsed
 
 
