@@ -21,8 +21,8 @@ MASK = "***"
 _URI_START = re.compile(r"postgres(?:ql)?://", re.IGNORECASE)
 # libpq's conninfo parser ends a bare value at ASCII whitespace only (isspace() in the C locale: fe-connect.c,
 # conninfo_parse): a U+00A0 or U+3000 is part of the password, so it must not end what is hidden.
-_LIBPQ_SPACE = " \t\n\r\f\v"
-_DSN_PASSWORD = re.compile(rf"(password[{_LIBPQ_SPACE}]*=[{_LIBPQ_SPACE}]*)('(?:[^'\\]|\\.)*'?|[^{_LIBPQ_SPACE}]+)",
+LIBPQ_SPACE = " \t\n\r\f\v"
+_DSN_PASSWORD = re.compile(rf"(password[{LIBPQ_SPACE}]*=[{LIBPQ_SPACE}]*)('(?:[^'\\]|\\.)*'?|[^{LIBPQ_SPACE}]+)",
                            re.IGNORECASE)
 _PGPASSWORD = re.compile(r"(PGPASSWORD\s*=\s*)", re.IGNORECASE)
 _URI_END = " \t\r\n\"'`;|&<>()"

@@ -26,6 +26,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from tuner import redact
+from tuner.actuate.alter_system import strip_password
 from tuner.configured import load_config
 from tuner.daemon.service import Daemon
 from tuner.emit import tuned as tuned_emit
@@ -286,6 +287,13 @@ def test_a_password_is_hidden_to_where_libpq_ends_it(name: str) -> None:
     shown = redact.text(PASSWORDS[name])
     assert "s3cr3t" not in shown and "Hunter2" not in shown, repr(shown)
     assert redact.MASK in shown
+
+
+@pytest.mark.parametrize("space", UNICODE_SPACES, ids=lambda c: f"U+{ord(c):04X}")
+def test_a_journaled_dsn_keeps_no_part_of_a_password(space: str) -> None:
+    """The journal records the DSN without its password (a file on disk must hold no secret)."""
+    kept = strip_password(FORMS["dsn"].format(c=space))
+    assert "s3cr3t" not in kept and "Hunter2" not in kept and kept.endswith("dbname=prod"), repr(kept)
 
 
 PASSWORD_CLI = {

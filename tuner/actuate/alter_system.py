@@ -36,6 +36,7 @@ from typing import Any
 
 from tuner.actuate.entry import NOT_SET, JournalError, Restored
 from tuner.errors import RefusedError, TunerError
+from tuner.redact import LIBPQ_SPACE
 from tuner.target.sandbox.own import is_own_sandbox
 
 _AUTO_CONF = "postgresql.auto.conf"
@@ -55,7 +56,10 @@ def strip_password(dsn: str | None) -> str | None:
         kept = [p for p in query.split("&") if p and p.split("=", 1)[0].lower() not in ("password", "sslpassword")]
         dsn = base + ("?" + "&".join(kept) if kept else "")
         return dsn.rstrip("?&")
-    return re.sub(r"\s*\b(?:ssl)?password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", "", dsn, flags=re.IGNORECASE).strip()
+    # the value runs to libpq's end of it (redact.LIBPQ_SPACE): a U+00A0 inside a password is part of it
+    sp = f"[{LIBPQ_SPACE}]"
+    return re.sub(rf"{sp}*\b(?:ssl)?password{sp}*={sp}*('(?:[^'\\]|\\.)*'|[^{LIBPQ_SPACE}]+)", "", dsn,
+                  flags=re.IGNORECASE).strip(LIBPQ_SPACE)
 
 
 def _literal(value: str) -> str:
