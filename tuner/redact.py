@@ -19,7 +19,11 @@ import re
 MASK = "***"
 
 _URI_START = re.compile(r"postgres(?:ql)?://", re.IGNORECASE)
-_DSN_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|\S+)", re.IGNORECASE)
+# libpq's conninfo parser ends a bare value at ASCII whitespace only (isspace() in the C locale: fe-connect.c,
+# conninfo_parse): a U+00A0 or U+3000 is part of the password, so it must not end what is hidden.
+LIBPQ_SPACE = " \t\n\r\f\v"
+_DSN_PASSWORD = re.compile(rf"(password[{LIBPQ_SPACE}]*=[{LIBPQ_SPACE}]*)('(?:[^'\\]|\\.)*'?|[^{LIBPQ_SPACE}]+)",
+                           re.IGNORECASE)
 _PGPASSWORD = re.compile(r"(PGPASSWORD\s*=\s*)", re.IGNORECASE)
 _URI_END = " \t\r\n\"'`;|&<>()"
 
@@ -84,7 +88,7 @@ def _shell_words(value: str) -> str:
                 quote = ch
             elif ch == "\\" and end + 1 < len(value):
                 end += 1
-            elif ch.isspace() or ch in ";|&":
+            elif ch in " \t\n;|&":  # the shell splits words at its IFS (space, tab, newline) only
                 break
             end += 1
         out.append(value[pos:m.end()] + MASK)

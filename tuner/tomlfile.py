@@ -5,11 +5,11 @@ or half-written file — and, for what root reads implicitly, the owner and mode
 from __future__ import annotations
 
 import os
-import stat
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from tuner import trust
 from tuner.errors import ConfigError
 from tuner.inputfile import read_text
 
@@ -23,11 +23,10 @@ class Untrusted(Exception):
 
 
 def _trusted(st: os.stat_result) -> None:
-    """What root reads implicitly must be root's own, and nobody else's to write."""
-    if st.st_uid != 0:
-        raise Untrusted(f"it is owned by uid {st.st_uid}, not root")
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise Untrusted(f"group or others may write it (mode {stat.S_IMODE(st.st_mode):04o})")
+    """What root reads implicitly must be root's own, and nobody else's to write (:mod:`tuner.trust`)."""
+    why = trust.problem(st, trusted={0})
+    if why:
+        raise Untrusted(why)
 
 
 def _read_text(path: Path, *, as_root_implicitly: bool = False) -> str:

@@ -14,7 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tuner.actuate import boot_id
+import pytest
+
+from tuner.actuate import Journal, boot_id
+from tuner.target import connection
 from tuner.target.connection import connect
 
 from .conftest import Clone, Running, wait_for
@@ -138,3 +141,41 @@ def test_the_alter_system_restore_writes_on_the_marked_clone(clone: Clone, tmp_p
     assert auto_conf.read_bytes() == before and not journal.exists()
     # pg_reload_conf() only signals the postmaster: a new backend sees the reloaded value a moment later.
     assert wait_for(lambda: _server(clone.running, clone.dsn) == server, 10), _server(clone.running, clone.dsn)
+
+
+BATCH = ("wal_writer_flush_after", "commit_siblings", "wal_writer_delay")
+
+
+def test_one_servers_entries_are_restored_over_one_connection(clone: Clone, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #59 item 7: a restore connected once per entry (20,000 entries, ~1,300 in 120 s); a server's entries
+    now go back over one connection, with one reload. Counted at the real connect, on the real marked clone."""
+    sb = clone.running.sandbox
+    auto_conf = sb.primary_dir / "postgresql.auto.conf"
+    journal, before, _ = _left_by_a_dead_session(clone.running, clone.dsn, sb.primary_dir, tmp_path / "state", None)
+    doc = json.loads(journal.read_text())
+    doc["changes"] = [{**doc["changes"][0], "name": name} for name in BATCH]
+    journal.write_text(json.dumps(doc))
+
+    async def change() -> None:  # what the killed session did after journaling
+        conn = await connect(clone.dsn)
+        try:
+            for name, value in zip(BATCH, ("4096", "7", "300ms"), strict=True):
+                await conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+        finally:
+            await conn.close()
+
+    clone.running.run(change())
+    connects = []
+    real = connection.connect
+
+    async def counted(*args: Any, **kw: Any) -> Any:
+        connects.append(args)
+        return await real(*args, **kw)
+
+    monkeypatch.setattr(connection, "connect", counted)
+    done = Journal(journal.parent).recover()
+
+    assert [r.action for r in done] == ["restored"] * 3, done
+    assert len(connects) == 1
+    assert auto_conf.read_bytes() == before and not journal.exists()

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.unit.hostile import case_inputs
 from tuner import log
 from tuner.cli import main
 
@@ -82,6 +83,8 @@ class Case:
     subprocess: bool = False  # a real `python -m tuner` rather than click's CliRunner
     warning: bool = False  # a "tuner: warning: …" line comes first
     said_on: str = "stderr"  # where a success (exit 0) says its one sentence: "stdout" for reading commands
+    warns: str = ""  # a "tuner: warning: …" line with this in it comes first (JSON on stdout, the sentence aside)
+    input: str = ""  # the registered input it runs (tests/unit/hostile.py), when another case's: "" for its own
 
 
 def validate(toml: str | bytes, expect: str, code: int = 2, **kw: object) -> Case:
@@ -271,13 +274,16 @@ CASES: dict[str, Case] = {
     "subprocess-unreachable": dsn(f"host={NOWHERE} password={P}", "could not connect", code=1, subprocess=True),
     "subprocess-dsn-garbage": dsn(f"=== password={P}", "invalid connection option", subprocess=True),
     "subprocess-env-too-deep": Case(["config", "validate"], 2, "TUNER_TARGET__DSN__X",
-                                    env={"TUNER_TARGET__DSN__X": "1"}, subprocess=True),
+                                    env={"TUNER_TARGET__DSN__X": "1"}, subprocess=True, input="env-too-deep"),
     "subprocess-seed-minus-one": Case(["recommend", "--dsn", f"host={NOWHERE}", "--seed", "-1"], 2, "--seed",
-                                      subprocess=True),
+                                      subprocess=True, input="seed-minus-one"),
     "subprocess-restore-hostile-dir": Case(
         ["restore", "--state-dir", "absent"], 0, "nothing to restore", warning=True, subprocess=True,
         files={"tuner.toml": owned_by_nobody("[readahead]\nhelper_command = 'touch PWNED'\n")}),
 }
+
+
+INPUTS = case_inputs(CASES.items(), "command line: config, policy, environment, DSN, options")
 
 
 def _tree(root: Path) -> dict[str, tuple[int, str]]:
@@ -348,6 +354,10 @@ def check_case(case: Case, tmp_path: Path) -> None:
         assert lines and lines[0].startswith("tuner: warning: ignored ./tuner.toml: "), stderr
         assert "--config ./tuner.toml" in lines[0]
         lines = lines[1:]
+    if case.warns:  # one line per thing left out
+        assert lines and lines[0].startswith("tuner: warning: ") and case.warns in lines[0], stderr
+        while lines and lines[0].startswith("tuner: warning: ") and case.warns in lines[0]:
+            lines = lines[1:]
     if code == 0 and case.said_on == "stdout":
         assert not lines and stdout.strip() and case.expect in stdout, (stdout, stderr)
     elif code == 0:
@@ -358,8 +368,8 @@ def check_case(case: Case, tmp_path: Path) -> None:
         assert len(lines) == 1 or lines[1].startswith("hint: "), stderr
         assert stdout == ""
     after = _tree(cwd)
-    if "journal.lock" not in before:
-        after.pop("journal.lock", None)  # --state-dir .: the lock file stays, by design (see below)
+    for lock in [p for p in after if p.rsplit("/", 1)[-1] == "journal.lock" and p not in before]:
+        after.pop(lock)  # the lock file stays in the state directory, by design (see below)
     assert after == before, "the working directory changed"
     assert not (cwd / "PWNED").exists() and not list(home.iterdir())
     # The lock file stays (an empty file, flock'd while a session runs; removing it would race): no journal.

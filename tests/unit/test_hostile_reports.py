@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.hostile import case_inputs
 from tests.unit.test_hostile_inputs import REPO, Case, _run, _tree, directory, fifo, prepare
 from tests.unit.test_hostile_output import _raw_unsafe
 from tests.unit.test_store import save
@@ -162,7 +163,8 @@ def _export(fmt: str, source: str = "r.json") -> list[str]:
 CASES: list[tuple[str, Case]] = []
 for _name, (_change, _code, _expect) in VARIANTS.items():
     for _fmt in FORMATS:
-        CASES.append((f"{_name}-{_fmt}", Case(_export(_fmt), _code, _expect, files={"r.json": _report_file(_change)})))
+        CASES.append((f"{_name}-{_fmt}", Case(_export(_fmt), _code, _expect, files={"r.json": _report_file(_change)},
+                                              input=_name)))
 for _name in ("udev-program", "udev-import-program", "knob-archive-command", "knob-twice", "schema-version-99",
               "value-newline", "session-host-newline", "genuine", "tablespace-sql-injection"):
     _change, _code, _expect = VARIANTS[_name]
@@ -170,7 +172,8 @@ for _name in ("udev-program", "udev-import-program", "knob-archive-command", "kn
                   ["export", "--format", "udev", "--output", "out"], ["export", "--format", "conf"]):
         CASES.append((f"store-{_name}-{_args[0]}-{_args[2]}", Case([*_args, "--state-dir", "."],
                                                                  _code, "" if _code == 0 else _expect,
-                                                                 files={"tuner.db": _store_with(_change)})))
+                                                                 files={"tuner.db": _store_with(_change)},
+                                                                 input=f"store-{_name}")))
 
 
 def _sparse(size: int) -> Callable[[Path], None]:
@@ -201,7 +204,7 @@ for _name, (_spec, _expect) in FILES.items():
     _files = {} if _spec is None or _spec == "" else {"r.json": _spec}
     _source = "/dev/zero" if _name == "dev-zero" else "r.json"
     for _fmt in ("conf", "udev", "json"):
-        CASES.append((f"file-{_name}-{_fmt}", Case(_export(_fmt, _source), 2, _expect, files=_files)))
+        CASES.append((f"file-{_name}-{_fmt}", Case(_export(_fmt, _source), 2, _expect, files=_files, input=f"file-{_name}")))
 
 HELPERS = ["{0}", "{}", "{path.__class__}", "{value.__init__.__globals__}", "{value[0]}", "{path!r}", "{device!s}",
            "{value:>99}", "{value:{path}}", "sudo {path", "sudo } {path}", "{PATH}", "{cmd} {path}"]
@@ -220,9 +223,10 @@ for _i, _cmd in enumerate(["sudo -n /usr/local/sbin/tuner-sysfs {path} {value}",
 for _name in ("udev-program", "knob-archive-command", "schema-version-99", "genuine"):
     _change, _code, _expect = VARIANTS[_name]
     CASES.append((f"subprocess-{_name}", Case(_export("udev"), _code, _expect, files={"r.json": _report_file(_change)},
-                                              subprocess=True)))
+                                              subprocess=True, input=_name)))
 CASES.append(("subprocess-fifo", Case(_export("conf"), 2, "not a regular file", files={"r.json": fifo},
-                                      subprocess=True)))
+                                      subprocess=True, input="file-fifo")))
+INPUTS = case_inputs(CASES, "reports, stored reports and helper commands")
 
 
 @pytest.mark.parametrize("name", [n for n, _ in CASES])

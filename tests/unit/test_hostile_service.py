@@ -26,6 +26,7 @@ from tuner.configured import load_config
 from tuner.daemon.api import make_runner
 from tuner.daemon.service import Daemon
 
+from .hostile import case_inputs, describe
 from .test_hostile_inputs import PASSWORD, Case, check_case, directory, fifo, with_mode
 from .test_store import make_report, save
 
@@ -192,8 +193,11 @@ STORE_COMMANDS = {
 
 ROW_DAMAGE = ("fingerprint-not-json", "duration-not-a-number", "probes-not-a-number")
 # What a reader does with a store whose one row is damaged: a command that reads that row refuses in one sentence;
-# one that does not (prune reads no fingerprint, diff reads the reports, history no report) answers.
-ANSWERS = {**{(s, c): 0 for s in ROW_DAMAGE for c in ("prune-dry-run", "prune", "diff")},
+# one that does not (prune reads no fingerprint, diff reads the reports, history no report) answers; a listing
+# (history, show's history) leaves the row out, says so in one sentence — on stdout, or beside JSON on stderr —
+# and serves the rest.
+ANSWERS = {**{(s, c): 0 for s in ROW_DAMAGE
+              for c in ("prune-dry-run", "prune", "diff", "history", "history-json", "show")},
            ("report-garbage", "history"): 0}
 
 
@@ -201,17 +205,20 @@ def _store_case(store: str, command: str) -> Case:
     spec, code, said = STORES[store]
     args, _ = STORE_COMMANDS[command]
     if (store, command) in ANSWERS:
-        return Case([*args, "--state-dir", "."], 0, "", files={"tuner.db": spec}, said_on="stdout")
-    return Case([*args, "--state-dir", "."], code, said, files={"tuner.db": spec})
+        listed = store in ROW_DAMAGE and command == "history"
+        warns = store in ROW_DAMAGE and command in ("history-json", "show")
+        return Case([*args, "--state-dir", "."], 0, "left out" if listed else "", files={"tuner.db": spec},
+                    said_on="stdout", warns="left out" if warns else "", input=f"store-{store}")
+    return Case([*args, "--state-dir", "."], code, said, files={"tuner.db": spec}, input=f"store-{store}")
 
 
 STORE_CASES = {f"store-{s}-{c}": _store_case(s, c) for s in STORES for c in ("history", "show", "prune-dry-run")}
 STORE_CASES.update({f"store-{s}-{c}": _store_case(s, c) for s in ("garbage", "fingerprint-not-json", "newer-schema")
                     for c in ("history-json", "diff", "prune")})
 STORE_CASES["store-zero-bytes-history"] = Case(["history", "--state-dir", "."], 0, "no sessions stored",
-                                              files={"tuner.db": b""}, said_on="stdout")
+                                              files={"tuner.db": b""}, said_on="stdout", input="store-zero-bytes")
 STORE_CASES["store-zero-bytes-prune"] = Case(["prune", "--older-than", "1d", "--state-dir", "."], 0, "removed 0",
-                                             files={"tuner.db": b""}, said_on="stdout")
+                                             files={"tuner.db": b""}, said_on="stdout", input="store-zero-bytes")
 STORE_CASES["store-is-a-directory"] = Case(["history", "--state-dir", "."], 2, "is a directory",
                                            files={"tuner.db": directory})
 STORE_CASES["store-is-a-fifo"] = Case(["history", "--state-dir", "."], 2, "not a regular file", files={"tuner.db": fifo})
@@ -422,6 +429,9 @@ APIS: dict[str, Api] = {
 
 # Every hostile input of this half, named; an aggregate test sums it with the other half's.
 CASES: list[tuple[str, Case | Api]] = [*CONFIG.items(), *STORE_CASES.items(), *JOURNALS.items(), *APIS.items()]
+INPUTS = [*case_inputs(CONFIG.items(), "daemon configuration"), *case_inputs(STORE_CASES.items(), "store"),
+          *case_inputs(JOURNALS.items(), "journal"),
+          *case_inputs(APIS.items(), "API request", material=lambda a: describe([a.request, a.families]))]
 
 
 @pytest.mark.parametrize("name", [n for n, c in CASES if isinstance(c, Case)])

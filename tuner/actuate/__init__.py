@@ -1,6 +1,8 @@
 """Actuating: every persistent change tuner makes, journaled before it is made and put back afterwards.
 
 * :mod:`.journal` — the journal file (owner checks, restoring, recovery after a crash, ``--forget``);
+* :mod:`.batch` — a restore in batches: one server's entries over one connection;
+* :mod:`.owner` — whether the tuner that wrote a journal still runs;
 * :mod:`.lock` — the lock that lets one tuner at a time hold the journal;
 * :mod:`.schema` — what a journal must look like to be acted on (damaged or crafted ones are refused);
 * :mod:`.sysfs` — the ``sysfs`` actuator (:class:`SysfsWriter`: directly as root, or a privileged helper command);
@@ -9,7 +11,8 @@
 """
 
 from tuner.actuate.entry import JournalError, JournalInvalid, Restored
-from tuner.actuate.journal import Journal, boot_id, owner_alive, process_start
+from tuner.actuate.journal import Journal
+from tuner.actuate.owner import boot_id, owner_alive, process_start
 from tuner.actuate.sysfs import SysfsWriter
 
 __all__ = ["Journal", "JournalError", "JournalInvalid", "Restored", "SysfsWriter", "boot_id", "owner_alive",

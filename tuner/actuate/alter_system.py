@@ -36,6 +36,7 @@ from typing import Any
 
 from tuner.actuate.entry import NOT_SET, JournalError, Restored
 from tuner.errors import RefusedError, TunerError
+from tuner.redact import LIBPQ_SPACE
 from tuner.target.sandbox.own import is_own_sandbox
 
 _AUTO_CONF = "postgresql.auto.conf"
@@ -55,7 +56,10 @@ def strip_password(dsn: str | None) -> str | None:
         kept = [p for p in query.split("&") if p and p.split("=", 1)[0].lower() not in ("password", "sslpassword")]
         dsn = base + ("?" + "&".join(kept) if kept else "")
         return dsn.rstrip("?&")
-    return re.sub(r"\s*\b(?:ssl)?password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", "", dsn, flags=re.IGNORECASE).strip()
+    # the value runs to libpq's end of it (redact.LIBPQ_SPACE): a U+00A0 inside a password is part of it
+    sp = f"[{LIBPQ_SPACE}]"
+    return re.sub(rf"{sp}*\b(?:ssl)?password{sp}*={sp}*('(?:[^'\\]|\\.)*'|[^{LIBPQ_SPACE}]+)", "", dsn,
+                  flags=re.IGNORECASE).strip(LIBPQ_SPACE)
 
 
 def _literal(value: str) -> str:
@@ -237,49 +241,77 @@ async def write_back(conn: Any, change: dict[str, Any], dsn: str | None = None) 
     return Restored(_AUTO_CONF, name, NOT_SET if was is None else was, shown, "restored")
 
 
-def restore_alter_system(change: dict[str, Any], dsn: str | None) -> Restored:
-    """Restore one ALTER SYSTEM entry from synchronous code (recovery, signal paths): a private event loop in a
-    thread, so it works whether or not the caller's loop is running or being cancelled."""
-    sandbox_dir = change.get("sandbox_dir")
-    if sandbox_dir and not Path(sandbox_dir).exists():
-        return Restored(_AUTO_CONF, change["name"], None, str(change.get("original")),
-                        "dropped: the sandbox it belonged to is gone")
+SERVER_KINDS = ("alter_system", "scratch_schema", "replay_pause")
+
+
+def server_key(change: dict[str, Any]) -> tuple[Any, ...]:
+    """Which server an entry of this actuator was written on: entries with one key are restored over one
+    connection."""
+    return tuple(repr(change.get(k)) for k in ("dsn", "system_identifier", "port", "sandbox_dir"))
+
+
+def restore_server_entries(changes: list[dict[str, Any]], dsn: str | None) -> list[Restored | Exception]:
+    """Restore entries written on one server (one :func:`server_key`), in the order given, over one connection
+    and with one reload — from synchronous code (recovery, signal paths): a private event loop in a thread, so it
+    works whether or not the caller's loop is running or being cancelled. Each entry's outcome is its
+    :class:`Restored` or the exception that kept it from being put back."""
+    out: list[Restored | Exception | None] = [None] * len(changes)
+    live = []
+    for i, change in enumerate(changes):
+        sandbox_dir = change.get("sandbox_dir")
+        if sandbox_dir and not Path(sandbox_dir).exists():
+            out[i] = Restored(_AUTO_CONF, change["name"], None, str(change.get("original")),
+                              "dropped: the sandbox it belonged to is gone")
+        else:
+            live.append(i)
     box: dict[str, Any] = {}
 
-    async def run() -> Restored:
+    async def run() -> None:
         from tuner.target.connection import connect
 
-        used = dsn or change.get("dsn")
+        first = changes[live[0]]
+        used = dsn or first.get("dsn")
         conn = await connect(used, timeout_s=10)
         try:
             sysid = await conn.fetchval("SELECT system_identifier::text FROM pg_control_system()")
             port = int(await conn.fetchval("SELECT current_setting('port')"))
-            if sysid != change.get("system_identifier") or port != change.get("port"):
+            if sysid != first.get("system_identifier") or port != first.get("port"):
                 raise JournalError(
                     f"the server reached ({sysid}, port {port}) is not the one tuner changed "
-                    f"({change.get('system_identifier')}, port {change.get('port')})",
+                    f"({first.get('system_identifier')}, port {first.get('port')})",
                     hint="run 'tuner restore --dsn …' with the staging server's connection string",
                 )
-            restored = await put_back(conn, change, used)
+            for i in live:
+                try:
+                    out[i] = await put_back(conn, changes[i], used)
+                except Exception as exc:  # noqa: BLE001 - one entry's failure; the others are still put back
+                    out[i] = _journal_error(changes[i], exc)
             await conn.execute("SELECT pg_reload_conf()")
-            return restored
         finally:
             await conn.close()
 
     def target() -> None:
         try:
-            box["ok"] = asyncio.run(run())
+            asyncio.run(run())
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             box["error"] = exc
 
-    t = threading.Thread(target=target, name="tuner-journal-restore")
-    t.start()
-    t.join()
+    if live:
+        t = threading.Thread(target=target, name="tuner-journal-restore")
+        t.start()
+        t.join()
     if "error" in box:
-        err = box["error"]
-        if isinstance(err, RefusedError):
-            raise err
-        if isinstance(err, TunerError):
-            raise JournalError(str(err), hint=err.hint)
-        raise JournalError(f"could not restore {change['name']} on the staging server: {err}")
-    return box["ok"]
+        if not isinstance(box["error"], Exception):
+            raise box["error"]
+        for i in live:
+            if out[i] is None:
+                out[i] = _journal_error(changes[i], box["error"])
+    return [o for o in out if o is not None]
+
+
+def _journal_error(change: dict[str, Any], err: Exception) -> Exception:
+    if isinstance(err, RefusedError):
+        return err
+    if isinstance(err, TunerError):
+        return JournalError(str(err), hint=err.hint)
+    return JournalError(f"could not restore {change['name']} on the staging server: {err}")

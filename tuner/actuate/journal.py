@@ -28,6 +28,7 @@ resumed) from the same actuator.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import socket
@@ -38,18 +39,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tuner import trust
 from tuner.actuate import journal_schema
-from tuner.actuate.alter_system import (
-    alter,
-    alter_entry,
-    put_back,
-    replay_entry,
-    restore_alter_system,
-    scratch_entry,
-)
+from tuner.actuate.alter_system import alter, alter_entry, put_back, replay_entry, scratch_entry
+from tuner.actuate.batch import batches, restore_batch
 from tuner.actuate.entry import JournalError, JournalInvalid, Restored, not_restored
 from tuner.actuate.lock import JournalLock
-from tuner.actuate.sysfs import SysfsWriter, restore_sysfs, sysfs_entry, value_problem
+from tuner.actuate.owner import boot_id, owner_alive, process_start
+from tuner.actuate.sysfs import SysfsWriter, sysfs_entry, value_problem
 from tuner.errors import ConfigError
 from tuner.files import atomic_write
 from tuner.log import get_logger
@@ -58,32 +55,7 @@ log = get_logger("tuner.journal")
 
 JOURNAL_NAME = "journal.json"
 FORMAT_VERSION = journal_schema.FORMAT_VERSION
-BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 SAVE_EVERY_S = 1.0  # a restore rewrites the journal at most this often (and at its end)
-
-
-def boot_id() -> str | None:
-    try:
-        return BOOT_ID.read_text().strip()
-    except OSError:
-        return None
-
-
-def process_start(pid: int) -> str | None:
-    """The start time of ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat), or None if it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may contain spaces and parentheses: split after its closing parenthesis.
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def owner_alive(owner: dict[str, Any]) -> bool:
-    if owner.get("host") != socket.gethostname() or owner.get("boot_id") != boot_id():
-        return False
-    pid = owner.get("pid")
-    return isinstance(pid, int) and process_start(pid) == owner.get("start")
 
 
 def _now() -> str:
@@ -115,18 +87,28 @@ class Journal:
             self._lock.release()
 
     # -- reading ------------------------------------------------------------------------------------
-    def _raw(self) -> bytes | None:
+    def _raw(self, *, acted_on: bool = True) -> bytes | None:
+        """The journal's bytes, or None; one that is ``acted_on`` must be tuner's own (:mod:`tuner.trust`): a
+        journal another user could have planted or changed would have root write what that user chose."""
         try:
             # Without blocking, checked on the descriptor: a FIFO in the journal's place must not hang restore.
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_NOFOLLOW if acted_on else 0))
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise JournalError(f"cannot read the journal {self.path}: {exc.strerror or exc}") from None
+            if exc.errno != errno.ELOOP:
+                raise JournalError(f"cannot read the journal {self.path}: {exc.strerror or exc}") from None
+            raise JournalInvalid(f"the journal {self.path} is a symbolic link, which tuner never writes; nothing was "
+                                 "restored", hint=journal_schema.untrusted_hint()) from None
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise JournalInvalid(f"the journal {self.path} is not a regular file (a directory, pipe or device); "
                                      "nothing was restored", hint=journal_schema.forget_hint())
+            why = (trust.problem(os.fstat(fd), trusted={os.geteuid()}) or trust.directories_above(self.path)
+                   if acted_on else None)
+            if why:
+                raise JournalInvalid(f"the journal {self.path} may have been written by another user ({why}); "
+                                     "nothing was restored", hint=journal_schema.untrusted_hint())
             with os.fdopen(os.dup(fd), "rb") as fh:
                 return fh.read()
         except OSError as exc:
@@ -337,8 +319,9 @@ class Journal:
             return self._restore(doc, dsn=dsn)
 
     def _restore(self, doc: dict[str, Any], *, dsn: str | None = None) -> list[Restored]:
-        """Restore every entry (last change first), past failures: each failure is reported as a :class:`Restored`
-        that is not ``ok``, and its entry stays in the journal for ``tuner restore``.
+        """Restore every entry (last change first; one server's entries together, over one connection), past
+        failures: each failure is reported as a :class:`Restored` that is not ``ok``, and its entry stays in the
+        journal for ``tuner restore``.
 
         The journal is rewritten once per batch (every :data:`SAVE_EVERY_S` or so, and at the end), not per entry: each
         rewrite is the whole file with an fsync, so per entry a journal of n entries cost n rewrites (200,000
@@ -347,24 +330,22 @@ class Journal:
         done: list[Restored] = []
         same_boot = (doc.get("owner") or {}).get("boot_id") == boot_id()
         changes = list(doc["changes"])
-        failed: list[dict[str, Any]] = []  # newest first, as met
-        last_save, save_cost = time.monotonic(), 0.0
-        for i in range(len(changes) - 1, -1, -1):
-            change = changes[i]
-            try:
-                r = self._restore_one(change, same_boot=same_boot, dsn=dsn)
-            except Exception as exc:  # noqa: BLE001 - one failure must not keep the others from being put back
-                r = not_restored(change, exc)
-                failed.append(change)
-            done.append(r)
-            log.info("journal.restore", object=r.object, name=r.name, was=r.was, restored_to=r.restored_to,
-                     action=r.action, reason=r.reason)
+        left = {id(c) for c in changes}  # still listed: not yet put back, or failed
+        last_save = time.monotonic()
+        for batch in batches(changes[::-1]):
+            restored = restore_batch(self.writer, batch, same_boot=same_boot, dsn=dsn)
+            for change, r in zip(batch, restored, strict=True):
+                if r.ok:
+                    left.discard(id(change))
+                done.append(r)
+                log.info("journal.restore", object=r.object, name=r.name, was=r.was, restored_to=r.restored_to,
+                         action=r.action, reason=r.reason)
             if time.monotonic() - last_save >= SAVE_EVERY_S:
-                doc["changes"] = changes[:i] + failed[::-1]
+                doc["changes"] = [c for c in changes if id(c) in left]
                 self._save(doc)
-                last_save, save_cost = time.monotonic(), 0.0
-        changed = len(failed) != len(changes) or not changes
-        doc["changes"] = failed[::-1]
+                last_save = time.monotonic()
+        doc["changes"] = [c for c in changes if id(c) in left]
+        changed = len(doc["changes"]) != len(changes) or not changes
         if doc["changes"] and doc["owner"].get("pid") == os.getpid() and not doc["owner"].get("ended_at"):
             doc["owner"] = {**doc["owner"], "ended_at": _now()}  # our session is over: what is left is for later
             changed = True
@@ -372,20 +353,12 @@ class Journal:
             self._save(doc)  # removes the file when nothing is left (one that listed nothing, too)
         return done
 
-    def _restore_one(self, change: dict[str, Any], *, same_boot: bool, dsn: str | None = None) -> Restored:
-        kind = change.get("kind")
-        if kind in ("alter_system", "scratch_schema", "replay_pause"):
-            return restore_alter_system(change, dsn)
-        if kind == "sysfs":
-            return restore_sysfs(self.writer, change, same_boot=same_boot)
-        raise JournalError(f"unknown kind of journal entry: {kind!r}")
-
     # -- an operator's decisions --------------------------------------------------------------------
     def forget(self, which: str) -> list[str]:
         """Drop entry ``which`` (its number from 1, its device, path or setting name, or ``all``) without writing
         it; return what was dropped. Under the lock; a damaged journal can only be dropped whole."""
         with self.locked("restore --forget"):
-            raw = self._raw()
+            raw = self._raw(acted_on=which != "all")  # dropping a file acts on nothing in it
             if raw is None:
                 raise ConfigError(f"nothing to forget: there is no journal in {self.state_dir}")
             if which == "all":

@@ -31,6 +31,12 @@ def forget_hint(number: int | None = None) -> str:
             "back by hand what it changed), 'tuner restore --forget all' the whole journal")
 
 
+def untrusted_hint() -> str:
+    """What an operator does with a journal another user could have written (tuner acts on it as root)."""
+    return ("keep [tuner] state_dir in a directory only root (or you) may write; if the file is yours, look at it, put "
+            "back by hand what it lists, then 'tuner restore --forget all' drops it")
+
+
 def parse(path: Path, raw: bytes) -> dict[str, Any]:
     """The journal document in ``raw`` (read from ``path``), its format and owner checked, not yet its entries."""
     def bad(problem: str) -> JournalInvalid:
@@ -84,11 +90,24 @@ def entry_problem(change: Any, sys_root: Path) -> str | None:
 
 def check(path: Path, doc: dict[str, Any], sys_root: Path) -> None:
     """Raise :class:`JournalInvalid` on the first entry of ``doc`` that tuner would not have written."""
+    seen: dict[tuple[Any, ...], int] = {}
     for number, change in enumerate(doc["changes"], 1):
         problem = entry_problem(change, sys_root)
+        if not problem:
+            # tuner journals an object once, before its first change: a second entry is not one tuner wrote
+            first = seen.setdefault(_object(change), number)
+            problem = f"names what entry {first} names" if first != number else None
         if problem:
             raise JournalInvalid(f"the journal {path} is damaged: entry {number} {problem}; nothing was restored",
                                  hint=forget_hint(number))
+
+
+def _object(change: dict[str, Any]) -> tuple[Any, ...]:
+    """What an entry puts back: a sysfs path, or a setting (the scratch schema, the replay pause) on one server."""
+    if change["kind"] == "sysfs":
+        return ("sysfs", change.get("path"))
+    return (change["kind"], change.get("name"), bool(change.get("standby")), change.get("system_identifier"),
+            change.get("port"), change.get("sandbox_dir"))
 
 
 def describe(change: Any) -> str:

@@ -21,6 +21,7 @@ from tuner.configured import load_config
 from tuner.emit import FORMATS
 from tuner.errors import ConfigError, TunerError
 from tuner.families import REGISTRY
+from tuner.files import check_directory
 from tuner.policy import load_policy
 from tuner.progress import TerminalProgress
 from tuner.stop import STOP
@@ -112,6 +113,8 @@ def recommend(**opts: Any) -> None:
     tlog.configure(cfg.tuner.log_level)
     policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
     require_target(cfg, sandbox=opts["sandbox"])
+    if cfg.output.directory is not None:  # refused before the session, not after it
+        check_directory(cfg.output.directory)
     report, stored, history = _run(cfg, policy, sandbox=opts["sandbox"], budget=opts["budget"],
                                    store=not opts["no_store"], warm_start=not opts["cold"])
 

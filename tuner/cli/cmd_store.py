@@ -11,10 +11,11 @@ import click
 
 from tuner import emit, report_file
 from tuner.cli.common import (COLOR_OPTION, STORE_CONFIG_TEXT, STORE_EXIT_TEXT, STORE_TEXT, echo_report,
-                              store_config, target_history, terminal, with_store, with_store_options, write_files)
-from tuner.emit import FORMATS
+                              store_config, target_history, terminal, with_store, with_store_options)
+from tuner.emit import FORMATS, quote
 from tuner.emit.tableout import listing
 from tuner.errors import ConfigError, StoreError
+from tuner.files import write_files
 from tuner.report_check import ReportError
 from tuner.store import store_location, views
 
@@ -42,15 +43,20 @@ def history(config_path: Path | None, state_dir: Path | None, target: str | None
                           hint="run 'tuner history' to see the target ids")
 
     async def work(store: Any) -> Any:
-        sessions = await store.sessions(target=target, limit=limit)
-        return sessions, {s.id: why for s in sessions if (why := await _unusable(store, s.id))}
+        listed = await store.listing(target=target, limit=limit)
+        return listed, {s.id: why for s in listed.sessions if (why := await _unusable(store, s.id))}
 
-    sessions, refused = with_store(cfg, work)
-    if fmt == "json":
-        click.echo(views.history_json(sessions, refused), nl=False)
+    listed, refused = with_store(cfg, work)
+    if fmt == "json":  # stdout stays the JSON a program reads; what was left out is said on stderr
+        for sentence in listed.unreadable:
+            _warn(sentence)
+        click.echo(views.history_json(listed.sessions, refused), nl=False)
         return
     term = terminal(color)
-    echo_report(listing(views.history_lines(sessions, store_location(cfg), refused), term), term)
+    lines = views.history_lines(listed.sessions, store_location(cfg), refused) if listed.sessions or \
+        not listed.unreadable else []
+    lines += [(quote.one_line(sentence), "skipped") for sentence in listed.unreadable]
+    echo_report(listing(lines, term), term)
 
 
 async def _unusable(store: Any, session_id: str) -> str | None:
@@ -182,10 +188,15 @@ def export_source(config_path: Path | None, state_dir: Path | None,
 
     async def work(store: Any) -> Any:
         report = await store.report(await store.resolve(source))
-        return report, await target_history(store, report)
+        return report, await target_history(store, report, unreadable=_warn)
 
     return with_store(cfg, work)  # type: ignore[no-any-return]
 
 
 for _cmd in (history, show, diff, export):
     _cmd.epilog = STORE_TEXT + "\n\n" + STORE_CONFIG_TEXT + "\n\n" + STORE_EXIT_TEXT
+
+
+def _warn(sentence: str) -> None:
+    """A stored row left out of a listing: one line on stderr, beside the output a program may read on stdout."""
+    click.echo(f"tuner: warning: {quote.one_line(sentence)}", err=True)

@@ -16,7 +16,6 @@ from tuner.config import Config
 from tuner.configured import load_config
 from tuner.emit.terminal import COLOR_CHOICES, Terminal, detect
 from tuner.errors import ConfigError, TunerError
-from tuner.files import atomic_write
 from tuner.store import open_store, store_location, target_history  # noqa: F401 (the commands import it from here)
 
 
@@ -206,18 +205,3 @@ def with_store_options(fn: Any) -> Any:
     for option in reversed(STORE_OPTIONS):
         fn = option(fn)
     return fn
-
-
-def write_files(files: dict[str, str], directory: Path) -> list[Path]:
-    """Each file into ``directory`` atomically; a directory that cannot be written is one sentence (exit 2)."""
-    written: list[Path] = []
-    for name, body in files.items():
-        path = directory / name
-        try:
-            atomic_write(path, body)
-        except OSError as exc:
-            done = f" ({len(written)} of {len(files)} files were written before it)" if written else ""
-            raise ConfigError(f"cannot write {path}: {exc.strerror or exc}{done}",
-                              hint="give --output a directory you can write (it is created if missing)") from None
-        written.append(path)
-    return written

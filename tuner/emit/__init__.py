@@ -27,7 +27,7 @@ from tuner.emit.terminal import Terminal
 from tuner.emit.tuned import Tuned
 from tuner.emit.udev import Udev
 from tuner.emit.zalando import Zalando
-from tuner.files import atomic_write
+from tuner.files import write_files
 from tuner.model import Report
 from tuner.report_check import check
 
@@ -74,11 +74,8 @@ def text(report: Report, fmt: str, *, history: list[SessionSummary] | None = Non
 def write_outputs(report: Report, directory: Path, *, history: list[SessionSummary] | None = None) -> list[Path]:
     """Every emitter's files into ``directory``, each written atomically (the export-only formats' files are
     written by ``tuner export``)."""
-    written = []
+    files: dict[str, str] = {}
     for emitter in EMITTERS.values():
-        if getattr(type(emitter), "export_only", False):
-            continue
-        for name, body in render(report, emitter.name, history=history).items():
-            atomic_write(directory / name, body)
-            written.append(directory / name)
-    return written
+        if not getattr(type(emitter), "export_only", False):
+            files.update(render(report, emitter.name, history=history))
+    return write_files(files, directory)

@@ -30,6 +30,7 @@ def device_entries(report: Report, out: list[str], *, rollback: bool, what: str,
     sentences; ``reopen`` says how the value reaches PostgreSQL's open files."""
     top = len(out)
     written = 0
+    refused: list[str] = []
     for rec in ch.changes(report):
         if rec.scope != "device":
             if not rollback:
@@ -41,6 +42,7 @@ def device_entries(report: Report, out: list[str], *, rollback: bool, what: str,
         out += quote.comment(head)
         if lines is None:
             out += quote.comment(f"not written: {why}")
+            refused.append(f"{ch.label(rec)} ({why})")
         else:
             if by_kernel_name(rec):
                 out += quote.comment(BY_KERNEL_NAME)
@@ -50,7 +52,9 @@ def device_entries(report: Report, out: list[str], *, rollback: bool, what: str,
             written += 1
         out.append("")
     if not written:
-        note = "nothing to roll back." if rollback else ch.empty(report, what, "device")
+        note = ("nothing to roll back." if rollback and not refused else
+                f"this file sets nothing: tuner refused to write {'; '.join(refused)}, so today's value is kept"
+                if refused else ch.empty(report, what, "device"))
         out[top:top] = [*quote.comment(note), ""]
     return out
 

@@ -9,7 +9,7 @@ drift events — in SQLite in the state directory (the default), or in a Postgre
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,10 +63,18 @@ async def open_store(cfg: Config, *, enabled: bool = True) -> AsyncIterator[Stor
         await store.close()
 
 
-async def target_history(store: Store, report: Report) -> list[SessionSummary] | None:
-    """The stored sessions of ``report``'s target, newest first (None where the report is not among them)."""
+async def target_history(store: Store, report: Report, *,
+                         unreadable: Callable[[str], None] | None = None) -> list[SessionSummary] | None:
+    """The stored sessions of ``report``'s target, newest first (None where the report is not among them); each
+    row that cannot be read is left out and its sentence logged — or given to ``unreadable``."""
     fp = report.target.fingerprint or {}
     target = target_id(report.target.system_identifier, fp.get("data_directory"),
                        str(fp.get("label") or report.target.dsn))
-    history = await store.sessions(target=target)
+    if unreadable is None:
+        history = await store.sessions(target=target)
+    else:
+        listed = await store.listing(target=target)
+        for sentence in listed.unreadable:
+            unreadable(sentence)
+        history = listed.sessions
     return history if any(s.id == report.session.id for s in history) else None

@@ -13,7 +13,7 @@ import json
 import math
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,33 +21,24 @@ from pydantic import ValidationError
 
 from tuner import __version__
 from tuner.errors import ConfigError, StoreError, TunerError
+from tuner.log import get_logger
 from tuner.model import Report
 from tuner.report_check import check
 from tuner.store import schema
 from tuner.store.in_force import Decided, in_force
+from tuner.store.listing import (Listing, RowProblem, SessionSummary, daemon_run, drift_event, readable_rows,
+                                 summary, timestamp, unreadable)
 from tuner.store.rows import readable as _readable
+
+
+log = get_logger("tuner.store")
+# What "newest" is ordered by must look like a date: text such as 'not a date' sorts after every ISO timestamp.
+DATED = "____-__-__T__:__:__%"
 
 
 class TargetBusyError(TunerError):
     """Another tuner runs a session on this target right now (exit 1): two sessions on one server would spoil
     each other's measurements and each other's restores."""
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    """One stored session, as ``tuner history`` lists it."""
-
-    id: str
-    target_id: str
-    target: str
-    started_at: str
-    duration_s: float
-    kind: str
-    server_version: str
-    policy: str
-    probes: int
-    decisions: list[dict[str, Any]] = field(default_factory=list)
-    fingerprint: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -204,9 +195,10 @@ class Store(abc.ABC):
     @_readable
     async def drift_events(self, target: str) -> list[dict[str, Any]]:
         rows = await self._fetch(
-            "SELECT id, detected_at, changes, action FROM drift_events WHERE target_id = $1 ORDER BY detected_at",
-            target)
-        return [{"id": r[0], "detected_at": r[1], "changes": json.loads(r[2]), "action": r[3]} for r in rows]
+            "SELECT d.id, d.target_id, '', d.detected_at, d.changes, d.action FROM drift_events d "
+            "WHERE d.target_id = $1 ORDER BY d.detected_at", target)
+        return [{k: e[k] for k in ("id", "detected_at", "changes", "action")}
+                for e in readable_rows(rows, drift_event, self.where, "drift event")]
 
     async def ensure_target(self, target: str, system_identifier: str | None, data_directory: str | None,
                             label: str) -> None:
@@ -223,8 +215,7 @@ class Store(abc.ABC):
         rows = await self._fetch(
             "SELECT d.id, d.target_id, t.label, d.detected_at, d.changes, d.action FROM drift_events d "
             f"JOIN targets t ON t.id = d.target_id ORDER BY d.detected_at DESC, d.id DESC LIMIT {int(limit)}")
-        return [{"id": r[0], "target_id": r[1], "target": r[2], "detected_at": r[3], "changes": json.loads(r[4]),
-                 "action": r[5]} for r in rows]
+        return readable_rows(rows, drift_event, self.where, "drift event")
 
     # -- the daemon's runs -------------------------------------------------------------------------
     async def add_run(self, run: dict[str, Any]) -> None:
@@ -264,27 +255,20 @@ class Store(abc.ABC):
             "SELECT id, target, target_id, kind, families, knobs, reason, forced, attempt, requested_at, started_at, "
             f"ended_at, status, detail FROM daemon_runs WHERE {' AND '.join(where)} "
             f"ORDER BY requested_at DESC, id DESC LIMIT {int(limit)}", *args)
-        keys = ("id", "target", "target_id", "kind", "families", "knobs", "reason", "forced", "attempt",
-                "requested_at", "started_at", "ended_at", "status", "detail")
-        out = []
-        for r in rows:
-            run = dict(zip(keys, r, strict=True))
-            run["families"], run["knobs"], run["forced"] = json.loads(run["families"]), json.loads(run["knobs"]), \
-                bool(run["forced"])
-            out.append(run)
-        return out
+        return readable_rows(rows, daemon_run, self.where, "daemon run")
 
     @_readable
     async def accepted(self, target: str) -> list[tuple[str, Any]]:
         """The recommendations in force on a target (its store id), newest first, each as (session id,
         Recommendation), decided from its whole history (:func:`tuner.store.in_force.in_force`)."""
         rows = await self._fetch(
-            "SELECT r.session_id, r.seq, r.knob, r.object, r.decision, r.current_value, r.recommended, s.kind "
+            "SELECT r.session_id, r.seq, r.knob, r.object, r.decision, r.current_value, r.recommended, s.kind, "
+            "s.started_at "
             "FROM recommendations r JOIN sessions s ON s.id = r.session_id WHERE s.target_id = $1 "
             "ORDER BY s.started_at DESC, s.id DESC, r.seq", target)
         reports: dict[str, Report] = {}
         out: list[tuple[str, Any]] = []
-        for d in in_force(Decided(*r) for r in rows):
+        for d in in_force(Decided(*r[:-1]) for r in rows if self._dated(r[0], r[-1])):
             if d.session_id not in reports:
                 reports[d.session_id] = await self.report(d.session_id)
             recs = reports[d.session_id].recommendations
@@ -294,6 +278,16 @@ class Store(abc.ABC):
                                                   "'tuner show SESSION' shows what the report says")
             out.append((d.session_id, recs[d.seq]))
         return out
+
+    def _dated(self, session_id: str, started_at: Any) -> bool:
+        """Whether a session's started_at is a date: one that is not would sort as the newest session and decide
+        what is in force, so it is logged and left out."""
+        try:
+            timestamp(started_at)
+        except RowProblem as problem:
+            log.warning("store.row_unreadable", error=unreadable(self.where, session_id, problem))
+            return False
+        return True
 
     # -- retention ---------------------------------------------------------------------------------
     FINISHED_RUNS = ("done", "failed", "interrupted")
@@ -310,7 +304,8 @@ class Store(abc.ABC):
         keep: set[str] = set()
         for (tid,) in await self._fetch("SELECT id FROM targets"):
             newest = await self._fetch(
-                "SELECT id FROM sessions WHERE target_id = $1 ORDER BY started_at DESC, id DESC LIMIT 1", tid)
+                f"SELECT id FROM sessions WHERE target_id = $1 AND started_at LIKE '{DATED}' "
+                "ORDER BY started_at DESC, id DESC LIMIT 1", tid)
             keep.update(r[0] for r in newest)
             keep.update(sid for sid, _ in await self.accepted(tid))
         old = [r[0] for r in await self._fetch("SELECT id FROM sessions WHERE started_at < $1 ORDER BY id", cutoff)]
@@ -333,37 +328,46 @@ class Store(abc.ABC):
                 "kept": len(old) - len(gone)}
 
     # -- reading ----------------------------------------------------------------------------------
-    @_readable
     async def sessions(self, *, target: str | None = None, limit: int = 50) -> list[SessionSummary]:
-        """The latest ``limit`` sessions (of one target, given its id or a prefix of it), newest first."""
+        """The latest ``limit`` readable sessions (of one target, given its id or a prefix of it), newest first;
+        a row that cannot be read is logged and left out (:meth:`listing` has its sentence)."""
+        listed = await self.listing(target=target, limit=limit)
+        for sentence in listed.unreadable:
+            log.warning("store.row_unreadable", error=sentence)
+        return listed.sessions
+
+    @_readable
+    async def listing(self, *, target: str | None = None, limit: int = 50) -> Listing:
+        """The latest ``limit`` sessions, newest first, each row checked (:mod:`tuner.store.listing`): the
+        readable ones, and one sentence for each that is not."""
         where, args = "", []
         if target:
             where, args = "WHERE s.target_id LIKE $1", [target.lower() + "%"]
-        rows = await self._fetch(
-            "SELECT s.id, s.target_id, t.label, s.started_at, s.duration_s, s.kind, s.server_version, s.policy, "
-            f"s.probes, s.fingerprint FROM sessions s JOIN targets t ON t.id = s.target_id {where} "
-            f"ORDER BY s.started_at DESC, s.id DESC LIMIT {int(limit)}", *args)
-        out = []
-        for r in rows:
-            recs = await self._fetch(
-                "SELECT knob, object, current_value, recommended, decision, improvement, ci_low, ci_high, "
-                "near_low, near_high FROM recommendations WHERE session_id = $1 ORDER BY seq", r[0])
-            decisions = [
-                {"knob": k, "object": o, "current": c, "recommended": rec, "decision": d, "improvement": imp,
-                 "ci95": None if lo is None else [lo, hi], "near_optimal": None if nl is None else [nl, nh]}
-                for k, o, c, rec, d, imp, lo, hi, nl, nh in recs
-            ]
-            sid, tid, label, started, duration, kind, version, policy, probes, fingerprint = r
-            out.append(SessionSummary(
-                id=sid, target_id=tid, target=label, started_at=started, duration_s=float(duration), kind=kind,
-                server_version=version, policy=policy, probes=int(probes), decisions=decisions,
-                fingerprint=json.loads(fingerprint)))
-        return out
+        out: list[SessionSummary] = []
+        bad: list[str] = []
+        while len(out) < limit:  # a row left out does not take the place of one that can be served
+            rows = await self._fetch(
+                "SELECT s.id, s.target_id, t.label, s.started_at, s.duration_s, s.kind, s.server_version, s.policy, "
+                f"s.probes, s.fingerprint FROM sessions s JOIN targets t ON t.id = s.target_id {where} "
+                f"ORDER BY s.started_at DESC, s.id DESC LIMIT {int(limit) - len(out)} OFFSET {len(out) + len(bad)}",
+                *args)
+            for r in rows:
+                recs = await self._fetch(
+                    "SELECT knob, object, current_value, recommended, decision, improvement, ci_low, ci_high, "
+                    "near_low, near_high FROM recommendations WHERE session_id = $1 ORDER BY seq", r[0])
+                try:
+                    out.append(summary(r, recs))
+                except RowProblem as problem:
+                    bad.append(unreadable(self.where, r[0], problem))
+            if not rows:
+                break
+        return Listing(out, bad)
 
     async def resolve(self, ref: str | None) -> str:
         """A session id from ``ref``: a whole id, a unique prefix of one, or None/``latest`` for the newest."""
         if ref is None or ref == "latest":
-            rows = await self._fetch("SELECT id FROM sessions ORDER BY started_at DESC, id DESC LIMIT 1")
+            rows = await self._fetch(f"SELECT id FROM sessions WHERE started_at LIKE '{DATED}' "
+                                     "ORDER BY started_at DESC, id DESC LIMIT 1")
             if not rows:
                 raise ConfigError(f"{self.where} holds no sessions yet",
                                   hint="run 'tuner recommend' first (it stores every session unless --no-store)")
@@ -407,14 +411,14 @@ class Store(abc.ABC):
                 "r.session_id = s.id AND r.family = $3 AND r.status = 'ok') "
                 # The same server on another disk is another curve: a known device must match too.
                 "AND (s.device_key IS NULL OR $4 = '' OR s.device_key = $4) "
-                "ORDER BY s.started_at DESC LIMIT 1",
+                f"AND s.started_at LIKE '{DATED}' ORDER BY s.started_at DESC LIMIT 1",
                 sysid, exclude or "", family, device_key or "")
             candidates += [(r[0], "system identifier") for r in rows]
         if not candidates and device_key and major:
             rows = await self._fetch(
                 "SELECT s.id, s.started_at FROM sessions s WHERE s.major = $1 AND s.device_key = $2 AND s.id <> $3 "
                 "AND EXISTS (SELECT 1 FROM trials r WHERE r.session_id = s.id AND r.family = $4 AND "
-                "r.status = 'ok') ORDER BY s.started_at DESC LIMIT 1",
+                f"r.status = 'ok') AND s.started_at LIKE '{DATED}' ORDER BY s.started_at DESC LIMIT 1",
                 int(major), device_key, exclude or "", family)
             candidates += [(r[0], "device model, file system and PostgreSQL major") for r in rows]
         if not candidates:

@@ -20,7 +20,7 @@ def readable(method: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     async def read(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return await method(*args, **kwargs)
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as exc:
             where = getattr(args[0], "where", "the store") if args else "the store"
             raise StoreError(f"{where} holds a row tuner cannot read ({type(exc).__name__} in {method.__name__}: "
                              "bad JSON or a wrong type)",

@@ -15,6 +15,7 @@ import pwd
 import stat
 from pathlib import Path
 
+from tuner import trust
 from tuner.errors import SandboxError
 
 _RAM_FILESYSTEMS = {"tmpfs", "ramfs", "overlay", "squashfs"}
@@ -114,15 +115,9 @@ def not_ours(path: Path) -> str | None:
 
 
 def _not_ours(st: os.stat_result) -> str | None:
-    if stat.S_ISLNK(st.st_mode):
-        return "is a symbolic link"
-    if not stat.S_ISDIR(st.st_mode):
-        return "is not a directory"
-    if st.st_uid != os.geteuid():
-        return f"is owned by uid {st.st_uid}, not {os.geteuid()}"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return "may be written by group or others"
-    return None
+    if not stat.S_ISDIR(st.st_mode) and not stat.S_ISLNK(st.st_mode):
+        return "it is not a directory"
+    return trust.problem(st, trusted={os.geteuid()})
 
 
 def private_dir(base_dir: Path, user: pwd.struct_passwd | None) -> Path:
@@ -144,7 +139,7 @@ def private_dir(base_dir: Path, user: pwd.struct_passwd | None) -> Path:
     try:
         problem = (not_ours(path) or "cannot be opened") if fd < 0 else _not_ours(os.fstat(fd))
         if problem:
-            raise SandboxError(f"{path} {problem}: it is not tuner's own directory, so tuner does not use it",
+            raise SandboxError(f"{path}: {problem}; it is not tuner's own directory, so tuner does not use it",
                                hint="remove it (someone else may have made it), or set [sandbox] base_dir elsewhere")
         os.fchown(fd, -1, user.pw_gid if user is not None else os.getegid())
         os.fchmod(fd, 0o710 if user is not None else 0o700)

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import structlog
 
+from tuner import trust
 from tuner.errors import ConfigError, SandboxError
 from tuner.target.sandbox import debsuite
 from tuner.target.sandbox.binaries import Binaries, _trusted_tree, find_binaries
@@ -135,11 +136,12 @@ def provide(major: int, cache: Path | None = None) -> Binaries:
 
 
 def _check_trusted(cache: Path) -> None:
-    """Refuse a cache that someone else could have written into: tuner runs what it finds there, as root too."""
-    st = cache.stat()
-    if st.st_uid not in (0, os.geteuid()) or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise SandboxError(f"{cache} may be written by another user, so tuner will not run PostgreSQL builds from it",
-                           hint="set TUNER_PG_CACHE to a directory of yours that only you can write")
+    """Refuse a cache that someone else could have written into — or replaced, from a directory above it that they
+    may write (:mod:`tuner.trust`): tuner runs what it finds there, as root too."""
+    why = trust.problem(cache.lstat()) or trust.directories_above(cache)
+    if why:
+        raise SandboxError(f"{cache} may be written by another user ({why}), so tuner will not run PostgreSQL builds "
+                           "from it", hint="set TUNER_PG_CACHE to a directory of yours that only you can write")
 
 
 def _cached(dest: Path, major: int) -> Binaries | None:
@@ -151,8 +153,12 @@ def _cached(dest: Path, major: int) -> Binaries | None:
     if not _trusted_tree(dest):
         raise SandboxError(f"{dest} holds files another user could have changed, so tuner will not run them",
                            hint=f"remove {dest}: tuner builds it again")
+    bin_dir = meta.get("bin_dir") if isinstance(meta, dict) else None
+    if not isinstance(bin_dir, str) or not (dest / bin_dir).resolve().is_relative_to(dest.resolve()):
+        raise SandboxError(f"{dest / _MARKER} names binaries outside {dest} ({str(bin_dir)[:80]!r}), so tuner will "
+                           "not run them", hint=f"remove {dest}: tuner builds it again")
     try:
-        found = find_binaries(dest / meta["bin_dir"])
+        found = find_binaries(dest / bin_dir)
     except SandboxError:
         return None
     return found if found.major == major else None
