@@ -31,7 +31,6 @@ from tuner.knobs.devices import discover, postgres_paths
 from tuner.model import FamilyOutcome, Trial
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
-from tuner.probes.coldprobe import ColdProbe
 
 ROOT = Path(__file__).resolve().parent.parent
 PG15_DEFAULT_EIC = 1
@@ -99,12 +98,7 @@ class Sweep2D:
         def actuate(kb: int) -> None:
             ctx.journal.set_sysfs(dev.read_ahead_path, kb, device=dev.node, name=ra.RA)
 
-        # The readahead family's probe (readahead.cold_probe, as the family builds it).
-        probe = ColdProbe(
-            dsn=ctx.target.dsn, queries=plan.queries, cache=cache, statement_timeout_s=ctx.policy.guardrails.statement_timeout_s,
-            min_cold_read_fraction=ctx.policy.cache.min_cold_read_fraction, require_bitmap=False, cold_per_query=True,
-            connect_timeout_s=ctx.cfg.target.connect_timeout_s, actuators={ra.RA: actuate},
-            connector=ctx.target.connect, precheck=ctx.target.check)
+        probe = ra.cold_probe(ctx, plan, cache, actuate, group)  # the readahead family's own probe
         rng = random.Random(self.seed)
         trials: list[Trial] = []
         cells = [(r, e) for r in self.ra_grid for e in self.eic_grid]
