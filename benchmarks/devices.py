@@ -49,7 +49,7 @@ from benchmarks.devices_run import recommend_json, run_session, state_dir  # noq
 from tuner.configured import load_config  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped  # noqa: E402
-from tuner.families.concurrency import KNOB, _probe  # noqa: E402  (the family's own probe, not a copy)
+from tuner.families.concurrency import KNOB, cold_probe  # noqa: E402  (the family's own probe, not a copy)
 from tuner.model import FamilyOutcome, Trial  # noqa: E402
 from tuner.policy import load_policy  # noqa: E402
 from tuner.probes import workload  # noqa: E402
@@ -96,7 +96,7 @@ class Sweep:
                      for f in await workload.relation_files(conn, local, q.relation)]
         cache = await CacheControl.plan(facts, [q.relation for q in queries], connector=ctx.target.connect,
                                         restart=ctx.target.restart, os_method=choose_os_method(local, files), files=files)
-        probe = _probe(ctx, queries, cache)
+        probe = cold_probe(ctx, queries, cache)
         rng = random.Random(self.seed)
         trials: list[Trial] = []
         for block in range(self.repeats):

@@ -2,7 +2,7 @@
 workload (issue #46, part 2), and cold readahead + concurrency sessions scored on it (part 3).
 
 The sweep is a family registered only inside this benchmark. It plans the sandbox's own loop device exactly as
-the readahead family does (``readahead._plan_device``: a cold sequential scan of the largest table plus a sparse
+the readahead family does (``readahead.plan_device``: a cold sequential scan of the largest table plus a sparse
 bitmap heap scan, the policy's weights), and probes every cell of the grid below with the family's probe: the
 journaled actuator sets the device's readahead, the server restarts (a file takes its readahead when opened),
 each scan runs in a cache emptied for it. Every block visits every cell once in a fresh random order, so drift
@@ -31,7 +31,6 @@ from tuner.knobs.devices import discover, postgres_paths
 from tuner.model import FamilyOutcome, Trial
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
-from tuner.probes.coldprobe import ColdProbe
 
 ROOT = Path(__file__).resolve().parent.parent
 PG15_DEFAULT_EIC = 1
@@ -87,7 +86,7 @@ class Sweep2D:
             return skipped(self.name, "no loop device of the sandbox's own holds the data directory")
         group = groups[0]
         async with ctx.connection() as conn:
-            plan = await ra._plan_device(conn, ctx.cfg, ctx.policy, facts, local, group, await ra._relations(conn),
+            plan = await ra.plan_device(conn, ctx.cfg, ctx.policy, facts, local, group, await ra.relations(conn),
                                          await workload.candidates(conn))
         if isinstance(plan, str):
             return skipped(self.name, plan)
@@ -99,12 +98,7 @@ class Sweep2D:
         def actuate(kb: int) -> None:
             ctx.journal.set_sysfs(dev.read_ahead_path, kb, device=dev.node, name=ra.RA)
 
-        # The readahead family's probe (readahead._probe_device builds the same one).
-        probe = ColdProbe(
-            dsn=ctx.target.dsn, queries=plan.queries, cache=cache, statement_timeout_s=ctx.policy.guardrails.statement_timeout_s,
-            min_cold_read_fraction=ctx.policy.cache.min_cold_read_fraction, require_bitmap=False, cold_per_query=True,
-            connect_timeout_s=ctx.cfg.target.connect_timeout_s, actuators={ra.RA: actuate},
-            connector=ctx.target.connect, precheck=ctx.target.check)
+        probe = ra.cold_probe(ctx, plan, cache, actuate, group)  # the readahead family's own probe
         rng = random.Random(self.seed)
         trials: list[Trial] = []
         cells = [(r, e) for r in self.ra_grid for e in self.eic_grid]

@@ -5,7 +5,7 @@ cold concurrency sessions on 18 scored on it (part 3).
 On 18 the family's objective is the policy's weighted sum of a cold sequential scan of the largest table (read
 streams: eic sets their look-ahead from 18) and the sparse bitmap heap scans; io_method changes with ALTER SYSTEM
 and a restart, journaled by the family's own ``SystemKnobs``. The sweep builds that probe with the family's own
-functions (``concurrency._with_seq_scan``, ``concurrency._probe``), so it measures what a session measures.
+functions (``concurrency.with_seq_scan``, ``concurrency.cold_probe``), so it measures what a session measures.
 Every block visits every (io_method, eic) cell once in a fresh random order; io_method is put back at the end
 (and by the session's journal in any case).
 """
@@ -72,9 +72,9 @@ class Sweep18:
         system = SystemKnobs(
             journal=ctx.journal, contexts={cc.METHOD: io[cc.METHOD]["context"]}, connector=ctx.target.connect,
             restart=ctx.target.restart, dsn=ctx.target.dsn, data_directory=local,
-            identity={"system_identifier": facts.system_identifier, "port": await cc._port(ctx),
+            identity={"system_identifier": facts.system_identifier, "port": await cc.server_port(ctx),
                       "sandbox_dir": ctx.sandbox_dir})
-        probe = cc._probe(ctx, queries, cache, system)
+        probe = cc.cold_probe(ctx, queries, cache, system)
         uring = iouring.blocker(iouring.read_facts(tuple(io[cc.METHOD]["enumvals"] or ()), local,
                                                    {k: str(io[k]["setting"]) for k in iouring.SLOT_SETTINGS if k in io}))
         methods = [m for m in self.methods if m != "io_uring" or uring is None]

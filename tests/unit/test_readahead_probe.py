@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tuner.families.readahead import DevicePlan, _cold_probe
+from tuner.families.readahead import DevicePlan, cold_probe
 from tuner.policy import load_policy
 from tuner.probes.cache import CacheControl
 from tuner.probes.statio import StatIo
@@ -24,7 +24,7 @@ def _ctx(version: int) -> SimpleNamespace:
 @pytest.mark.parametrize("version", [150018, 160010, 180001, 190000])
 def test_the_readahead_probe_is_given_the_server_version(version: int) -> None:
     plan = DevicePlan(group=None, queries=[], joint=False, why_not_joint=None, files=[], heap_files=[])  # type: ignore[arg-type]
-    probe = _cold_probe(_ctx(version), plan, CacheControl(restart=None, os_method="none"),  # type: ignore[arg-type]
+    probe = cold_probe(_ctx(version), plan, CacheControl(restart=None, os_method="none"),  # type: ignore[arg-type]
                         lambda kb: None)
     assert probe.server_version_num == version
     assert (StatIo(probe.server_version_num).query is not None) == (version >= 160000)  # pg_stat_io from 16

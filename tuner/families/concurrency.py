@@ -107,7 +107,7 @@ class Concurrency:
                          if k != KNOB and (s := bounds.spec(k, facts)) is not None and s.family == self.name)
         if ignored:
             log.warning("plan.knobs_not_probed", knobs=ignored, reason="no workload for them in this family yet")
-        probe = _probe(ctx, queries, cache)
+        probe = cold_probe(ctx, queries, cache)
         dim = bounds.dimension(KNOB, policy, facts)
         assert not isinstance(dim, str)  # applicable() checked it
         today = bounds.today(KNOB, facts)
@@ -132,8 +132,11 @@ class Concurrency:
                             recommendations=[rec])
 
 
-def _probe(ctx: FamilyContext, queries: list[workload.ProbeQuery], cache: CacheControl,
+def cold_probe(ctx: FamilyContext, queries: list[workload.ProbeQuery], cache: CacheControl,
            system: SystemKnobs | None = None) -> ColdProbe:
+    """The family's cold probe over ``queries`` (public: the device benchmarks measure with it, so a sweep measures
+    what a session measures): each probe empties the caches as ``cache`` says, sets the session knobs by ``SET``
+    (and ``system``'s by ALTER SYSTEM, journaled) and reads the server's own execution times."""
     facts = ctx.facts
     return ColdProbe(
         dsn=ctx.target.dsn, queries=queries, cache=cache,
@@ -213,13 +216,13 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
     methods = aio.method_alternatives(ctx, io, why_no_alter, notes)
     system = None
     if workers_dim is not None or methods:
-        port = await _port(ctx)
+        port = await server_port(ctx)
         system = SystemKnobs(
             journal=ctx.journal, contexts={k: io[k]["context"] for k in (WORKERS, aio.POOL_MAX, METHOD) if k in io},
             connector=ctx.target.connect, restart=ctx.target.restart, dsn=ctx.target.dsn,
             identity={"system_identifier": facts.system_identifier, "port": port, "sandbox_dir": ctx.sandbox_dir},
             data_directory=local)
-    probe: Probe = _probe(ctx, queries, cache, system)
+    probe: Probe = cold_probe(ctx, queries, cache, system)
     if handed:
         probe = _Fixed(probe, handed)
     workload_sql = [q.sql for q in queries]
@@ -464,6 +467,8 @@ def _icl_dimension(policy: Policy, ctx: FamilyContext, io: dict[str, dict[str, A
     return replace(dim, high=cap, limits=(dim.limits[0], True))
 
 
-async def _port(ctx: FamilyContext) -> int:
+async def server_port(ctx: FamilyContext) -> int:
+    """The target's port as the server reports it (``SHOW port``): part of the identity a system knob's journal
+    entry is restored against."""
     async with ctx.connection() as conn:
         return int(await conn.fetchval("SHOW port"))

@@ -75,15 +75,18 @@ def _tablespace_eic(facts: TargetFacts, names: list[str]) -> dict[str, int]:
     return out
 
 
-async def _relations(conn: asyncpg.Connection) -> list[asyncpg.Record]:
+async def relations(conn: asyncpg.Connection) -> list[asyncpg.Record]:
+    """The target's relations of at least ``workload.MIN_PAGES`` pages, largest first, with their tablespaces."""
     return list(await conn.fetch(sqlfiles.load(_PROBES_SQL, "relations_by_tablespace"), workload.MIN_PAGES))
 
 
-async def _plan_device(
+async def plan_device(
     conn: asyncpg.Connection, cfg: Config, policy: Policy, facts: TargetFacts, local: Path, group: DeviceGroup,
     rels: list[asyncpg.Record], cands: list[workload.Candidate],
 ) -> DevicePlan | str:
-    """The workload for one device, or the reason there is none."""
+    """The workload for one device, or the reason there is none: a cold sequential scan of its largest table and,
+    where an uncorrelated index drives one, a sparse bitmap heap scan, weighted as the policy's ``[read_path]``
+    says (public: the 2-D truth sweep plans with it, so it measures the family's own workload)."""
     spaces = set(group.tablespaces) | ({"pg_default"} if group.holds_data_directory else set())
     on_device = [r for r in rels if r["tablespace"] in spaces]
     if not on_device:
@@ -188,7 +191,7 @@ class Readahead:
         # Plan every device before probing any: probes restart the server.
         plans: list[tuple[DevicePlan, CacheControl, int]] = []
         async with ctx.connection() as conn:
-            rels = await _relations(conn)
+            rels = await relations(conn)
             cands = await workload.candidates(conn)
             for group in groups:
                 dev = group.device
@@ -197,7 +200,7 @@ class Readahead:
                 if not ctx.journal.writer.can_write(dev.read_ahead_path):
                     why_not = f"cannot write {dev.read_ahead_path}: run tuner as root, or set [readahead] helper_command"
                 else:
-                    plan = await _plan_device(conn, cfg, policy, facts, local, group, rels, cands)
+                    plan = await plan_device(conn, cfg, policy, facts, local, group, rels, cands)
                     if isinstance(plan, str):
                         why_not = plan
                     elif (os_method := choose_os_method(local, plan.files)) == "none":
@@ -241,7 +244,7 @@ class Readahead:
         return result
 
 
-def _cold_probe(ctx: FamilyContext, plan: DevicePlan, cache: CacheControl, actuate: Any,
+def cold_probe(ctx: FamilyContext, plan: DevicePlan, cache: CacheControl, actuate: Any,
                 group: DeviceGroup | None = None) -> ColdProbe:
     """The device's probe: its scans, each from a cold cache, with ``actuate`` setting the readahead."""
     policy, facts = ctx.policy, ctx.facts
@@ -279,7 +282,7 @@ async def _probe_device(
     accepted = {RA: ctx.accepted.get(recommendation_key(RA, dev.node))}
     if plan.joint:
         eic_dim = bounds.dimension(EIC, policy, facts)
-        assert not isinstance(eic_dim, str)  # _plan_device checked it
+        assert not isinstance(eic_dim, str)  # plan_device checked it
         dims.append(eic_dim)
         current[EIC] = int(bounds.today(EIC, facts).value)
         accepted[EIC] = (ctx.accepted.get(EIC) if group.holds_data_directory else
@@ -288,7 +291,7 @@ async def _probe_device(
     def actuate(kb: int) -> None:
         journal.set_sysfs(dev.read_ahead_path, kb, device=dev.node, name=RA)
 
-    probe = _cold_probe(ctx, plan, cache, actuate, group)
+    probe = cold_probe(ctx, plan, cache, actuate, group)
     raw = raw_read_mb_s(plan.heap_files) if plan.heap_files else None
     log.info("plan", family=FAMILY, device=dev.node, description=dev.description, roles=group.roles,
              read_ahead_kb=before, joint=plan.joint, why_not_joint=plan.why_not_joint,
