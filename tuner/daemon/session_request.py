@@ -58,17 +58,26 @@ def parse(body: Mapping[str, Any], targets: Mapping[str, Sequence[str]]) -> Sess
                           not body.get("in_window", False))
 
 
-def allowed(families: Sequence[str], configured: Sequence[str], target: str) -> tuple[str, ...]:
-    """The families a queued run may probe: those it names that the target still allows (its configuration may have
-    changed since it was queued), or all the target's own when it names none. Raises :class:`DaemonError` if it
-    names only families the target no longer allows."""
-    if not families:
+def allowed(families: Sequence[str], configured: Sequence[str], target: str, *,
+            kind: str = "session") -> tuple[str, ...]:
+    """The one check of what a target allows, made as every run starts — requested over the API, scheduled, queued
+    by drift, a re-validation alike (:meth:`tuner.daemon.worker.Worker._session`): of the ``families`` a run names
+    (a re-validation: its pins' families), those the target's configuration allows now, in its order; all of them
+    when a session names none. Raises :class:`DaemonError` when none is left: the configuration may have changed
+    since the run was queued, and a re-validation may find only recommendations of families the target excludes
+    (a family left out writes where its operator did not agree to)."""
+    if not families and kind != "revalidate":
         return tuple(configured)
     kept = tuple(f for f in configured if f in families)
-    if not kept:
-        raise DaemonError(f"target {target} no longer allows the families this run asked for "
-                          f"({', '.join(families)})", hint=f"its families: {', '.join(configured)}")
-    return kept
+    if kept:
+        return kept
+    if kind == "revalidate":
+        raise DaemonError(f"nothing to re-validate on target {target}: no accepted recommendation tuner can "
+                          f"re-validate belongs to a family it allows ({', '.join(configured)})",
+                          hint="tuner re-validates effective_io_concurrency and the WAL settings, each only on a "
+                               "target whose families include its own")
+    raise DaemonError(f"target {target} no longer allows the families this run asked for "
+                      f"({', '.join(families)})", hint=f"its families: {', '.join(configured)}")
 
 
 def _shown(value: Any) -> str:
