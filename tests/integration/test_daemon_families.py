@@ -1,7 +1,8 @@
 """Issue 59, item 1: a re-validation runs only families its target allows. A `tuner daemon` of the test's own on a
 writable PostgreSQL 15 server marked staging, its target limited to ``["replay"]``, and a store that already holds
 an accepted WAL recommendation for that server: a requested re-validation finds nothing it may re-validate and
-says so — no WAL probe, no ALTER SYSTEM, no scratch schema — and a drift of a WAL setting queues none."""
+says so — no WAL probe, no ALTER SYSTEM, no scratch schema — and a drift of a WAL setting queues none. A request
+whose target is 0, "" or null names no target: a 400, not the default target."""
 
 from __future__ import annotations
 
@@ -82,6 +83,13 @@ def test_a_revalidation_runs_no_family_its_target_excludes(marked: Bare, tmp_pat
         # The daemon knows the server (its first drift check) and serves the WAL recommendations in force.
         assert wait_for(lambda: any(r["knob"] == "commit_delay" for t in d.get("/v1/recommendations")[1]["targets"]
                                     for r in t["recommendations"]), 60), d.stderr()
+        # A target that names none (0, "", null) is a client's bug, not the default target: 400, nothing queued.
+        for bad, says in ((0, "no target: target is a number, not a target's name"),
+                          ("", "no target: target is empty"), (None, "no target: target is null, not a target's name")):
+            status, doc = d.call("POST", "/v1/sessions", body={"target": bad, "kind": "revalidate"})
+            assert (status, doc["error"]) == (400, says), doc
+            assert "leave target out for default" in doc["hint"]
+        assert d.get("/v1/sessions")[1]["runs"] == []
         status, queued = d.call("POST", "/v1/sessions", body={"kind": "revalidate"})
         assert status == 202, queued
         ended = d.wait_run(lambda r: r["id"] == queued["id"] and r["status"] not in ("queued", "running"), 120,

@@ -258,3 +258,26 @@ def test_alter_systems_marker_moved_into_a_file_unreloaded_is_not_the_files(plai
         conf.write_text(before)
         plain.psql(pg15, "ALTER SYSTEM RESET ALL")
         plain.psql(pg15, "SELECT pg_reload_conf()")
+
+
+@pytest.fixture(scope="module")
+def included_auto_conf(base_dir: Path, pg15: Binaries) -> Iterator[Bare]:
+    """A writable server whose marker is in an included file named postgresql.auto.conf in another directory."""
+    conf_dir = Path(tempfile.mkdtemp(prefix="bypass-include-", dir=base_dir))
+    os.chmod(conf_dir, 0o755)
+    included = conf_dir / "postgresql.auto.conf"
+    included.write_text("tuner.role = 'staging'\n")
+    os.chmod(included, 0o644)
+    try:
+        yield from _bare(base_dir, pg15, name="included", conf_line=f"include '{included}'", argv_marker=None)
+    finally:
+        shutil.rmtree(conf_dir, ignore_errors=True)
+
+
+def test_a_marker_in_an_included_file_named_like_alter_systems_says_so(included_auto_conf: Bare,
+                                                                      tmp_path: Path) -> None:
+    out = _recommend(included_auto_conf.dsn(), tmp_path)
+    _refused(out)
+    assert "ALTER SYSTEM (postgresql.auto.conf)" not in out.stderr, out.stderr[-2000:]
+    assert "bypass-include-" in out.stderr and "postgresql.auto.conf:1, an included file named like the one " \
+        "ALTER SYSTEM writes but outside the data directory" in out.stderr, out.stderr[-2000:]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import asyncpg
@@ -60,7 +60,8 @@ class TargetFacts(BaseModel):
     # Where the marker's value in force comes from (marker_origin): "configuration file"; "elsewhere" (no file line
     # sets this value: ALTER DATABASE/ROLE SET, which replicate to the primary, or the connection's options);
     # "command line" (postmaster.opts sets tuner.*); "not reloaded" (a configuration file changed after the last
-    # load); "postgresql.auto.conf" (ALTER SYSTEM); "hidden" (the role may not read what decides it); None (not set)
+    # load); "postgresql.auto.conf" (ALTER SYSTEM); "named postgresql.auto.conf" (an included file of that name
+    # elsewhere); "hidden" (the role may not read what decides it); None (not set)
     marker_setting_source: str | None = None
     # What shows that the configuration files on disk are not what the server loaded (tuner.target.loaded)
     config_unloaded: str | None = None
@@ -101,7 +102,9 @@ def marker_origin(value: str | None, on_disk: Mapping[str, Any] | None, argv: st
     config-setting.html) and the files are what was loaded — a newer modification time shows they are not, an
     older one proves nothing (``cp -p`` keeps it); otherwise "elsewhere" (no file line sets this value: the client's options
     or ALTER ROLE/DATABASE SET do), "command line" or "not reloaded". "hidden": the role may not read
-    pg_file_settings, the file's status or postmaster.opts; "postgresql.auto.conf": ALTER SYSTEM. A client's own
+    pg_file_settings, the file's status or postmaster.opts; "postgresql.auto.conf": ALTER SYSTEM (the data
+    directory's, or one tuner cannot tell from it); "named postgresql.auto.conf": an included file of that name in
+    another directory. A client's own
     options and role settings are checked beside this (:mod:`tuner.target.pgoptions`, pg_db_role_setting).
     """
     if value is None:
@@ -115,7 +118,12 @@ def marker_origin(value: str | None, on_disk: Mapping[str, Any] | None, argv: st
     if on_disk.get("changed_since_load") or unloaded is not None:
         return "not reloaded", None
     where = f"{on_disk['sourcefile']}:{on_disk['sourceline']}"
-    if str(on_disk["sourcefile"]).endswith("postgresql.auto.conf"):
+    if PurePosixPath(str(on_disk["sourcefile"])).name == "postgresql.auto.conf":
+        data = on_disk.get("data_directory")
+        if data and str(on_disk["sourcefile"]) != f"{data}/postgresql.auto.conf":
+            # Some other directory's file of that name, included: ALTER SYSTEM writes only the data directory's
+            # (unless this one is a link to it, which only its host can tell).
+            return "named postgresql.auto.conf", where
         return "postgresql.auto.conf", where
     return "configuration file", where
 

@@ -90,6 +90,12 @@ def check(facts: TargetFacts, *, client_sets_marker: bool = False, allow_replica
             "run on the primary by mistake would do too",
             hint="put the line into the clone's postgresql.conf (or a file it includes) and reload; then "
                  "ALTER SYSTEM RESET tuner.role")
+    if source == "named postgresql.auto.conf":
+        raise RefusedError(
+            f"refusing to probe: {MARKER} is set in {facts.marker_source}, an included file named like the one "
+            "ALTER SYSTEM writes but outside the data directory; tuner does not take the marker from a file of "
+            "that name, which may be a link to ALTER SYSTEM's own",
+            hint="move the line into postgresql.conf or an included file with another name, and reload")
     if source == "hidden":
         raise RefusedError(
             f"refusing to probe: the server is writable and role {facts.user} may not read pg_file_settings and the "
