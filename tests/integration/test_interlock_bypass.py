@@ -26,10 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries
 
-from .conftest import tuner_env
+from .conftest import execute, tuner_env
 
 
 @dataclass
@@ -195,19 +194,6 @@ SERVICE_NAMED_BY = {  # how the service is named: extra arguments, extra environ
 }
 
 
-def _statements(dsn: str, *sql: str) -> None:
-    """``sql`` in one session, in order (psql -c would send them as one implicit transaction)."""
-    async def go() -> None:
-        conn = await connect(dsn)
-        try:
-            for statement in sql:
-                await conn.execute(statement)
-        finally:
-            await conn.close()
-
-    asyncio.run(go())
-
-
 def _backdate(*paths: Path) -> None:
     for path in paths:
         os.utime(path, (946684800, 946684800))  # 2000-01-01: older than any load of this server's configuration
@@ -243,10 +229,10 @@ def test_alter_systems_marker_moved_into_a_file_unreloaded_is_not_the_files(plai
     before = conf.read_text()
     try:
         # (ALTER SYSTEM takes a placeholder only once the session knows it: SET first, in the same session.)
-        _statements(plain.dsn(), "SET tuner.role = 'x'", "ALTER SYSTEM SET tuner.role = 'staging'",
-                    "ALTER SYSTEM SET work_mem = '8MB'", "SELECT pg_reload_conf()")
-        _statements(plain.dsn(), "SET tuner.role = 'x'",
-                    "ALTER SYSTEM RESET tuner.role")  # rewrites postgresql.auto.conf, not reloaded
+        asyncio.run(execute(plain.dsn(), "SET tuner.role = 'x'", "ALTER SYSTEM SET tuner.role = 'staging'",
+                            "ALTER SYSTEM SET work_mem = '8MB'", "SELECT pg_reload_conf()"))
+        # (rewrites postgresql.auto.conf, not reloaded)
+        asyncio.run(execute(plain.dsn(), "SET tuner.role = 'x'", "ALTER SYSTEM RESET tuner.role"))
         with conf.open("a") as fh:
             fh.write("tuner.role = 'staging'\n")
         _backdate(conf, plain.data / "postgresql.auto.conf")
