@@ -306,7 +306,7 @@ def listen_address(value: str) -> tuple[str, int]:
 def is_loopback(host: str) -> bool:
     import ipaddress
 
-    if host == "localhost":
+    if host.lower().rstrip(".") == "localhost":  # host names are case-insensitive (RFC 4343)
         return True
     try:
         return ipaddress.ip_address(host).is_loopback

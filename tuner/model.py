@@ -19,6 +19,33 @@ SCHEMA_VERSION = 1
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, data: Any) -> Any:
+        """JSON ``true`` where a number belongs is refused: pydantic's lax mode reads a bool as 1 (its conversion
+        table), and a report that says ``"schema_version": true`` or ``"current": true`` was not written by tuner.
+        Strict mode would also refuse what a session hands over (numpy's integers), so only bools are refused."""
+        if isinstance(data, Mapping):
+            for name, info in cls.model_fields.items():
+                if _wants_number(info.annotation) and _has_bool(data.get(name)):
+                    raise ValueError(f"{name} is true or false where a number belongs")
+        return data
+
+
+def _wants_number(annotation: Any) -> bool:
+    """Whether a field's type (or a type inside it: a union, a tuple, a dict's values) is int or float, not bool."""
+    if annotation in (int, float):
+        return True
+    return any(_wants_number(a) for a in getattr(annotation, "__args__", ()) if a is not bool)
+
+
+def _has_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, Mapping):
+        return any(isinstance(v, bool) for v in value.values())
+    return isinstance(value, (list, tuple)) and any(isinstance(v, bool) for v in value)
+
 
 @dataclass(frozen=True)
 class NearRange:

@@ -178,6 +178,17 @@ def clone_env(clone: "Clone", state: Path, *, restart: bool = True, **extra: str
     return env
 
 
+async def execute(dsn: str, *statements: str) -> None:
+    """``statements`` in one session, in order (psql -c would send several as one implicit transaction, where
+    ALTER SYSTEM is refused)."""
+    conn = await connect(dsn)
+    try:
+        for statement in statements:
+            await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
 def wait_for(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
     """Poll ``predicate`` every 0.1 s until it holds or ``timeout_s`` passes."""
     deadline = time.monotonic() + timeout_s

@@ -15,7 +15,7 @@ import pytest
 from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries, Sandbox
 
-from .conftest import Running, tuner_env
+from .conftest import Running, execute, tuner_env
 
 FAULTS = Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "faults.toml"
 
@@ -35,18 +35,10 @@ def faked(sandbox15: Running) -> Iterator[str]:
     replicates to every standby and would clear the primary too. Removed afterwards (other tests share the server)."""
     primary = sandbox15.sandbox.dsn("primary")
 
-    async def sql(*statements: str) -> None:
-        conn = await connect(primary)
-        try:
-            for s in statements:
-                await conn.execute(s)
-        finally:
-            await conn.close()
-
-    sandbox15.run(sql("CREATE DATABASE faked", "ALTER DATABASE faked SET tuner.role = 'staging'",
-                      "ALTER ROLE postgres IN DATABASE faked SET tuner.role = 'staging'"))
+    sandbox15.run(execute(primary, "CREATE DATABASE faked", "ALTER DATABASE faked SET tuner.role = 'staging'",
+                          "ALTER ROLE postgres IN DATABASE faked SET tuner.role = 'staging'"))
     yield primary.replace("@/postgres?", "@/faked?")
-    sandbox15.run(sql("ALTER ROLE postgres IN DATABASE faked RESET tuner.role", "DROP DATABASE faked"))
+    sandbox15.run(execute(primary, "ALTER ROLE postgres IN DATABASE faked RESET tuner.role", "DROP DATABASE faked"))
 
 
 @pytest.mark.parametrize("how", ["alter database", "options", "uri parameter", "uri parameter, percent-encoded"])

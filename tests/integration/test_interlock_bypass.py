@@ -12,6 +12,7 @@ Every one is refused with exit 3 and no probe runs.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pwd
 import shutil
@@ -27,7 +28,7 @@ import pytest
 
 from tuner.target.sandbox import Binaries
 
-from .conftest import tuner_env
+from .conftest import execute, tuner_env
 
 
 @dataclass
@@ -171,3 +172,98 @@ def test_a_marker_in_the_login_roles_settings_is_refused(pinned: Bare, pg15: Bin
         assert "ALTER DATABASE/ROLE" in out.stderr or "does not come from a configuration file" in out.stderr
     finally:
         pinned.psql(pg15, teardown)
+
+
+# Issue 59, item 2: a marker the client sends through a connection service, whatever names the service, and a file
+# whose modification time is older than the last reload while its content is not what the server loaded.
+
+def _service_env(server: Bare, tmp_path: Path, **extra: str) -> dict[str, str]:
+    """tuner's environment with a service file whose service ``stg`` reaches ``server`` and sets the marker."""
+    services = tmp_path / "pg_service.conf"
+    services.write_text(f"[stg]\nhost={server.data}\nport={server.port}\nuser=postgres\ndbname=postgres\n"
+                        "options=-c tuner.role=staging\n")
+    return tuner_env(tmp_path / "state", PGSERVICEFILE=str(services), **extra)
+
+
+SERVICE_NAMED_BY = {  # how the service is named: extra arguments, extra environment
+    "an empty --dsn and PGSERVICE": (["--dsn", ""], {"PGSERVICE": "stg"}),
+    "PGSERVICE alone": ([], {"PGSERVICE": "stg"}),
+    "PGHOST beside PGSERVICE": ([], {"PGSERVICE": "stg", "PGHOST": "/nonexistent"}),
+    "an empty TUNER_TARGET__DSN": ([], {"PGSERVICE": "stg", "TUNER_TARGET__DSN": ""}),
+    "the DSN's service": (["--dsn", "service=stg"], {}),
+}
+
+
+def _backdate(*paths: Path) -> None:
+    for path in paths:
+        os.utime(path, (946684800, 946684800))  # 2000-01-01: older than any load of this server's configuration
+
+
+@pytest.mark.parametrize("how", list(SERVICE_NAMED_BY))
+def test_a_marker_a_connection_service_sends_is_the_clients(plain: Bare, tmp_path: Path, how: str) -> None:
+    conf = plain.data / "postgresql.conf"
+    auto = (plain.data / "postgresql.auto.conf").read_text()
+    before = conf.read_text()
+    args, extra = SERVICE_NAMED_BY[how]
+    try:
+        with conf.open("a") as fh:
+            fh.write("tuner.role = 'staging'\n")  # on disk, never reloaded, its time older than the last load
+        _backdate(conf)
+        out = subprocess.run([sys.executable, "-m", "tuner", "recommend", *args, "--family", "wal", "--budget", "3"],
+                             capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                             env=_service_env(plain, tmp_path, **extra))
+        _refused(out)
+        assert "set by this connection's own options" in out.stderr, out.stderr[-2000:]
+        assert (plain.data / "postgresql.auto.conf").read_text() == auto  # no ALTER SYSTEM, no reload of the file
+    finally:
+        conf.write_text(before)
+
+
+def test_alter_systems_marker_moved_into_a_file_unreloaded_is_not_the_files(plain: Bare, pg15: Binaries,
+                                                                           tmp_path: Path) -> None:
+    """The marker in force came from ALTER SYSTEM; it was reset and a line put into postgresql.conf, neither
+    reloaded, and both files carry times older than the last load. What the server reports it loaded
+    (pg_settings' file and line for work_mem, set after the marker in postgresql.auto.conf) is not what the files
+    say now."""
+    conf = plain.data / "postgresql.conf"
+    before = conf.read_text()
+    try:
+        # (ALTER SYSTEM takes a placeholder only once the session knows it: SET first, in the same session.)
+        asyncio.run(execute(plain.dsn(), "SET tuner.role = 'x'", "ALTER SYSTEM SET tuner.role = 'staging'",
+                            "ALTER SYSTEM SET work_mem = '8MB'", "SELECT pg_reload_conf()"))
+        # (rewrites postgresql.auto.conf, not reloaded)
+        asyncio.run(execute(plain.dsn(), "SET tuner.role = 'x'", "ALTER SYSTEM RESET tuner.role"))
+        with conf.open("a") as fh:
+            fh.write("tuner.role = 'staging'\n")
+        _backdate(conf, plain.data / "postgresql.auto.conf")
+        out = _recommend(plain.dsn(), tmp_path)
+        _refused(out)
+        assert "configuration files changed since it last loaded them: work_mem was loaded from " in out.stderr
+        assert "postgresql.auto.conf:4, and is set at " in out.stderr and "postgresql.auto.conf:3 now" in out.stderr
+    finally:
+        conf.write_text(before)
+        plain.psql(pg15, "ALTER SYSTEM RESET ALL")
+        plain.psql(pg15, "SELECT pg_reload_conf()")
+
+
+@pytest.fixture(scope="module")
+def included_auto_conf(base_dir: Path, pg15: Binaries) -> Iterator[Bare]:
+    """A writable server whose marker is in an included file named postgresql.auto.conf in another directory."""
+    conf_dir = Path(tempfile.mkdtemp(prefix="bypass-include-", dir=base_dir))
+    os.chmod(conf_dir, 0o755)
+    included = conf_dir / "postgresql.auto.conf"
+    included.write_text("tuner.role = 'staging'\n")
+    os.chmod(included, 0o644)
+    try:
+        yield from _bare(base_dir, pg15, name="included", conf_line=f"include '{included}'", argv_marker=None)
+    finally:
+        shutil.rmtree(conf_dir, ignore_errors=True)
+
+
+def test_a_marker_in_an_included_file_named_like_alter_systems_says_so(included_auto_conf: Bare,
+                                                                      tmp_path: Path) -> None:
+    out = _recommend(included_auto_conf.dsn(), tmp_path)
+    _refused(out)
+    assert "ALTER SYSTEM (postgresql.auto.conf)" not in out.stderr, out.stderr[-2000:]
+    assert "bypass-include-" in out.stderr and "postgresql.auto.conf:1, an included file named like the one " \
+        "ALTER SYSTEM writes but outside the data directory" in out.stderr, out.stderr[-2000:]

@@ -21,7 +21,7 @@ from tuner.target.connection import connect
 from tuner.target.sandbox import Binaries, Sandbox
 from tuner.target.server import Servers
 
-from .conftest import Running, _own_dir, processes_under, running, sandbox_servers, tuner_env
+from .conftest import Running, _own_dir, execute, processes_under, running, sandbox_servers, tuner_env
 
 QUICK = Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "replay_quick.toml"
 
@@ -78,19 +78,10 @@ async def _scratch_schemas(sb: Sandbox) -> int:
         await p.close()
 
 
-async def _sql(dsn: str, *statements: str) -> None:
-    conn = await connect(dsn)
-    try:
-        for statement in statements:
-            await conn.execute(statement)
-    finally:
-        await conn.close()
-
-
 def test_replay_decides_with_a_ci_and_leaves_the_standby_replaying_as_it_was(pair: Running, tmp_path: Path) -> None:
     sb = pair.sandbox
     # A value an operator had set on the standby before: tuner must put its line back byte for byte.
-    pair.run(_sql(sb.dsn("standby"), "ALTER SYSTEM SET maintenance_io_concurrency = 12", "SELECT pg_reload_conf()"))
+    pair.run(execute(sb.dsn("standby"), "ALTER SYSTEM SET maintenance_io_concurrency = 12", "SELECT pg_reload_conf()"))
     try:
         before = pair.run(_standby_state(sb))
         assert before["setting"] == ("12", "configuration file") and before["pause_state"] == "not paused"
@@ -98,7 +89,7 @@ def test_replay_decides_with_a_ci_and_leaves_the_standby_replaying_as_it_was(pai
                                     where=_where(sb)))
         after = pair.run(_standby_state(sb))
     finally:
-        pair.run(_sql(sb.dsn("standby"), "ALTER SYSTEM RESET maintenance_io_concurrency", "SELECT pg_reload_conf()"))
+        pair.run(execute(sb.dsn("standby"), "ALTER SYSTEM RESET maintenance_io_concurrency", "SELECT pg_reload_conf()"))
     [fam] = report.families
     assert fam.status == "done" and "recovery_prefetch = try" in fam.reason, fam
     [rec] = report.recommendations
@@ -129,12 +120,12 @@ def test_replay_decides_with_a_ci_and_leaves_the_standby_replaying_as_it_was(pai
 
 def test_a_standby_without_recovery_prefetch_is_skipped_with_the_reason(pair: Running, tmp_path: Path) -> None:
     sb = pair.sandbox
-    pair.run(_sql(sb.dsn("standby"), "ALTER SYSTEM SET recovery_prefetch = off", "SELECT pg_reload_conf()"))
+    pair.run(execute(sb.dsn("standby"), "ALTER SYSTEM SET recovery_prefetch = off", "SELECT pg_reload_conf()"))
     try:
         report = pair.run(recommend(_cfg(tmp_path), load_policy(str(QUICK)), use_sandbox=True, families=("replay",),
                                     where=_where(sb)))
     finally:
-        pair.run(_sql(sb.dsn("standby"), "ALTER SYSTEM RESET recovery_prefetch", "SELECT pg_reload_conf()"))
+        pair.run(execute(sb.dsn("standby"), "ALTER SYSTEM RESET recovery_prefetch", "SELECT pg_reload_conf()"))
     [fam] = report.families
     assert fam.status == "skipped" and fam.reason.startswith("recovery_prefetch is off on the standby"), fam
     assert report.trials == [] and report.recommendations == [] and report.section("replay") is None

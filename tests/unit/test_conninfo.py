@@ -13,7 +13,7 @@ import pytest
 from tuner.errors import ConfigError
 from tuner.target.conninfo import for_asyncpg, resolve, scrub
 from tuner.target.connection import to_uri
-from tuner.target.pgoptions import dsn_options
+from tuner.target.pgoptions import client_options
 
 SECRET = "pw-Hunter2-x9"
 
@@ -115,8 +115,9 @@ def test_libpq_only_environment_variables_count_below_the_dsn() -> None:
 
 
 def test_the_interlocks_options_reading_still_sees_the_options_in_either_form() -> None:
-    assert dsn_options("host=x options='-c tuner.role=staging'") == "-c tuner.role=staging"
-    assert dsn_options("postgresql://h/db?options=-c%20tuner.r%5Cole%3Dstaging") == "-c tuner.r\\ole=staging"
+    assert client_options("host=x options='-c tuner.role=staging'", {}).strip() == "-c tuner.role=staging"
+    assert client_options("postgresql://h/db?options=-c%20tuner.r%5Cole%3Dstaging", {}).strip() == \
+        "-c tuner.r\\ole=staging"
 
 
 def test_the_result_is_one_asyncpg_reads() -> None:

@@ -4,6 +4,7 @@ Pure checks of the request, then the daemon's own queue on a real SQLite store."
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,32 @@ def test_the_daemon_queues_equal_requests_once(tmp_path: Path) -> None:
 
     first, second = asyncio.run(go())
     assert first["kind"] == second["kind"] == "session"
+
+
+def test_a_scheduled_revalidation_is_not_queued_for_a_family_the_target_excludes(tmp_path: Path) -> None:
+    """Issue 59, item 1: the store holds an accepted WAL change on a target that allows only concurrency; the
+    weekly re-validation finds nothing it may re-validate and queues nothing (a real SQLite store)."""
+    from tuner.emit.json import parse as parse_report
+    from tuner.store import open_store, target_id
+
+    d = _daemon(tmp_path)
+    fixture = Path(__file__).parent.parent / "fixtures" / "reports" / "sandbox-all-families.json"
+    report = parse_report(fixture.read_text())
+    effect = next(r.effect for r in report.recommendations if r.decision == "change")
+    recs = [r.model_copy(update={"decision": "change", "effect": effect}) for r in report.recommendations
+            if r.knob == "commit_delay"]
+    made = datetime.now(UTC) - timedelta(days=30)  # longer ago than revalidate_every: one is due
+    report = report.model_copy(update={"recommendations": recs,
+                                       "session": report.session.model_copy(update={"started_at": made})})
+    fingerprint = {"label": "db", "data_directory": "/srv/db"}
+
+    async def go() -> list[dict]:
+        async with open_store(d.cfg) as db:
+            await db.save(report, fingerprint)
+        d.state.targets["default"].store_id = target_id(report.target.system_identifier, "/srv/db", "db")
+        assert await d.worker.pins(d.state.targets["default"], [])  # the WAL pin is there to be found
+        await d.worker.revalidate("default")
+        async with open_store(d.cfg) as db:
+            return await db.runs(d.owner, status=("queued",))
+
+    assert asyncio.run(go()) == []

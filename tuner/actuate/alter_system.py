@@ -210,7 +210,7 @@ async def require_staging_clone(conn: Any, change: dict[str, Any], dsn: str | No
     from tuner.target import interlock
     from tuner.target.facts import gather
 
-    facts = await gather(conn)
+    facts = await gather(conn, whole=False)  # putting back follows tuner's own ALTER SYSTEM and reloads
     where = f"the server reached (system {facts.system_identifier})"
     if facts.in_recovery:
         if is_own_sandbox(facts.data_directory, change.get("sandbox_dir")):

@@ -181,6 +181,8 @@ def export_source(config_path: Path | None, state_dir: Path | None,
                    source: str | None) -> tuple[Any, list[Any] | None]:
     """The report to export and the stored sessions of its target, newest first (None for a report.json: its
     history is not known). ``show`` passes only session references (an invalid one is refused by the store)."""
+    if source is not None and not source.strip():  # (Path("") is ".", which would be read as a directory)
+        raise ConfigError("--from is empty", hint=report_file.FROM_HINT)
     if source is not None and not _SESSION_REF.fullmatch(source) and (
             Path(source).exists() or "/" in source or source.endswith(".json")):
         return report_file.read(Path(source)), None

@@ -33,9 +33,14 @@ def parse(body: Mapping[str, Any], targets: Mapping[str, Sequence[str]]) -> Sess
                                'wait for a maintenance window instead of running now)')
     if not isinstance(body.get("in_window", False), bool):
         raise DaemonError("in_window must be true or false")
-    name = body.get("target") or next(iter(targets))
+    # Only a request without "target" means the first target: 0, "" or null name none (a client's bug, not a
+    # choice), and running the default target for them would probe a server nobody asked for.
+    name = body["target"] if "target" in body else next(iter(targets))
     if not isinstance(name, str) or name not in targets:
-        raise DaemonError(f"no target {_shown(name)}", hint=f"targets: {', '.join(targets)}")
+        said = (f"no target {_shown(name)}" if isinstance(name, str) and name
+                else "no target: target is empty" if name == ""
+                else f"no target: target is {_json_kind(name)}, not a target's name")
+        raise DaemonError(said, hint=f"targets: {', '.join(targets)} (leave target out for {next(iter(targets))})")
     kind = body.get("kind", "session")
     if not isinstance(kind, str) or kind not in ("session", "revalidate"):
         raise DaemonError(f"kind must be 'session' or 'revalidate', not {_shown(kind)}")
@@ -58,17 +63,33 @@ def parse(body: Mapping[str, Any], targets: Mapping[str, Sequence[str]]) -> Sess
                           not body.get("in_window", False))
 
 
-def allowed(families: Sequence[str], configured: Sequence[str], target: str) -> tuple[str, ...]:
-    """The families a queued run may probe: those it names that the target still allows (its configuration may have
-    changed since it was queued), or all the target's own when it names none. Raises :class:`DaemonError` if it
-    names only families the target no longer allows."""
-    if not families:
+def allowed(families: Sequence[str], configured: Sequence[str], target: str, *,
+            kind: str = "session") -> tuple[str, ...]:
+    """The one check of what a target allows, made as every run starts — requested over the API, scheduled, queued
+    by drift, a re-validation alike (:meth:`tuner.daemon.worker.Worker._session`): of the ``families`` a run names
+    (a re-validation: its pins' families), those the target's configuration allows now, in its order; all of them
+    when a session names none. Raises :class:`DaemonError` when none is left: the configuration may have changed
+    since the run was queued, and a re-validation may find only recommendations of families the target excludes
+    (a family left out writes where its operator did not agree to)."""
+    if not families and kind != "revalidate":
         return tuple(configured)
     kept = tuple(f for f in configured if f in families)
-    if not kept:
-        raise DaemonError(f"target {target} no longer allows the families this run asked for "
-                          f"({', '.join(families)})", hint=f"its families: {', '.join(configured)}")
-    return kept
+    if kept:
+        return kept
+    if kind == "revalidate":
+        raise DaemonError(f"nothing to re-validate on target {target}: no accepted recommendation tuner can "
+                          f"re-validate belongs to a family it allows ({', '.join(configured)})",
+                          hint="tuner re-validates effective_io_concurrency and the WAL settings, each only on a "
+                               "target whose families include its own")
+    raise DaemonError(f"target {target} no longer allows the families this run asked for "
+                      f"({', '.join(families)})", hint=f"its families: {', '.join(configured)}")
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words (a client sent it as JSON)."""
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else "true or false"
+    return "a number" if isinstance(value, int | float) else "a list" if isinstance(value, list) else "an object"
 
 
 def _shown(value: Any) -> str:

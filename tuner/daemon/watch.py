@@ -139,13 +139,16 @@ def answer(target: Target, act: Action, accepted: list[tuple[str, Recommendation
     runs: Runs = []
     notes: list[str] = []
     families = [f for f in act.families if f in mine] if act.families else []
-    knobs = [k for k in act.knobs if k in pinnable]
+    knobs: list[str] = []
     for k in act.knobs:
-        if k not in pinnable:
-            fam = owners.of_key(k, accepted) if owners is not None else ""
-            if fam in mine and fam not in families:
-                families.append(fam)
-                notes.append(f"{k} is re-probed: tuner re-validates only server-wide numeric settings")
+        fam = owners.of_key(k, accepted) if owners is not None else ""
+        if fam not in mine:  # (session_request.allowed checks it again when a run starts)
+            notes.append(f"{k} is left alone: its family {fam or '(none)'} is not among this target's families")
+        elif k in pinnable:
+            knobs.append(k)
+        elif fam not in families:
+            families.append(fam)
+            notes.append(f"{k} is re-probed: tuner re-validates only server-wide numeric settings")
     if act.kind == "reprobe" and act.families and not families:
         notes.append(f"not probed: {', '.join(act.families)} is not among this target's families")
     elif act.kind == "reprobe" or families:

@@ -293,14 +293,13 @@ class Worker:
         cfg = target.cfg
         policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
         policy = policy.for_daemon()  # longer confirmations: time is cheap in a maintenance window
-        families = session_request.allowed(run["families"], cfg.tuner.families, target.name)
-        pins = None
-        if run["kind"] == "revalidate":
+        asked, pins = run["families"], None
+        if run["kind"] == "revalidate":  # its pins name its families, and they pass the same check
             pins = await self.pins(target, run["knobs"])
-            if not pins:
-                raise DaemonError("nothing to re-validate: the target has no accepted recommendation of a "
-                                  "setting tuner can re-validate (effective_io_concurrency, WAL settings)")
-            families = tuple(pins)
+            asked = tuple(pins)
+        families = session_request.allowed(asked, cfg.tuner.families, target.name, kind=run["kind"])
+        if pins is not None:
+            pins = {f: pins[f] for f in families}
         # A store connection of the session's own, not the worker's handle: the runner holds its advisory locks on
         # it for the whole session (released when it closes), and the API keeps reading the store meanwhile. (The
         # worker's handle opened, so the store is on; a target's configuration carries the daemon's [store].)
@@ -349,8 +348,11 @@ class Worker:
         if target is None or not target.store_id:
             return
         pins = await self.pins(target, [])
-        if not pins:
+        try:  # only what it may re-validate counts: a session would refuse the rest (session_request.allowed)
+            mine = session_request.allowed(tuple(pins), target.cfg.tuner.families, name, kind="revalidate")
+        except DaemonError:
             return
+        pins = {f: pins[f] for f in mine}
         async with self.store() as db:
             done = [r for r in await db.runs(st.owner, status=("done",), target=name, limit=200)
                     if r["kind"] == "revalidate" and r["ended_at"]]

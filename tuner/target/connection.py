@@ -30,6 +30,8 @@ log = get_logger("tuner.connection")
 SESSION_ATTRS = ("any", "primary", "standby", "prefer-standby", "read-write", "read-only")
 _SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 _DSN_HINT = conninfo.HINT
+_NO_HOST = "a host that is no host name: longer than 253 characters, or a part between dots empty or longer than 63"
+_HOST_HINT = "give a host name, an IP address or a socket directory"
 
 
 def redact(dsn: str | None) -> str:
@@ -56,12 +58,29 @@ def _check_values(pairs: Iterable[tuple[str, str]], environ: Mapping[str, str]) 
             value = ",".join(ports)
         if key == "host" and value and "" in value.split(","):
             raise _bad("has an empty entry in its host list", hint="separate hosts with single commas: host=a,b")
+        if key == "host" and not all(_resolvable(h) for h in value.split(",")):
+            raise _bad(f"has {_NO_HOST}", hint=_HOST_HINT)
         if key == "target_session_attrs" and value not in SESSION_ATTRS:
             raise _bad(f"has an unknown target_session_attrs (one of: {', '.join(SESSION_ATTRS)})")
         if key == "sslmode" and value not in _SSLMODES:
             raise _bad(f"has an unknown sslmode (one of: {', '.join(_SSLMODES)})")
         kept.append((key, value))
+    if not any(k == "host" for k, _ in kept) and not all(_resolvable(h) for h in environ.get("PGHOST", "").split(",")
+                                                          if h):
+        raise ConfigError(f"PGHOST has {_NO_HOST}", hint=_HOST_HINT)  # (asyncpg reads PGHOST itself)
     return kept
+
+
+def _resolvable(host: str) -> bool:
+    """Whether a host entry can be looked up at all: a socket directory, an address, or a name whose IDNA form
+    (what the resolver is asked, RFC 5890) has parts of 1-63 characters and at most 253 in all."""
+    if host.startswith(("/", "@")) or ":" in host:  # a socket directory, an abstract socket, an IPv6 address
+        return True
+    try:
+        ascii_name = host.rstrip(".").encode("idna")
+    except UnicodeError:
+        return False
+    return 0 < len(ascii_name) <= 253
 
 
 def to_uri(dsn: str, environ: Mapping[str, str] | None = None) -> str:

@@ -114,7 +114,7 @@ async def observe(dsn: str | None, *, timeout_s: float) -> dict[str, Any]:
     conn = await connect(dsn, timeout_s=timeout_s,
                          server_settings={"statement_timeout": str(max(1, int(timeout_s * 1000)))})
     try:
-        facts = await gather(conn)
+        facts = await gather(conn, whole=False)  # (the marker is not compared: only what tuning depends on)
         cat = catalog.load()
         rows = await conn.fetch(sqlfiles.load(_SQL, "settings"), cat.names())
         extra = await conn.fetchrow(sqlfiles.load(_SQL, "drift"))

@@ -67,7 +67,7 @@ class Guard:
         if self.mode == "hot_standby" and not row["in_recovery"]:
             self._stop(f"{where} is no longer a hot standby (it was promoted, or another server answered)")
         if self.mode == "staging_clone":
-            origin, _ = await facts_module.marker_facts(conn, row["marker"])
+            origin, _, _ = await facts_module.marker_facts(conn, row["marker"], whole=False)
             if row["marker"] != interlock.MARKER_VALUE or origin != "configuration file":
                 self._stop(f"{where} no longer carries {interlock.MARKER} = '{interlock.MARKER_VALUE}' in a "
                            "configuration file (the marker was removed, or another server answered)")

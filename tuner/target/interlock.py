@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 from typing import Literal
 
-from tuner.errors import RefusedError
+from tuner.errors import ConfigError, RefusedError
 from tuner.target import pgoptions
 from tuner.target.facts import TargetFacts
 
@@ -33,13 +33,19 @@ class Clearance:
 
 
 def client_sets_marker(dsn: str | None, environ: Mapping[str, str] | None = None) -> bool:
-    """True if the client side — the DSN (its ``options``, a URI parameter, percent-encoded or not) or PGOPTIONS —
-    would set any ``tuner.*`` setting itself, read after libpq's and the server's unescaping (``tuner.r\\ole``
-    is ``tuner.role`` to the server). PostgreSQL hides a placeholder setting's source (it is not in pg_settings), so
-    no server-side query can tell a value the client sent from the file's same value: this check is what does."""
+    """True if the client side would set any ``tuner.*`` setting itself: the resolved connection parameters'
+    ``options`` (the DSN's, its service's — also with an empty DSN and PGSERVICE) or PGOPTIONS
+    (:func:`pgoptions.client_options`), read after libpq's and the server's unescaping (``tuner.r\\ole`` is
+    ``tuner.role`` to the server), or the marker's name anywhere in the DSN or those options. PostgreSQL hides a
+    placeholder setting's source (it is not in pg_settings), so no server-side query can tell a value the client
+    sent from the file's same value: this check is what does."""
     env = os.environ if environ is None else environ
-    text = unquote(f"{dsn or ''} {env.get('PGOPTIONS', '')}").lower()
-    return "tuner.role" in text or pgoptions.client_sets("tuner.", dsn, env)
+    try:
+        sent = pgoptions.client_options(dsn, env)
+    except ConfigError:
+        return True  # (no connection is made with a DSN libpq cannot read; should one get here, nothing is known)
+    text = unquote(f"{dsn or ''} {sent}").lower()
+    return "tuner.role" in text or any("tuner." in name for name in pgoptions.setting_names(sent))
 
 
 def check(facts: TargetFacts, *, client_sets_marker: bool = False, allow_replicas: bool = False) -> Clearance:
@@ -84,6 +90,12 @@ def check(facts: TargetFacts, *, client_sets_marker: bool = False, allow_replica
             "run on the primary by mistake would do too",
             hint="put the line into the clone's postgresql.conf (or a file it includes) and reload; then "
                  "ALTER SYSTEM RESET tuner.role")
+    if source == "named postgresql.auto.conf":
+        raise RefusedError(
+            f"refusing to probe: {MARKER} is set in {facts.marker_source}, an included file named like the one "
+            "ALTER SYSTEM writes but outside the data directory; tuner does not take the marker from a file of "
+            "that name, which may be a link to ALTER SYSTEM's own",
+            hint="move the line into postgresql.conf or an included file with another name, and reload")
     if source == "hidden":
         raise RefusedError(
             f"refusing to probe: the server is writable and role {facts.user} may not read pg_file_settings and the "
@@ -93,9 +105,10 @@ def check(facts: TargetFacts, *, client_sets_marker: bool = False, allow_replica
                  f"boolean) TO {facts.user}; GRANT pg_read_server_files TO {facts.user}; (or connect as a superuser)",
         )
     if source == "not reloaded":
+        shows = f": {facts.config_unloaded}" if facts.config_unloaded else ""
         raise RefusedError(
-            f"refusing to probe: the server is writable and its configuration file changed since it was last "
-            f"loaded (a {MARKER} line may have been added or changed but not reloaded)",
+            f"refusing to probe: the server is writable and its configuration files changed since it last loaded "
+            f"them{shows} (a {MARKER} line may have been added or changed but not reloaded)",
             hint="reload the server's configuration (SELECT pg_reload_conf()) and check pg_file_settings; "
                  + HOW_TO_MARK)
     if source == "command line":

@@ -10,11 +10,9 @@ case-insensitive, so ``TUNER.ROLE`` and ``tuner.r\\ole`` both set ``tuner.role``
 from __future__ import annotations
 
 import os
-import urllib.parse
 from collections.abc import Mapping
 
-from tuner.errors import ConfigError
-from tuner.target.connection import to_uri
+from tuner.target import conninfo
 
 
 def split_options(text: str) -> list[str]:
@@ -50,21 +48,13 @@ def setting_names(text: str) -> list[str]:
     return names
 
 
-def dsn_options(dsn: str | None) -> str:
-    """The ``options`` value(s) a DSN carries, unquoted and unescaped as libpq does (empty if none)."""
-    if not dsn:
-        return ""
-    try:
-        query = urllib.parse.urlsplit(to_uri(dsn)).query
-    except ConfigError:
-        return ""
-    return " ".join(v for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True) if k == "options")
-
-
-def client_sets(prefix: str, dsn: str | None, environ: Mapping[str, str] | None = None) -> bool:
-    """True if the client — the DSN's ``options`` or PGOPTIONS — sets any setting whose name holds ``prefix``
-    (lower case), after the server's own unescaping. Holds, not starts with: a clustered switch (``-Fctuner.x``)
-    keeps its flags in front, and a false alarm only refuses."""
+def client_options(dsn: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """Every ``options`` text the client may send, unquoted and unescaped as libpq does: the resolved connection
+    parameters' — ``dsn``'s over its service's (the DSN's, else PGSERVICE's, from the service file libpq reads) —
+    which is exactly what :func:`tuner.target.connection.connect` sends, whatever produced them (an empty DSN, the
+    PG* environment); and PGOPTIONS, which libpq sends where nothing else sets ``options`` (asyncpg does not send
+    it; counted anyway — a false alarm only refuses). A DSN libpq cannot read raises :class:`ConfigError`: no
+    connection could be made with it either."""
     env = os.environ if environ is None else environ
-    text = f"{dsn_options(dsn)} {env.get('PGOPTIONS', '')}"
-    return any(prefix in name for name in setting_names(text))
+    return f"{conninfo.resolve(dsn or '', env).get('options', '')} {env.get('PGOPTIONS', '')}"
+
