@@ -12,6 +12,8 @@ Every one is refused with exit 3 and no probe runs.
 
 from __future__ import annotations
 
+from tests.unit.hostile import Input
+
 import asyncio
 import os
 import pwd
@@ -267,3 +269,16 @@ def test_a_marker_in_an_included_file_named_like_alter_systems_says_so(included_
     assert "ALTER SYSTEM (postgresql.auto.conf)" not in out.stderr, out.stderr[-2000:]
     assert "bypass-include-" in out.stderr and "postgresql.auto.conf:1, an included file named like the one " \
         "ALTER SYSTEM writes but outside the data directory" in out.stderr, out.stderr[-2000:]
+
+
+# The hostile-input suite's registry (tests/unit/hostile.py): issue 59 item 2's inputs, counted once each.
+INPUTS = [
+    *[Input(f"service-marker-{how.replace(' ', '-')}", "connection service",
+            f"pg_service.conf [stg] options=-c tuner.role=staging, named by {how}; postgresql.conf holds an "
+            "unreloaded marker line older than the last load", frozenset({"59.2"})) for how in SERVICE_NAMED_BY],
+    Input("marker-moved-from-alter-system-unreloaded", "configuration file",
+          "ALTER SYSTEM's marker reset and a postgresql.conf line added, neither reloaded, both files backdated",
+          frozenset({"59.2"})),
+    Input("marker-in-included-postgresql-auto-conf", "configuration file",
+          "include 'bypass-include-*/postgresql.auto.conf' holding tuner.role = 'staging'"),
+]

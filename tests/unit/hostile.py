@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 # The findings of issue #59 a registered input covers ("59.3": item 3, "59.udev": the misleading udev/tuned
-# sentence). Items 1, 2 and 9 are another branch's: it adds them here, and its module to test_hostile_count.MODULES
-# (a module joins by listing its INPUTS, built with case_inputs() or as Input(...)).
-FINDINGS_59 = {"59.3", "59.4", "59.5", "59.6", "59.7", "59.8", "59.udev"}
+# sentence). A module joins by listing its INPUTS, built with case_inputs() or as Input(...), and by its name in
+# test_hostile_count.MODULES.
+FINDINGS_59 = {"59.1", "59.2", "59.3", "59.4", "59.5", "59.6", "59.7", "59.8", "59.9", "59.udev"}
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from tests.unit.hostile import Input
+
 import pytest
 
 from tuner.configured import load_config
@@ -109,3 +111,10 @@ def test_a_scheduled_revalidation_is_not_queued_for_a_family_the_target_excludes
             return await db.runs(d.owner, status=("queued",))
 
     assert asyncio.run(go()) == []
+
+
+# The hostile-input suite's registry (tests/unit/hostile.py): issue 59 item 1's input, counted once (the API's
+# form of it, a POST {"kind": "revalidate"}, is tests/integration/test_daemon_families.py's).
+INPUTS = [Input("revalidate-excluded-family", "store",
+                "an accepted WAL change on a target whose families are ['concurrency'], re-validated on schedule",
+                frozenset({"59.1"}))]

@@ -8,16 +8,21 @@ from __future__ import annotations
 
 from collections import Counter
 
+from tests.integration import test_interlock_bypass
 from tests.unit import (
+    test_daemon_requests,
     test_hostile_inputs,
     test_hostile_reports,
     test_hostile_rows,
     test_hostile_service,
     test_hostile_trust,
+    test_io_regime,
+    test_true_sentences,
 )
 from tests.unit.hostile import FINDINGS_59, Input
 
-MODULES = [test_hostile_inputs, test_hostile_reports, test_hostile_service, test_hostile_trust, test_hostile_rows]
+MODULES = [test_hostile_inputs, test_hostile_reports, test_hostile_service, test_hostile_trust, test_hostile_rows,
+           test_true_sentences, test_daemon_requests, test_io_regime, test_interlock_bypass]
 
 
 def _inputs() -> list[Input]:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.unit.hostile import Input
+
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,3 +63,14 @@ def test_a_host_no_resolver_takes_is_one_sentence(tmp_path: Path) -> None:
     assert len(sentence) < 300
     sentence = said(tuner(tmp_path, "check", "--family", "concurrency", PGHOST="a" * 100_000))
     assert sentence.startswith("tuner: error: PGHOST has a host that is no host name"), sentence
+
+
+# The hostile-input suite's registry (tests/unit/hostile.py): each distinct input above, counted once.
+INPUTS = [
+    *[Input(f"listen-{h}", "config", f'[daemon]\nlisten = "{h}:8187"') for h in ("LOCALHOST", "LocalHost", "localhost.")],
+    *[Input(f"report-bool-{w.replace(' ', '-')}", "report", f"sandbox-all-families.json with true as {w}")
+      for w in ("schema_version", "a recommendation's current value", "a trial's value")],
+    Input("from-empty", "cli", "export --from ''"),
+    Input("dsn-host-100k", "dsn", "host=" + "a" * 32 + "... (100,000 characters) dbname=x"),
+    Input("pghost-100k", "environment", "PGHOST=" + "a" * 32 + "... (100,000 characters)"),
+]
