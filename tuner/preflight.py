@@ -19,7 +19,7 @@ from tuner.errors import RefusedError
 from tuner.families import REGISTRY
 from tuner.families.base import Endpoint, Family, FamilyContext, preflight, why_skipped
 from tuner.policy import Policy
-from tuner.preview import Check, Estimate, FamilyPlan, Grant, Preflight
+from tuner.preview import LIVE_SESSION, Check, Estimate, FamilyPlan, Grant, Preflight
 from tuner.probes.cache import can_drop_caches, eviction
 from tuner.target import privileges
 from tuner.target.connection import connect, redact
@@ -116,7 +116,12 @@ def host_checks(cfg: Config, policy: Policy, facts: TargetFacts, journal: Journa
     else:
         out.append(Check(name="OS page cache", status="warn", detail="not root: emptied with posix_fadvise(DONTNEED) "
                          "on the probed relation files, where this user may read them", fix="run tuner as root"))
-    if journal.path.exists():
+    if (holder := journal.live_holder()) is not None:
+        # Its journal is a live session's own, not one left behind: `tuner restore` would be refused too.
+        out.append(Check(name=LIVE_SESSION, status="warn", detail=f"a live session ({holder}) holds the state "
+                         f"directory {journal.state_dir}: a new session is refused until it ends (it puts back its "
+                         "own changes)", fix="wait for it to end, or stop it with kill -TERM <pid>"))
+    elif journal.path.exists():
         out.append(Check(name="journal", status="warn", detail=f"{journal.path} holds changes an earlier session "
                          "left: a session puts them back first", fix="tuner restore (puts them back now)"))
     return out

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Status = Literal["ok", "warn", "fail", "skip"]
+LIVE_SESSION = "live session"  # the check that names a running session
 
 
 class _Frozen(BaseModel):
@@ -64,3 +65,8 @@ class Preflight(_Frozen):
     @property
     def refused(self) -> bool:
         return any(c.status == "fail" for c in self.checks)
+
+    @property
+    def busy(self) -> bool:
+        """Another tuner's session holds the state directory now: a session started now would be refused."""
+        return any(c.name == LIVE_SESSION for c in self.checks)

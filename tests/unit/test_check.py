@@ -137,3 +137,44 @@ def test_an_unreachable_target_is_one_sentence_exit_1(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     assert "tuner: error: could not connect" in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stdout == ""
+
+
+def _host_checks_with_a_journal(state: Path) -> list[Check]:
+    from tuner.actuate import Journal
+    from tuner.config import Config
+    from tuner.preflight import host_checks
+    from tuner.target.facts import TargetFacts
+
+    facts = TargetFacts(server_version_num=150018, server_version="15.18", in_recovery=True, database="d", user="u",
+                        is_superuser=True, can_read_all_settings=True, data_directory="/nonexistent",
+                        system_identifier="1", staging_marker=None, marker_source=None, server_addr=None,
+                        settings={}, tablespaces=())
+    return host_checks(Config(), load_policy("default"), facts, Journal(state), sandbox=True)
+
+
+def test_a_live_sessions_journal_is_not_called_an_earlier_sessions_and_the_verdict_says_it_waits(
+        tmp_path: Path) -> None:
+    from tuner.actuate import Journal
+
+    running = Journal(tmp_path)
+    running.open("f00dfeed1234")  # another tuner's session, live: it holds the lock and has a journal
+    (tmp_path / "journal.json").write_text("{}")
+    try:
+        checks = _host_checks_with_a_journal(tmp_path)
+    finally:
+        running.restore()
+    [live] = [c for c in checks if c.name == "live session"]
+    assert f"pid {os.getpid()}, session f00dfeed1234" in live.detail and "refused" in live.detail
+    assert not any("earlier session" in c.detail or "tuner restore" in (c.fix or "") for c in checks)
+    found = Preflight(target="t", server_version="15.18", mode="hot_standby", checks=checks, families=[], missing=[],
+                      estimate=None)
+    text = render(found, width=80)
+    assert "a session may run." not in text and "live session ends" in text
+
+
+def test_a_journal_nobody_holds_is_an_earlier_sessions_to_restore(tmp_path: Path) -> None:
+    (tmp_path / "journal.lock").write_text("pid 1, session old\n")
+    (tmp_path / "journal.json").write_text("{}")
+    checks = _host_checks_with_a_journal(tmp_path)
+    assert [c.fix for c in checks if c.name == "journal"] == ["tuner restore (puts them back now)"]
+    assert not any(c.name == "live session" for c in checks)

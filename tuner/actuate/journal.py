@@ -114,6 +114,10 @@ class Journal:
         finally:
             self._lock.release()
 
+    def live_holder(self) -> str | None:
+        """The live tuner (pid and purpose) that holds this state directory now, None when none does."""
+        return self._lock.live_holder()
+
     # -- reading ------------------------------------------------------------------------------------
     def _raw(self) -> bytes | None:
         try:

@@ -83,6 +83,7 @@ def check(**opts: Any) -> None:
     if opts["fmt"] == "json":
         data = found.model_dump(mode="json")
         data["refused"] = found.refused
+        data["busy"] = found.busy
         click.echo(json.dumps(data, indent=2))
     else:
         click.echo(render(found, width=shutil.get_terminal_size((80, 24)).columns))
@@ -131,6 +132,7 @@ def render(found: Preflight, *, width: int = 80) -> str:
                              subsequent_indent="  ")
         out += textwrap.wrap(f"How: {e.how}.", width, initial_indent="  ", subsequent_indent="  ")
     verdict = ("refused by the interlock: a session would stop before probing (exit 3)" if found.refused
+               else "a session may run once the live session ends (started now, it is refused)" if found.busy
                else "a session may run")
     out += ["", *textwrap.wrap(f"Result: {verdict}. {found.changed_nothing}.", width)]
     return "\n".join(out)
