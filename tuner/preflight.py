@@ -27,6 +27,9 @@ from tuner.target.facts import TargetFacts
 from tuner.target.server import Servers, servers
 
 
+# The one answer every example gives: through the server's own unit, never pg_ctl (see _restart).
+RESTART_EXAMPLE = "systemctl restart postgresql@15-main"
+
 SANDBOX_NOTE = ("tuner check created its own sandbox for the check and removed it; it ran read-only queries there "
                 "and changed nothing on the host")
 
@@ -137,11 +140,15 @@ def _restart(cfg: Config, policy: Policy, *, sandbox: bool) -> Check:
     if not command:
         return Check(name="restart", status="warn", detail="no [target] restart_command: shared buffers are emptied "
                      "only by pg_buffercache eviction, and restart-level settings are not screened",
-                     fix="set [target] restart_command, e.g. 'systemctl restart postgresql@15-main'")
+                     fix=f"set [target] restart_command, e.g. '{RESTART_EXAMPLE}'")
     try:
         program = shlex.split(command)[0]
     except (ValueError, IndexError):
         program = command
+    if os.path.basename(program) == "pg_ctl":
+        return Check(name="restart", status="warn", detail="[target] restart_command runs pg_ctl: under systemd the "
+                     "server it starts lives in tuner's own unit, with its restrictions, and stops with it",
+                     fix=f"restart through the server's own unit, e.g. '{RESTART_EXAMPLE}'")
     found = shutil.which(program) or (os.sep in program and os.access(program, os.X_OK))
     if not found:
         return Check(name="restart", status="warn", detail=f"[target] restart_command runs {program}, which is not "

@@ -79,3 +79,14 @@ def test_the_daemon_queues_equal_requests_once(tmp_path: Path) -> None:
 
     first, second = asyncio.run(go())
     assert first["kind"] == second["kind"] == "session"
+
+
+def test_a_run_shows_the_families_it_probes_not_an_empty_list(tmp_path: Path) -> None:
+    d = _daemon(tmp_path)
+
+    async def go() -> tuple[dict, dict]:
+        answer = await d.queries.request_session({"families": ["concurrency"]})
+        return answer, (await d.queries.sessions(10))["runs"][0]
+
+    answer, listed = asyncio.run(go())
+    assert answer["families"] == listed["families"] == ["concurrency"]
