@@ -83,7 +83,8 @@ def recommend(**opts: Any) -> None:
                    (the sandbox's primary and standby)
     A family the target does not allow is skipped with the reason. Every
     persistent change is journaled first and put back (`tuner restore` after
-    a crash); durability settings never change. Details: docs/guide.md.
+    a crash); durability settings never change. Details: docs/guide.md in
+    the source repository (not in the wheel).
 
     Every session is stored (`tuner history`, `show`, `diff` read it back);
     a later search on a matching target starts warm from it.
