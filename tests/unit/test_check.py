@@ -13,7 +13,7 @@ import pytest
 from tuner.cli.cmd_check import render
 from tuner.policy import load_policy
 from tuner.preflight import estimate
-from tuner.preview import Check, FamilyPlan, Grant, Preflight
+from tuner.preview import Check, ColdStart, FamilyPlan, Grant, Preflight
 from tuner.target.privileges import missing
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,7 +38,29 @@ def test_the_estimate_is_the_policys_budgets_per_family_that_runs_times_its_meas
     low, high = b.min_probes + 2 * b.confirm_min_pairs, b.probes + 2 * b.confirm_max_pairs
     assert (e.probes_low, e.probes_high) == (2 * low, 2 * high)  # the skipped family counts for nothing
     assert e.duration_low_s == pytest.approx(low * 2.5) and e.duration_high_s == pytest.approx(high * 2.5)
-    assert "warm" in e.how and "lower bound" in e.how
+    assert "read-only run" in e.how and e.restarts_high == e.drops_high == 0  # nothing cold to count
+
+
+def test_each_cold_probe_counts_its_restart_and_drop_and_their_time_on_the_target() -> None:
+    # Issue #58 item 3: 0.49-1.2 s estimated for a session of 18 s with 21 restarts: the restarts were not counted.
+    policy = load_policy("default")
+    b = policy.budget
+    plans = [FamilyPlan(family="scan", runs=True, reason="", probe_s=0.01),
+             FamilyPlan(family="load", runs=True, reason="", probe_s=2.0, cold=False)]
+    low, high = 3 + 2 * b.confirm_min_pairs, 3 + 2 * b.confirm_max_pairs
+    untimed = estimate(policy, 3, plans, ColdStart(restart=True, drop=True))
+    assert untimed is not None and (untimed.restarts_low, untimed.restarts_high) == (low, high)
+    assert (untimed.drops_low, untimed.drops_high) == (low, high)  # the generated load is not made cold
+    assert "--time-restart" in untimed.how and "lower bound" in untimed.how
+    timed = estimate(policy, 3, plans, ColdStart(restart=True, drop=True, seconds=0.8))
+    assert timed is not None and timed.cold_start_s == 0.8
+    assert timed.duration_low_s == pytest.approx(low * (0.01 + 0.8) + low * 2.0)
+    assert timed.duration_high_s == pytest.approx(high * (0.01 + 0.8) + high * 2.0)
+    assert timed.duration_low_s < (timed.duration_s or 0) < timed.duration_high_s
+    text = render(Preflight(target="t", server_version="15", mode="hot_standby", checks=[], families=plans,
+                            missing=[], estimate=timed), width=80)
+    assert f"{low}-{high} restarts, {low}-{high} page-cache drops, a restart + drop timed at 0.8 s" in \
+        " ".join(text.split())
 
 
 def test_budget_caps_the_search_and_an_untimed_family_takes_the_slowest_measured_time() -> None:

@@ -22,7 +22,7 @@ from tuner.emit import FORMATS
 from tuner.errors import ConfigError, TunerError
 from tuner.families import REGISTRY
 from tuner.policy import load_policy
-from tuner.progress import TerminalProgress
+from tuner.progress import TerminalProgress, most_probes
 from tuner.stop import STOP
 from tuner.store import store_location
 
@@ -177,7 +177,7 @@ def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None, store: 
                 loop.add_signal_handler(sig, stop, sig)
         progress_cm: Any = contextlib.nullcontext(None)
         if sys.stderr.isatty():
-            progress_cm = TerminalProgress()
+            progress_cm = TerminalProgress(most_probes(policy, cfg.tuner.families, budget))
         with progress_cm as progress:
             # A store that fails once the report exists is returned: the operator still gets the report, and the
             # caller says it was not stored.
