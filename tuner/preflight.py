@@ -17,7 +17,7 @@ from tuner.actuate import Journal, SysfsWriter
 from tuner.config import Config, state_dir
 from tuner.core.progress import NullProgress
 from tuner.endpoints import clear, endpoint, learn
-from tuner.errors import RefusedError
+from tuner.errors import RefusedError, TunerError
 from tuner.families import REGISTRY
 from tuner.families.base import Endpoint, Family, FamilyContext, preflight, why_skipped
 from tuner.policy import Policy
@@ -83,7 +83,13 @@ async def _check(cfg: Config, policy: Policy, where: Servers, chosen: list[Famil
     buffers, evict = await _buffers(facts, target)
     checks.append(buffers)
     # Before the families' timed runs, so that the first of them reads from disk as a probe does.
-    cold = await _cold_start(facts, target, evict, timed=time_cold)
+    try:
+        cold = await _cold_start(facts, target, evict, timed=time_cold)
+    except TunerError as exc:  # the restart command failed: what a session's first probe would meet too
+        cold = ColdStart(restart=target.restart is not None and evict is None, drop=False)
+        checks.append(Check(name="cold start", status="warn", detail=f"timing a restart and a page-cache drop: "
+                            f"{exc}; a session's cold probes would fail the same way",
+                            fix=exc.hint or "fix [target] restart_command"))
     ctx = FamilyContext(cfg=cfg, policy=policy, target=target, writable=writable, journal=journal,
                         progress=NullProgress(), budget=budget, sandbox=use_sandbox, own_devices=where.own_devices,
                         sandbox_dir=where.sandbox_dir)

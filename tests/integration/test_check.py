@@ -199,3 +199,11 @@ def test_the_estimate_with_timed_restarts_is_within_half_and_twice_the_sessions_
           f"{e['probes_low']}-{e['probes_high']} probes, cold start {e['cold_start_s']:.2f} s; session "
           f"{took['duration_s']:.1f} s, {took['probes']} probes; ratio {ratio:.2f}")
     assert 0.5 <= ratio <= 2.0, (e, took)
+
+
+def test_a_restart_that_fails_while_timed_is_a_warning_in_one_sentence(sandbox15: Running, tmp_path: Path) -> None:
+    out = tuner(tmp_path, "check", "--dsn", sandbox15.sandbox.dsn("standby"), "--family", "concurrency",
+                "--time-restart", "--format", "json", TUNER_TARGET__RESTART_COMMAND="/bin/false")
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    [cold] = [c for c in json.loads(out.stdout)["checks"] if c["name"] == "cold start"]
+    assert cold["status"] == "warn" and "restart_command failed" in cold["detail"], cold
