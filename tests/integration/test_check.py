@@ -20,7 +20,8 @@ from tuner.target.connection import connect
 
 from .conftest import Running, tuner_env
 
-DOC = Path(__file__).parents[2] / "docs" / "privileges.md"
+REPO = Path(__file__).parents[2]
+DOC = REPO / "docs" / "privileges.md"
 ROLE = "tuner"
 # Every check a session makes before its first probe, by the name `tuner check` gives it.
 CHECKS = {"connection", "interlock", "staging host", "superuser", "restart", "OS page cache", "shared buffers"}
@@ -182,10 +183,18 @@ def test_the_estimate_with_timed_restarts_is_within_half_and_twice_the_sessions_
         sandbox15: Running, tmp_path: Path) -> None:
     """Issue #58 item 3: the check said 0.49-1.2 s for a session of 18 s (20 probes, 21 restarts). With
     --time-restart it restarts the standby and drops the page cache (twice, timed) and counts both per probe;
-    its likeliest duration must lie within 0.5-2x of what the session then takes on the same standby."""
+    its likeliest duration must lie within 0.5-2x of what the session then takes on the same standby.
+
+    The policy is the default one with a confirmation of fixed length (6 pairs, first look = last): how many pairs
+    a sequential test needs is the target's answer, not the check's, and the range of 6-16 pairs alone spans 2.3x
+    (tests/unit/test_check.py holds the range's arithmetic). What is tested here is each probe's cost."""
     sb = sandbox15.sandbox
     restart = {"TUNER_TARGET__RESTART_COMMAND": restart_command(sb)}
-    args = ("--dsn", sb.dsn("standby"), "--family", "concurrency", "--budget", "3")
+    policy = tmp_path / "fixed.toml"
+    policy.write_text((REPO / "policies" / "default.toml").read_text()
+                      .replace("confirm_max_pairs = 16", "confirm_max_pairs = 6").replace('name = "default"',
+                                                                                          'name = "fixed"'))
+    args = ("--dsn", sb.dsn("standby"), "--family", "concurrency", "--budget", "3", "--policy", str(policy))
     checked = tuner(tmp_path, "check", *args, "--time-restart", "--format", "json", **restart)
     assert checked.returncode == 0, checked.stderr[-3000:]
     e = json.loads(checked.stdout)["estimate"]
