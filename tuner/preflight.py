@@ -58,6 +58,7 @@ async def run(cfg: Config, policy: Policy, *, use_sandbox: bool, families: Itera
 
 async def _check(cfg: Config, policy: Policy, where: Servers, chosen: list[Family], *, use_sandbox: bool,
                  budget: int | None, writes: bool, time_cold: bool) -> Preflight:
+    started = time.monotonic()
     label = "sandbox (created for the check, then removed)" if use_sandbox else " ".join(redact(where.dsn).split())
     facts = await learn(cfg, where.dsn)
     checks = [_connection(facts)]
@@ -102,7 +103,8 @@ async def _check(cfg: Config, policy: Policy, where: Servers, chosen: list[Famil
                      else await preflight(family, ctx))
     note = (SANDBOX_NOTE if use_sandbox else TIMED_NOTE if cold.seconds is not None else None)
     return Preflight(target=label, server_version=facts.server_version, mode=clearance.mode, checks=checks,
-                     families=plans, missing=missing or [], estimate=estimate(policy, budget, plans, cold),
+                     families=plans, missing=missing or [], estimate=estimate(policy, budget, plans, cold,
+                                                                        setup_s=_setup_s(started, cold)),
                      **({"changed_nothing": note} if note else {}))
 
 
@@ -212,8 +214,14 @@ async def _cold_start(facts: TargetFacts, target: Endpoint, evict: Eviction | No
     return ColdStart(restart=restart, drop=drop, seconds=round(sum(took) / len(took), 3))
 
 
+def _setup_s(started: float, cold: ColdStart) -> float:
+    """What a session spends before its probes, as this check spent it: connecting, the facts, the interlock, each
+    family's plan and timed run — the check's own time so far, without the cold starts it timed."""
+    return max(0.0, time.monotonic() - started - COLD_SAMPLES * (cold.seconds or 0.0))
+
+
 def estimate(policy: Policy, budget: int | None, plans: list[FamilyPlan],
-             cold: ColdStart | None = None) -> Estimate | None:
+             cold: ColdStart | None = None, *, setup_s: float = 0.0) -> Estimate | None:
     """The session's size from the policy's budgets, per family that runs; the restarts and page-cache drops its
     cold probes make (``cold``); and its duration from each family's measured (or, for a generated load,
     configured) probe time plus, for a cold probe, the restart and drop as timed on the target; pure."""
@@ -236,8 +244,8 @@ def estimate(policy: Policy, budget: int | None, plans: list[FamilyPlan],
         seconds = [(p.probe_s if p.probe_s is not None else fallback) + (each if p.cold else 0.0) for p in running]
         # Milliseconds: a warm probe of small data takes a few, and rounding to tenths made a quiet machine's
         # estimate read "0 s" (17 probes x 2 ms).
-        low = round(sum(per_family[0] * s for s in seconds), 3)
-        high = round(sum(per_family[1] * s for s in seconds), 3)
+        low = round(setup_s + sum(per_family[0] * s for s in seconds), 3)
+        high = round(setup_s + sum(per_family[1] * s for s in seconds), 3)
         likely = round(math.sqrt(low * high), 3)
     untimed = (cold.restart or cold.drop) and cold.seconds is None
     how = (f"per family: {search[0]}-{search[1]} search probes ({'--budget' if budget else '[budget] min_probes-probes'}"
@@ -247,6 +255,8 @@ def estimate(policy: Policy, budget: int | None, plans: list[FamilyPlan],
            "duration; a family with neither: the slowest of those)"
            + (f", plus a restart and page-cache drop as timed on the target ({each:.2f} s) before each cold probe"
               if cold.seconds is not None else "")
+           + (f"; before the probes, what this check took to connect, learn and plan ({setup_s:.1f} s)"
+              if setup_s else "")
            + ("; the restarts and cache drops are not timed (tuner check --time-restart restarts the target to "
               "time them), so the time is a lower bound" if untimed else "")
            + ("" if timed else "; no workload could be timed"))
