@@ -41,6 +41,9 @@ TIMED_NOTE = ("tuner check restarted the target twice and emptied the page cache
               "otherwise it ran read-only queries and changed no setting, file, journal or store")
 SANDBOX_NOTE = ("tuner check created its own sandbox for the check and removed it; it ran read-only queries there "
                 "and changed nothing on the host")
+SANDBOX_TIMED_NOTE = ("tuner check created its own sandbox for the check and removed it; it restarted the sandbox's "
+                      "standby and emptied the OS page cache twice each, to time them, and otherwise ran read-only "
+                      "queries")
 
 
 async def run(cfg: Config, policy: Policy, *, use_sandbox: bool, families: Iterable[str],
@@ -101,7 +104,8 @@ async def _check(cfg: Config, policy: Policy, where: Servers, chosen: list[Famil
         why_not = why_skipped(family, ctx)
         plans.append(FamilyPlan(family=family.name, runs=False, reason=why_not) if why_not
                      else await preflight(family, ctx))
-    note = (SANDBOX_NOTE if use_sandbox else TIMED_NOTE if cold.seconds is not None else None)
+    timed = cold.seconds is not None
+    note = ((SANDBOX_TIMED_NOTE if timed else SANDBOX_NOTE) if use_sandbox else TIMED_NOTE if timed else None)
     return Preflight(target=label, server_version=facts.server_version, mode=clearance.mode, checks=checks,
                      families=plans, missing=missing or [], estimate=estimate(policy, budget, plans, cold,
                                                                         setup_s=_setup_s(started, cold)),
