@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Status = Literal["ok", "warn", "fail", "skip"]
+LIVE_SESSION = "live session"  # the check that names a running session
 
 
 class _Frozen(BaseModel):
@@ -39,8 +40,19 @@ class FamilyPlan(_Frozen):
     reason: str  # why it is skipped, or what it will do
     workload: list[str] = Field(default_factory=list)
     checks: list[Check] = Field(default_factory=list)
-    # Seconds one probe of the family's workload took in the check (one warm run, read-only); None: not timed.
+    # Seconds one probe of the family's workload took in the check (one read-only run); None: not timed.
     probe_s: float | None = None
+    # Its probes start cold (a restart or eviction, a page-cache drop); False: a family that generates its own load.
+    cold: bool = True
+
+
+class ColdStart(_Frozen):
+    """What a session does before each cold probe, as the check found it: restart the server (shared buffers
+    cannot be evicted here) and empty the OS page cache with drop_caches — and one of each timed on the target."""
+
+    restart: bool
+    drop: bool
+    seconds: float | None = None  # one restart and one drop, timed on the target; None: not timed
 
 
 class Estimate(_Frozen):
@@ -49,6 +61,12 @@ class Estimate(_Frozen):
     duration_low_s: float | None
     duration_high_s: float | None
     how: str
+    restarts_low: int = 0
+    restarts_high: int = 0
+    drops_low: int = 0
+    drops_high: int = 0
+    cold_start_s: float | None = None  # one restart + drop as timed on the target (None: not timed)
+    duration_s: float | None = None  # the likeliest duration: the geometric mean of low and high
 
 
 class Preflight(_Frozen):
@@ -64,3 +82,8 @@ class Preflight(_Frozen):
     @property
     def refused(self) -> bool:
         return any(c.status == "fail" for c in self.checks)
+
+    @property
+    def busy(self) -> bool:
+        """Another tuner's session holds the state directory now: a session started now would be refused."""
+        return any(c.name == LIVE_SESSION for c in self.checks)

@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 from tests.unit.test_hostile_output import CORPUS
+from tuner.emit import ansible as ansible_emit
 from tuner.emit import quote
 from tuner.emit.json import to_json
 from tuner.model import DeviceRef, EffectOut, Recommendation, Report, SessionOut, TargetOut
@@ -290,7 +291,27 @@ def test_the_example_playbooks_match_hosts_of_the_shipped_inventory(tmp_path: Pa
         plays = _plays(proc.stdout)
         assert sorted(plays[0][1]) == hosts, proc.stdout
         if playbook.name == "tuner.yml":
-            assert [p for p, _ in plays] == ["postgresql", "tuner_standbys", "tuner_primaries"], proc.stdout
+            assert [p for p, _ in plays] == ["postgresql", "tuner_standbys:tuner_primaries"], proc.stdout
+
+
+def test_one_play_over_the_sorted_groups_runs_the_standbys_batches_before_the_primarys(tmp_path: Path) -> None:
+    """The exported playbook's one play takes ``tuner_standbys:tuner_primaries`` with ``serial``: Ansible itself
+    decides the order of the batches. A primary listed first in the inventory still comes last."""
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {
+        "p1": {"standby": False}, "s1": {"standby": True}, "s2": {"standby": True}},
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}))
+    play = ansible_emit.playbook(make_report(_rec()))[1]
+    probe = [{"hosts": "all", "gather_facts": False, "tasks": [{"ansible.builtin.group_by": {
+        "key": "{{ 'tuner_standbys' if standby else 'tuner_primaries' }}"}}]},
+        {"hosts": play["hosts"], "serial": 1, "gather_facts": False,
+         "tasks": [{"ansible.builtin.debug": {"msg": "batch {{ inventory_hostname }}"}}]}]
+    book = tmp_path / "order.yml"
+    book.write_text(yaml.safe_dump(probe))
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(inventory), str(book)], cwd=tmp_path,
+                          env=_ansible_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert re.findall(r'"msg": "batch (\w+)"', proc.stdout) == ["s1", "s2", "p1"], proc.stdout
 
 
 # -- patroni ------------------------------------------------------------------------------------------------------
@@ -345,7 +366,8 @@ def test_patroni_accepts_the_dynamic_configuration_merged_into_patroni_yml(serve
     assert params == {"effective_io_concurrency": "256", "wal_compression": "lz4", "wal_buffers": "2048"}
     # (a setting Patroni manages, such as port, is not a knob of tuner's: the report check refuses it before
     # this format is written, and the emitter's own refusal is tested in tests/unit/test_emit_formats.py)
-    assert patch["tuner"]["pending_restart"] == ["wal_buffers"]
+    assert set(patch) == {"postgresql"}  # no key of tuner's own in what becomes the cluster's dynamic config
+    assert "pending_restart after it: wal_buffers" in (out / "patroni/patroni-config.yaml").read_text()
 
     config = _patroni_yml(tmp_path)
     patch_config(config["bootstrap"]["dcs"], patch)  # Patroni's own merge, as edit-config --apply and PATCH do
@@ -355,9 +377,8 @@ def test_patroni_accepts_the_dynamic_configuration_merged_into_patroni_yml(serve
 
     rollback = yaml.safe_load((out / "rollback/patroni/patroni-config.yaml").read_text())
     assert rollback == {"postgresql": {"parameters": {"effective_io_concurrency": None, "wal_compression": "off",
-                                                      "wal_buffers": None}}, "tuner": None}
+                                                      "wal_buffers": None}}}
     patch_config(config["bootstrap"]["dcs"], rollback)
-    assert "tuner" not in config["bootstrap"]["dcs"]
     assert config["bootstrap"]["dcs"]["postgresql"]["parameters"] == {"max_connections": 100, "wal_compression": "off"}
 
     # Patroni's validators for the server's own settings accept every value as it is (none is dropped).

@@ -5,10 +5,13 @@ for this machine) and run from a directory outside the repository, so nothing ca
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.unit.test_systemd_unit import verify
 
 from .conftest import processes_under, tuner_env
 
@@ -47,6 +50,8 @@ def test_the_built_wheel_runs_a_sandbox_session_from_outside_the_repository(base
         other = _run([tuner, "config", "validate"], work, 60, **env, TUNER_TUNER__POLICY=name)
         assert other.returncode == 0, other.stderr
 
+    _readme_pip_section(venv, work, env)
+
     quick = work / "quick.toml"  # a short session: the default policy's budget takes many minutes here
     shutil.copy(QUICK, quick)
     session = _run([tuner, "recommend", "--sandbox", "--scale", "1", "--family", "concurrency", "--policy", str(quick),
@@ -55,3 +60,31 @@ def test_the_built_wheel_runs_a_sandbox_session_from_outside_the_repository(base
     doc = json.loads(session.stdout)
     assert [f["family"] for f in doc["families"] if f["status"] == "done"] == ["concurrency"]
     assert not list(base_dir.iterdir()) and not processes_under(base_dir)
+
+
+def _readme_pip_section(venv: Path, work: Path, env: dict[str, str]) -> None:
+    """Issue #58 item 1: the README's pip section, as written, from a directory outside the repository — its
+    venv path this test's, its `pip install pg-io-tuner` the wheel installed above — gives a working config, unit,
+    rules and dashboard, judged by `tuner config validate`, `systemd-analyze verify` and `promtool`."""
+    readme = (ROOT / "README.md").read_text().split("## Installing with pip", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", readme, re.S)
+    assert block is not None, "the README's pip section has no commands"
+    lines = [line.split("  #")[0].strip() for line in block.group(1).splitlines() if line.strip()]
+    first, rest = lines[0], lines[1:]
+    assert first.startswith("python3 -m venv /opt/tuner && /opt/tuner/bin/pip install pg-io-tuner"), first
+    for line in rest:
+        proc = subprocess.run(["bash", "-c", line.replace("/opt/tuner", str(venv))], capture_output=True, text=True,
+                              cwd=work, timeout=120, env=env)
+        assert proc.returncode == 0, f"{line}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+    samples = work / "tuner-samples"
+    assert sorted(p.name for p in samples.iterdir()) == ["grafana-dashboard.json", "prometheus-rules.yml",
+                                                         "tuner.service", "tuner.toml"]
+    unit = (samples / "tuner.service").read_text()
+    assert f"ExecStart={venv / 'bin' / 'tuner'} daemon" in unit  # the tuner that wrote it: this venv's
+    json.loads((samples / "grafana-dashboard.json").read_text())
+    if shutil.which("systemd-analyze"):
+        assert verify(work, unit) == []
+    if shutil.which("promtool"):
+        rules = subprocess.run(["promtool", "check", "rules", str(samples / "prometheus-rules.yml")],
+                               capture_output=True, text=True, timeout=120)
+        assert rules.returncode == 0, rules.stdout + rules.stderr

@@ -13,7 +13,7 @@ import pytest
 from tuner.cli.cmd_check import render
 from tuner.policy import load_policy
 from tuner.preflight import estimate
-from tuner.preview import Check, FamilyPlan, Grant, Preflight
+from tuner.preview import Check, ColdStart, FamilyPlan, Grant, Preflight
 from tuner.target.privileges import missing
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,7 +38,29 @@ def test_the_estimate_is_the_policys_budgets_per_family_that_runs_times_its_meas
     low, high = b.min_probes + 2 * b.confirm_min_pairs, b.probes + 2 * b.confirm_max_pairs
     assert (e.probes_low, e.probes_high) == (2 * low, 2 * high)  # the skipped family counts for nothing
     assert e.duration_low_s == pytest.approx(low * 2.5) and e.duration_high_s == pytest.approx(high * 2.5)
-    assert "warm" in e.how and "lower bound" in e.how
+    assert "read-only run" in e.how and e.restarts_high == e.drops_high == 0  # nothing cold to count
+
+
+def test_each_cold_probe_counts_its_restart_and_drop_and_their_time_on_the_target() -> None:
+    # Issue #58 item 3: 0.49-1.2 s estimated for a session of 18 s with 21 restarts: the restarts were not counted.
+    policy = load_policy("default")
+    b = policy.budget
+    plans = [FamilyPlan(family="scan", runs=True, reason="", probe_s=0.01),
+             FamilyPlan(family="load", runs=True, reason="", probe_s=2.0, cold=False)]
+    low, high = 3 + 2 * b.confirm_min_pairs, 3 + 2 * b.confirm_max_pairs
+    untimed = estimate(policy, 3, plans, ColdStart(restart=True, drop=True))
+    assert untimed is not None and (untimed.restarts_low, untimed.restarts_high) == (low, high)
+    assert (untimed.drops_low, untimed.drops_high) == (low, high)  # the generated load is not made cold
+    assert "--time-restart" in untimed.how and "lower bound" in untimed.how
+    timed = estimate(policy, 3, plans, ColdStart(restart=True, drop=True, seconds=0.8))
+    assert timed is not None and timed.cold_start_s == 0.8
+    assert timed.duration_low_s == pytest.approx(low * (0.01 + 0.8) + low * 2.0)
+    assert timed.duration_high_s == pytest.approx(high * (0.01 + 0.8) + high * 2.0)
+    assert timed.duration_low_s < (timed.duration_s or 0) < timed.duration_high_s
+    text = render(Preflight(target="t", server_version="15", mode="hot_standby", checks=[], families=plans,
+                            missing=[], estimate=timed), width=80)
+    assert f"{low}-{high} restarts, {low}-{high} page-cache drops, a restart + drop timed at 0.8 s" in \
+        " ".join(text.split())
 
 
 def test_budget_caps_the_search_and_an_untimed_family_takes_the_slowest_measured_time() -> None:
@@ -137,3 +159,44 @@ def test_an_unreachable_target_is_one_sentence_exit_1(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     assert "tuner: error: could not connect" in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stdout == ""
+
+
+def _host_checks_with_a_journal(state: Path) -> list[Check]:
+    from tuner.actuate import Journal
+    from tuner.config import Config
+    from tuner.preflight import host_checks
+    from tuner.target.facts import TargetFacts
+
+    facts = TargetFacts(server_version_num=150018, server_version="15.18", in_recovery=True, database="d", user="u",
+                        is_superuser=True, can_read_all_settings=True, data_directory="/nonexistent",
+                        system_identifier="1", staging_marker=None, marker_source=None, server_addr=None,
+                        settings={}, tablespaces=())
+    return host_checks(Config(), load_policy("default"), facts, Journal(state), sandbox=True)
+
+
+def test_a_live_sessions_journal_is_not_called_an_earlier_sessions_and_the_verdict_says_it_waits(
+        tmp_path: Path) -> None:
+    from tuner.actuate import Journal
+
+    running = Journal(tmp_path)
+    running.open("f00dfeed1234")  # another tuner's session, live: it holds the lock and has a journal
+    (tmp_path / "journal.json").write_text("{}")
+    try:
+        checks = _host_checks_with_a_journal(tmp_path)
+    finally:
+        running.restore()
+    [live] = [c for c in checks if c.name == "live session"]
+    assert f"pid {os.getpid()}, session f00dfeed1234" in live.detail and "refused" in live.detail
+    assert not any("earlier session" in c.detail or "tuner restore" in (c.fix or "") for c in checks)
+    found = Preflight(target="t", server_version="15.18", mode="hot_standby", checks=checks, families=[], missing=[],
+                      estimate=None)
+    text = render(found, width=80)
+    assert "a session may run." not in text and "live session ends" in text
+
+
+def test_a_journal_nobody_holds_is_an_earlier_sessions_to_restore(tmp_path: Path) -> None:
+    (tmp_path / "journal.lock").write_text("pid 1, session old\n")
+    (tmp_path / "journal.json").write_text("{}")
+    checks = _host_checks_with_a_journal(tmp_path)
+    assert [c.fix for c in checks if c.name == "journal"] == ["tuner restore (puts them back now)"]
+    assert not any(c.name == "live session" for c in checks)

@@ -181,3 +181,19 @@ def test_the_page_renders_in_headless_chromium_with_the_target_and_the_setting_i
     assert row is not None and ">256<" in row.group(1) and "applied" in row.group(1)
     assert "<svg" in dom and 'data-figure="history"' in dom
     assert png.stat().st_size > 20_000  # a rendered page, not a blank one (a blank 1280x1600 PNG is ~5 kB)
+
+
+def test_the_page_lists_only_settings_its_families_tune(tmp_path: Path) -> None:
+    async def go(q: Queries) -> str:
+        target = q.state.targets["default"]
+        target.cfg = load_config(None, overrides={"tuner": {"state_dir": str(tmp_path), "families": ["concurrency"]},
+                                                  "target": {"dsn": "host=staging dbname=app"}})
+        q.state.on_server["default"] = ("2026-12-06T10:00:00+00:00", {
+            (EIC, None): 256, ("io_combine_limit", None): 16, ("commit_delay", None): 0,
+            ("maintenance_io_concurrency", None): 10, ("read_ahead_kb", "/dev/sdb"): 4096})
+        return await q.page()
+
+    page = _with(tmp_path, go)
+    assert 'data-knob="io_combine_limit"' in page  # concurrency's, read from the server
+    for knob in ("commit_delay", "maintenance_io_concurrency", "read_ahead_kb"):  # no session was asked to tune
+        assert f'data-knob="{knob}"' not in page

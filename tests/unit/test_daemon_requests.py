@@ -118,3 +118,14 @@ def test_a_scheduled_revalidation_is_not_queued_for_a_family_the_target_excludes
 INPUTS = [Input("revalidate-excluded-family", "store",
                 "an accepted WAL change on a target whose families are ['concurrency'], re-validated on schedule",
                 frozenset({"59.1"}))]
+
+
+def test_a_run_shows_the_families_it_probes_not_an_empty_list(tmp_path: Path) -> None:
+    d = _daemon(tmp_path)
+
+    async def go() -> tuple[dict, dict]:
+        answer = await d.queries.request_session({"families": ["concurrency"]})
+        return answer, (await d.queries.sessions(10))["runs"][0]
+
+    answer, listed = asyncio.run(go())
+    assert answer["families"] == listed["families"] == ["concurrency"]

@@ -48,3 +48,17 @@ def test_without_the_privilege_it_says_why_and_locks_nothing() -> None:
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert got["locked"] == 0 and ("mlock failed" in got["problem"] or "pagemap cannot be read" in got["problem"])
+
+
+def test_a_lock_that_fails_is_said_once_at_warning_with_the_fix_then_only_at_debug() -> None:
+    from structlog.testing import capture_logs
+
+    from tuner.daemon.residency import FIX, Locked, LockNotice
+
+    notice, failed = LockNotice(), Locked(7 << 20, 12, "mlock failed after 7 MiB: Cannot allocate memory")
+    with capture_logs() as logs:
+        for _ in range(3):  # three sessions
+            notice(failed)
+    loud = [e for e in logs if e["log_level"] not in ("debug",)]
+    assert len(loud) == 1 and loud[0]["log_level"] == "warning" and loud[0]["fix"] == FIX
+    assert "LimitMEMLOCK" in FIX

@@ -77,3 +77,9 @@ def test_check_config_prints_the_next_runs_and_warns_on_stderr(tmp_path: Path) -
     assert "  next session: Sat " in proc.stdout and "  next drift check: at start" in proc.stdout
     warning = [ln for ln in proc.stderr.splitlines() if ln.startswith("tuner: warning: ")]
     assert len(warning) == 1 and "'0 2 * * 6' never fires inside a maintenance window" in warning[0]
+
+
+def test_without_windows_a_scheduled_session_runs_when_it_fires_not_at_once() -> None:
+    [session, *_] = lines("3 6 * * *", _cron("3 6 * * *"), parse_windows([], tz=UTC), "10m", "7d", 7 * 86400.0, NOW)
+    assert session.startswith("next session: Mon 2026-12-07 06:03")
+    assert "at once" not in session and "runs when the schedule fires" in session

@@ -174,8 +174,7 @@ def test_keep_what_you_have_is_an_empty_change_set_that_says_so(fmt: str) -> Non
         elif name.endswith(".json"):
             assert json.loads(body)["postgresql"]["parameters"] == {}
         else:  # conf, udev, tuned: comments (and tuned's [main]) only
-            assert all(line.startswith("#") or not line or line in ("[main]", "summary=readahead measured by tuner",
-                                                                          f"include={tuned.CURRENT}")
+            assert all(line.startswith("#") or not line or line in ("[main]", "summary=readahead measured by tuner")
                        for line in body.splitlines()), body
 
 
@@ -193,7 +192,7 @@ def test_rollback_removes_a_default_and_puts_a_configuration_files_value_back() 
     assert "# effective_io_concurrency: back to 1, from the built-in default: no line here" in back
     doc, _ = patroni.patches(rep, rollback=True)
     assert doc == {"postgresql": {"parameters": {"effective_io_concurrency": None, "wal_compression": "off",
-                                                 "wal_buffers": None}}, "tuner": None}
+                                                 "wal_buffers": None}}}
     for module in (cnpg, zalando):
         k8s = yaml.safe_load(module.render(rep, rollback=True))
         assert k8s["spec"]["postgresql"]["parameters"] == doc["postgresql"]["parameters"]
@@ -256,7 +255,7 @@ def test_patroni_refuses_the_parameters_it_manages(name: str) -> None:
     rep = make(rec(knob=name, current="a", recommended="b", source="configuration file"), rec())
     doc, _ = patroni.patches(rep)
     assert doc["postgresql"]["parameters"] == {"effective_io_concurrency": "256"}
-    assert doc["tuner"]["refused"] == [f"{name}: refused: {patroni.MANAGED[name]}"]
+    assert set(doc) == {"postgresql"}  # provenance in comments: nothing of tuner's own in the cluster's config
     assert f"# {name}: refused: " in patroni.render_yaml(rep)
     assert name not in json.loads(patroni.render_json(rep))["postgresql"]["parameters"]
     assert name not in patroni.patches(rep, rollback=True)[0]["postgresql"]["parameters"]
@@ -266,7 +265,8 @@ def test_patroni_refuses_the_parameters_it_manages(name: str) -> None:
 
 def test_patroni_flags_a_value_that_needs_a_restart() -> None:
     doc, _ = patroni.patches(change_report())
-    assert doc["tuner"]["pending_restart"] == ["wal_buffers"]
+    assert set(doc) == {"postgresql"} and "# pending_restart after it: wal_buffers" in patroni.render_yaml(
+        change_report())
     assert "# wal_buffers: needs a restart: Patroni marks the members pending_restart" in \
         patroni.render_yaml(change_report())
 
@@ -387,18 +387,21 @@ def test_ansible_restarts_only_when_asked() -> None:
                                                          "tuner | trigger the tuned block devices"]
 
 
-def test_ansible_rolls_one_host_at_a_time_standbys_before_the_primary() -> None:
-    roles, standbys, primaries = yaml.safe_load(ansible.render_playbook(change_report()))
+def test_ansible_rolls_one_host_at_a_time_standbys_before_the_primary_in_one_play() -> None:
+    text = ansible.render_playbook(change_report())
+    roles, play = yaml.safe_load(text)  # the sorting play, then one play with serial (not one copy per role)
     assert roles["hosts"] == "{{ tuner_hosts | default('postgresql') }}"
     [in_recovery, group_by] = roles["tasks"]
     assert "pg_is_in_recovery()" in in_recovery["community.postgresql.postgresql_query"]["query"]
     assert ansible.STANDBYS in group_by["ansible.builtin.group_by"]["key"]
-    assert (standbys["hosts"], primaries["hosts"]) == (ansible.STANDBYS, ansible.PRIMARIES)
-    for play in (standbys, primaries):
-        assert play["serial"] == "{{ tuner_serial | default(1) }}" and play["max_fail_percentage"] == 0
-        names = [t["name"] for t in play["tasks"]]
-        restart = names.index("tuner | restart PostgreSQL (only with -e tuner_restart=true)")
-        assert names[restart + 1] == "tuner | wait until it accepts connections again, before the next host"
+    assert play["hosts"] == f"{ansible.STANDBYS}:{ansible.PRIMARIES}"  # a union keeps its order: standbys first
+    assert play["serial"] == "{{ tuner_serial | default(1) }}" and play["max_fail_percentage"] == 0
+    names = [t["name"] for t in play["tasks"]]
+    restart = names.index("tuner | restart PostgreSQL (only with -e tuner_restart=true)")
+    assert names[restart + 1] == "tuner | wait until it accepts connections again, before the next host"
+    assert len(text.splitlines()) < 180
+    header = "\n".join(_unwrapped(text.split("---")[0]))
+    assert "community.postgresql" in header and "pip install ansible" in header
 
 
 def test_the_udev_trigger_reaches_only_the_tuned_devices() -> None:
@@ -425,10 +428,11 @@ def test_every_fleet_export_comment_fits_100_columns() -> None:
         assert all(len(line) <= 100 for line in body.splitlines() if line.startswith("#")), name
 
 
-def test_the_tuned_profile_includes_the_profile_active_before_it() -> None:
+def test_the_tuned_profile_names_no_placeholder_and_installs_after_the_profiles_active_now() -> None:
     for text in (tuned.render(change_report()), tuned.render(change_report(), rollback=True)):
-        assert _tuned_sections(text)["main"]["include"] == tuned.CURRENT
+        assert "@" not in text and "include" not in _tuned_sections(text)["main"]  # nothing left to hand-edit
         assert "tuned-adm active" in "\n".join(_unwrapped(text))
+    assert f"tuned-adm profile {tuned.ACTIVE} {tuned.PROFILE}" in "\n".join(_unwrapped(tuned.render(change_report())))
 
 
 # -- emit.render and history ----------------------------------------------------------------------------------

@@ -86,6 +86,10 @@ class Journal:
         finally:
             self._lock.release()
 
+    def live_holder(self) -> str | None:
+        """The live tuner (pid and purpose) that holds this state directory now, None when none does."""
+        return self._lock.live_holder()
+
     # -- reading ------------------------------------------------------------------------------------
     def _raw(self, *, acted_on: bool = True) -> bytes | None:
         """The journal's bytes, or None; one that is ``acted_on`` must be tuner's own (:mod:`tuner.trust`): a

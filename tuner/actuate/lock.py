@@ -7,6 +7,7 @@ gives it the journal's file name and messages. The file names its last holder (p
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 
@@ -50,3 +51,20 @@ class JournalLock:
 
     def release(self) -> None:
         self._flock.release()
+
+    def live_holder(self) -> str | None:
+        """Who holds the lock now (its line: pid and purpose), None when nobody does; creates nothing and takes
+        the lock only for as long as it takes to test it."""
+        if self.held:
+            return None
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return None  # no lock file: no session ever ran here
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return read_holder(fd).strip() or "its pid is unknown"
+        finally:
+            os.close(fd)  # also releases the shared lock taken to test it
+        return None

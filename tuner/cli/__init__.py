@@ -8,13 +8,15 @@ from tuner import __version__
 from tuner.cli.cmd_check import check
 from tuner.cli.cmd_config import config
 from tuner.cli.cmd_daemon import daemon
+from tuner.cli.cmd_init import init
 from tuner.cli.cmd_recommend import recommend
 from tuner.cli.cmd_restore import prune, restore
 from tuner.cli.cmd_store import diff, export, history, show
 from tuner.cli.common import CONFIG_TEXT, EXIT_SUMMARY, Group
 
 
-__all__ = ["main", "recommend", "restore", "prune", "history", "show", "diff", "export", "config", "daemon", "check"]
+__all__ = ["main", "recommend", "restore", "prune", "history", "show", "diff", "export", "config", "daemon", "check",
+           "init"]
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 80})
 @click.version_option(__version__, prog_name="tuner")
@@ -36,6 +38,8 @@ def main() -> None:
       tuner restore                   put back what a killed session changed
       tuner history                   stored sessions (then show, diff, prune)
       tuner daemon --config /etc/tuner/tuner.toml    run it as a service
+      tuner init DIR                  write a sample tuner.toml, systemd unit,
+                                      alert rules and dashboard into DIR
 
     \b
     Shell completion (click's own): add a line to the shell's start-up file
@@ -45,6 +49,6 @@ def main() -> None:
     """
 
 
-for _command in (recommend, check, restore, prune, history, show, diff, export, config, daemon):
+for _command in (recommend, check, restore, prune, history, show, diff, export, config, daemon, init):
     main.add_command(_command)
 main.epilog = CONFIG_TEXT + "\n\n" + EXIT_SUMMARY

@@ -40,6 +40,9 @@ Exit status:
 @click.option("--policy", help="Policy name (default, ssd, network, hdd) or path to a policy TOML file.")
 @click.option("--budget", type=click.IntRange(3, 500), help="Optimisation probes per family, as given to "
               "'tuner recommend' (for the estimate).")
+@click.option("--time-restart", "time_cold", is_flag=True, help="Restart the target and empty the page cache, "
+              "twice, timed, as a session does before every cold probe, so the estimate includes them (with "
+              "--sandbox always).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="What to print on stdout.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
@@ -53,12 +56,13 @@ def check(**opts: Any) -> None:
     page cache can be emptied and readahead written, pg_buffercache eviction,
     and on PostgreSQL 18 the asynchronous-I/O settings it may search. Then, per
     family, whether it runs and why not, and the workload it would probe; an
-    estimate of the session's probes and duration (from the policy's budgets
-    and one timed, warm, read-only run of each workload); and every missing
-    privilege with the GRANT that adds it.
+    estimate of the session's probes, restarts, page-cache drops and duration
+    (from the policy's budgets and one timed, read-only run of each
+    workload); and every missing privilege with the GRANT that adds it.
 
     Changes nothing: read-only queries only — no probe, no cache emptied, no
-    setting, journal, store or file written. The restart command is not run.
+    setting, journal, store or file written. The restart command is not run,
+    unless --time-restart asks to time it (twice, each with a page-cache drop).
 
     \b
     Examples:
@@ -79,10 +83,12 @@ def check(**opts: Any) -> None:
     policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
     require_target(cfg, sandbox=opts["sandbox"])
     found = asyncio.run(run_preflight(cfg, policy, use_sandbox=opts["sandbox"],
-                                      families=opts["families"] or cfg.tuner.families, budget=opts["budget"]))
+                                      families=opts["families"] or cfg.tuner.families, budget=opts["budget"],
+                                      time_cold=opts["time_cold"]))
     if opts["fmt"] == "json":
         data = found.model_dump(mode="json")
         data["refused"] = found.refused
+        data["busy"] = found.busy
         click.echo(json.dumps(data, indent=2))
     else:
         click.echo(render(found, width=shutil.get_terminal_size((80, 24)).columns))
@@ -125,12 +131,18 @@ def render(found: Preflight, *, width: int = 80) -> str:
     if e is None:
         out.append("  no family would run")
     else:
-        took = ("" if e.duration_low_s is None else
-                f", at least {_duration(e.duration_low_s)} to {_duration(e.duration_high_s or 0)} of probing")
-        out += textwrap.wrap(f"{e.probes_low}-{e.probes_high} probes{took}.", width, initial_indent="  ",
-                             subsequent_indent="  ")
+        bound = "at least " if e.cold_start_s is None and (e.restarts_high or e.drops_high) else "about "
+        took = ("" if e.duration_low_s is None or e.duration_s is None else
+                f"; {bound}{_duration(e.duration_s)} of probing ({_duration(e.duration_low_s)} to "
+                f"{_duration(e.duration_high_s or 0)})")
+        cold = "".join(f", {low}-{high} {what}" for low, high, what in (
+            (e.restarts_low, e.restarts_high, "restarts"), (e.drops_low, e.drops_high, "page-cache drops")) if high)
+        timed = f", a restart + drop timed at {_duration(e.cold_start_s)}" if e.cold_start_s is not None else ""
+        out += textwrap.wrap(f"{e.probes_low}-{e.probes_high} probes{cold}{timed}{took}.", width,
+                             initial_indent="  ", subsequent_indent="  ")
         out += textwrap.wrap(f"How: {e.how}.", width, initial_indent="  ", subsequent_indent="  ")
     verdict = ("refused by the interlock: a session would stop before probing (exit 3)" if found.refused
+               else "a session may run once the live session ends (started now, it is refused)" if found.busy
                else "a session may run")
     out += ["", *textwrap.wrap(f"Result: {verdict}. {found.changed_nothing}.", width)]
     return "\n".join(out)

@@ -76,7 +76,8 @@ def daemon(config_path: Path | None, sandbox: bool, scale: int | None, listen: s
     Operation:
       one daemon per state directory (a second one exits with a sentence
       naming the first); systemd Type=notify (READY, RELOADING, STOPPING,
-      STATUS, WATCHDOG); see examples/systemd/tuner.service. SIGHUP re-reads
+      STATUS, WATCHDOG); `tuner init DIR` writes the unit (tuner.service),
+      alert rules and a dashboard from the package. SIGHUP re-reads
       the configuration (a bad one keeps the old one, says why, and sets
       tuner_config_last_reload_successful 0); SIGTERM/SIGINT end the current
       probe, restore everything and exit 0 within 30 s. After a SIGKILL or a

@@ -23,7 +23,7 @@ from tuner.errors import ConfigError, TunerError
 from tuner.families import REGISTRY
 from tuner.files import check_directory
 from tuner.policy import load_policy
-from tuner.progress import TerminalProgress
+from tuner.progress import TerminalProgress, most_probes
 from tuner.stop import STOP
 from tuner.store import store_location
 
@@ -84,7 +84,8 @@ def recommend(**opts: Any) -> None:
                    (the sandbox's primary and standby)
     A family the target does not allow is skipped with the reason. Every
     persistent change is journaled first and put back (`tuner restore` after
-    a crash); durability settings never change. Details: docs/guide.md.
+    a crash); durability settings never change. Details: docs/guide.md in
+    the source repository (not in the wheel).
 
     Every session is stored (`tuner history`, `show`, `diff` read it back);
     a later search on a matching target starts warm from it.
@@ -179,7 +180,7 @@ def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None, store: 
                 loop.add_signal_handler(sig, stop, sig)
         progress_cm: Any = contextlib.nullcontext(None)
         if sys.stderr.isatty():
-            progress_cm = TerminalProgress()
+            progress_cm = TerminalProgress(most_probes(policy, cfg.tuner.families, budget))
         with progress_cm as progress:
             # A store that fails once the report exists is returned: the operator still gets the report, and the
             # caller says it was not stored.

@@ -48,6 +48,8 @@ class TargetPage:
     sessions: Sequence[SessionSummary] = ()  # newest first
     latest: Report | None = None  # the newest stored session's report
     running: str | None = None  # what the daemon is doing on it now
+    # The settings its configured families tune: only these are listed without a recommendation (None: all read).
+    tuned: frozenset[str] | None = None
 
 
 def render(targets: Sequence[TargetPage], *, status: str, generated_at: datetime) -> str:
@@ -117,7 +119,8 @@ def _in_force(t: TargetPage) -> str:
                     f"<td class=num>{esc(r.recommended)}</td><td class=num>{esc(now) if key in t.on_server else '–'}"
                     f'</td><td class="{cls}">{state}</td><td class=num>{effect}</td>'
                     f'<td><a href="/v1/sessions/{esc(sid)}?format=html"><code>{esc(sid)}</code></a></td></tr>')
-    others = sorted((k for k in t.on_server if k not in shown), key=lambda k: (k[0], k[1] or ""))
+    others = sorted((k for k in t.on_server if k not in shown and (t.tuned is None or k[0] in t.tuned)),
+                    key=lambda k: (k[0], k[1] or ""))
     for knob, obj in others:
         name = f"{knob} ({obj})" if obj else knob
         rows.append(f'<tr data-knob="{esc(knob)}"><td><code>{esc(name)}</code></td><td class=num>–</td>'

@@ -3,6 +3,7 @@ from the store and the daemon's state, and a session it requests is handed to th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +14,7 @@ from tuner.daemon.state import DaemonState, label
 from tuner.daemon.worker import Worker
 from tuner.emit.json import to_dict
 from tuner.errors import ConfigError, DaemonError
+from tuner.knobs import catalog
 from tuner.store import StoreError
 from tuner.store import target_history
 
@@ -112,7 +114,7 @@ class Queries:
                 running = st.status() if st.current is not None and st.current.target == t.name else None
                 views.append(page.TargetPage(name=t.name, label=t.label or label(t), in_force=accepted,
                                              on_server=values, checked_at=checked_at, sessions=sessions,
-                                             latest=latest, running=running))
+                                             latest=latest, running=running, tuned=_tuned(t.cfg.tuner.families)))
         return page.render(views, status=st.status(), generated_at=datetime.now(UTC))
 
     async def session_html(self, session_id: str) -> str | None:
@@ -159,12 +161,28 @@ class Queries:
         run = await self.worker.enqueue(req.target, req.kind, reason="requested over the API",
                                         families=req.families, forced=req.forced)
         return {"id": run["id"], "status": "queued", "target": req.target, "kind": req.kind,
-                "in_window": not req.forced, "already_queued": bool(run.get("already_queued"))}
+                "families": self._families(run), "in_window": not req.forced,
+                "already_queued": bool(run.get("already_queued"))}
+
+    def _families(self, run: dict[str, Any]) -> list[str]:
+        """The families a run probes. The queue stores none for "all of the target's" (so that equal work is
+        queued once); a reader is shown them, not an empty list. A re-validation probes what its pins name."""
+        target = self.state.targets.get(run["target"])
+        if run["families"] or run["kind"] == "revalidate" or target is None:
+            return list(run["families"])
+        return list(target.cfg.tuner.families)
 
     def _live(self, run: dict[str, Any]) -> None:
+        run["families"] = self._families(run)
         cur = self.state.current
         if cur is not None and cur.run["id"] == run["id"]:
             run["progress"] = {"phase": cur.phase, "step": cur.step, "probes": cur.probes}
+
+
+def _tuned(families: Sequence[str]) -> frozenset[str]:
+    """The settings ``families`` tune: the drift check reads every catalogued one, the page lists only these."""
+    known = catalog.load()
+    return frozenset(k for k in known.reported_names() if known.family_of(k) in families)
 
 
 def _is_session_id(text: str) -> bool:

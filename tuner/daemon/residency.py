@@ -21,6 +21,13 @@ import os
 import struct
 from dataclasses import dataclass
 
+from tuner.log import get_logger
+
+log = get_logger("tuner.daemon")
+
+# What lifts the limit (examples/systemd/tuner.service sets LimitMEMLOCK=128M).
+FIX = "set LimitMEMLOCK=128M in the daemon's unit (as examples/systemd/tuner.service does), or run it as root"
+
 PAGE = mmap.PAGESIZE
 _PRESENT = 1 << 63  # pagemap: the page is in RAM and mapped by this process
 
@@ -94,3 +101,20 @@ def lock_working_set() -> Locked:
     finally:
         os.close(pagemap)
     return Locked(total, ranges)
+
+
+class LockNotice:
+    """Says what could not be locked once, at warning and with the fix — the limit is the same every session, so
+    later sessions say it only at debug — and what was locked at debug."""
+
+    def __init__(self) -> None:
+        self._told = False
+
+    def __call__(self, locked: Locked) -> None:
+        mib = round(locked.bytes_locked / (1 << 20), 1)
+        if locked.problem is None or self._told:
+            log.debug("daemon.code_locked", mib=mib, problem=locked.problem)
+            return
+        self._told = True
+        log.warning("daemon.code_not_locked", mib=mib, problem=locked.problem, fix=FIX,
+                    effect="a cold probe's drop_caches may evict the daemon's code: /metrics can stall meanwhile")

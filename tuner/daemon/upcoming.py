@@ -48,7 +48,7 @@ def lines(schedule: str | None, trigger: Any | None, windows: Windows, drift_eve
         fire = trigger.get_next_fire_time(None, now)
         inside = first_inside(trigger, windows, now)
         if windows.always_open:
-            where = "no windows: it runs at once"
+            where = "no maintenance windows: it runs when the schedule fires"
         elif inside == fire:
             where = f"inside the window {windows}"
         elif inside is not None:

@@ -23,7 +23,7 @@ from tuner.actuate import Journal, SysfsWriter
 from tuner.config import state_dir
 from tuner.daemon import pins as pinning
 from tuner.daemon import session_request
-from tuner.daemon.residency import lock_working_set
+from tuner.daemon.residency import LockNotice, lock_working_set
 from tuner.daemon.state import Current, DaemonState, Target, store_id
 from tuner.errors import ConfigError, DaemonError, TunerError
 from tuner.families import REGISTRY
@@ -66,6 +66,7 @@ class Worker:
         self._closer: contextlib.AsyncExitStack | None = None
         # One statement at a time on the handle: an asyncpg connection refuses a second concurrent operation.
         self._store_lock = asyncio.Lock()
+        self._locked_notice = LockNotice()
 
     # -- the store handle -------------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
@@ -286,7 +287,7 @@ class Worker:
         # stalls reading it back (tuner.daemon.residency).
         await asyncio.to_thread(_import_session_stack)
         locked = await asyncio.to_thread(lock_working_set)
-        log.info("daemon.code_locked", mib=round(locked.bytes_locked / (1 << 20), 1), problem=locked.problem)
+        self._locked_notice(locked)
         # The optimiser stack, imported above in a thread: on the event loop it would stall the API.
         from tuner.stored import run_stored
 

@@ -9,7 +9,8 @@ today's values.
   that wait for a restart (the module's ``restart_required``, ``pg_settings.pending_restart``) are named, and
   PostgreSQL is restarted only with ``-e tuner_restart=true``: one host at a time (``-e tuner_serial=N`` or
   ``"25%"`` widens it), standbys first and the primary last, each back up before the next, stopping at the first
-  failure (a first play sorts the hosts by ``pg_is_in_recovery()``).
+  failure (a first play sorts the hosts by ``pg_is_in_recovery()``; one play then takes the standbys, then the
+  primary, in ``serial`` batches).
 - Tablespace options: ``ALTER TABLESPACE`` through ``postgresql_query``, on a primary only (it replicates; a
   standby, recognised by ``pg_is_in_recovery()``, is skipped), and only where ``pg_tablespace.spcoptions``
   differs.
@@ -28,7 +29,6 @@ written for it; a change whose value is not plain is named instead.
 
 from __future__ import annotations
 
-import copy
 from functools import partial
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -241,22 +241,23 @@ def playbook(report: Report, *, rollback: bool = False) -> list[dict[str, Any]]:
             task["become_user"] = as_postgres
     login = {_CPG + m: dict(_LOGIN) for m in (module, "postgresql_query", "postgresql_ping")}
     what = f"tuner {'rollback' if rollback else 'apply'}: server settings, tablespace options, readahead"
-    return [_roles_play(login, as_postgres), *(
-        {"name": f"{what} ({role}, tuner_serial at a time)",
-         "hosts": group,
-         "serial": "{{ tuner_serial | default(1) }}",
-         "max_fail_percentage": 0,
-         "gather_facts": False,
-         "vars_files": ["tuner-vars.yml"],
-         "module_defaults": copy.deepcopy(login),
-         "tasks": copy.deepcopy(tasks),  # copies: YAML would write the same objects as anchors and aliases
-         "handlers": copy.deepcopy(handlers)}
-        for role, group in (("the standbys first", STANDBYS), ("then the primary", PRIMARIES)))]
+    # One play over both groups: a host pattern's union keeps its order (the standbys, then the primary), and
+    # serial cuts that order into batches, so the primary's batch comes after every standby's.
+    return [_roles_play(login, as_postgres), {
+        "name": f"{what} (the standbys first, then the primary; tuner_serial at a time)",
+        "hosts": f"{STANDBYS}:{PRIMARIES}",
+        "serial": "{{ tuner_serial | default(1) }}",
+        "max_fail_percentage": 0,
+        "gather_facts": False,
+        "vars_files": ["tuner-vars.yml"],
+        "module_defaults": login,
+        "tasks": tasks,
+        "handlers": handlers}]
 
 
 def _roles_play(login: dict[str, Any], as_postgres: str) -> dict[str, Any]:
-    """The first play: sort tuner_hosts into standbys and primaries by ``pg_is_in_recovery()``. The plays after
-    it run on the standbys, then on the primary, a batch of tuner_serial hosts at a time, and stop at the first
+    """The first play: sort tuner_hosts into standbys and primaries by ``pg_is_in_recovery()``. The play after
+    it runs on the standbys, then on the primary, a batch of tuner_serial hosts at a time, and stops at the first
     failure: a restart never reaches the primary before every standby is back, and never takes every server
     down at once. Standbys first is also the order PostgreSQL asks for when a setting a standby must have at
     least as high as its primary is raised (docs, "Hot Standby", Administrator's Overview)."""
@@ -280,8 +281,10 @@ def _roles_play(login: dict[str, Any], as_postgres: str) -> dict[str, Any]:
 def render_playbook(report: Report, *, rollback: bool = False) -> str:
     header = [f"tuner.yml: {ch.provenance(report)}",
               f"The playbook for tuner-vars.yml beside it ({'rollback' if rollback else 'apply'}); "
-              "ansible-playbook -i INVENTORY tuner.yml [--check --diff]. Needs the community.postgresql "
-              "collection and psycopg2 on the managed hosts."]
+              "ansible-playbook -i INVENTORY tuner.yml [--check --diff].",
+              "Needs: the community.postgresql collection 3.13 or later (postgresql_alter_system), which the "
+              "'ansible' package bundles (pip install ansible; with ansible-core alone: ansible-galaxy collection "
+              "install community.postgresql), and psycopg2 on the managed hosts."]
     return yamldoc.dump(playbook(report, rollback=rollback), header=header)
 
 

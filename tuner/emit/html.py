@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from tuner import __version__
 from tuner.emit import host as host_emit
-from tuner.emit import ranges, sql
+from tuner.emit import ranges, sql, wording
 from tuner.emit.evidence import attach, by_knob, confirmations, knob_label, min_effect, searches
 from tuner.emit.io_panel import io_sections
 from tuner.emit.figures import confirmation_figure, effects_figure, history_figure, search_1d, search_2d
@@ -354,6 +354,7 @@ def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
     sections.append(("details", "Families and probes", families_html(report) + trials_html(report)))
 
     parts.append("<nav>" + "".join(f'<a href="#{sid}">{heading}</a>' for sid, heading, _ in sections) + "</nav>")
+    verdict += "".join(f'<p class="scope">{esc(line)}</p>' for line in wording.scope_lines(report))
     parts.append(f'<section id="summary" class="{verdict_cls}">{verdict}</section>')
     for sid, heading, content in sections:
         parts.append(f'<section id="{sid}"><h2>{heading}</h2>{content}</section>')

@@ -14,10 +14,13 @@ import re
 from typing import Any, ClassVar
 
 from tuner.emit import host as host_emit
-from tuner.emit import quote, sql
+from tuner.emit import quote, sql, wording
 from tuner.model import Report
 
 RENDERED_KEYS = ("apply_sql", "rollback_sql", "host", "not_rendered")
+# The report's own rendered lines (tuner.emit.wording), beside its data: what "improvement" is a ratio of, where
+# a change goes.
+RENDERED_TOP = ("improvement_of", "apply_where")
 _RAW = re.compile("[\x7f-\U0010ffff]")
 
 
@@ -29,6 +32,8 @@ def to_dict(report: Report) -> dict[str, Any]:
         out["rollback_sql"] = sql.rollback_sql(rec)
         out["host"] = None if host is None else host.model_dump(mode="json")
         out["not_rendered"] = sql.not_rendered(rec)
+    data["improvement_of"] = wording.improvement_of(report)
+    data["apply_where"] = wording.apply_where(report)
     return data
 
 
@@ -46,6 +51,8 @@ def _u_escape(ch: str) -> str:
 def parse(text: str) -> Report:
     """A report written by :func:`to_json`, back as data (the rendered keys are recomputed, not stored)."""
     data = json.loads(text)
+    for key in RENDERED_TOP:
+        data.pop(key, None)
     for rec in data.get("recommendations", []):
         for key in RENDERED_KEYS:
             rec.pop(key, None)

@@ -5,8 +5,9 @@ parameters into every member's postgresql.conf and reloads it; a parameter that 
 members ``pending_restart`` until ``patronictl restart``.
 
 Values are strings (Patroni writes each one quoted into postgresql.conf). Provenance and evidence travel as YAML
-comments and, in both files, under a top-level ``tuner`` key, which Patroni keeps in its DCS and otherwise
-ignores (``patronictl show-config`` shows it; the rollback removes it).
+comments only: the patch is merged into the cluster's dynamic configuration as it is, so a key of tuner's own
+would become a key of the cluster's (``patronictl show-config``), which ``patroni --validate-config`` and
+Patroni's schema do not know. ``patch-config.json`` (JSON has no comments) carries the parameters alone.
 
 Parameters Patroni manages itself are refused with a sentence each (:data:`MANAGED`); tablespace and device
 changes cannot be expressed here and are named in a comment.
@@ -50,28 +51,17 @@ RESTART = ("needs a restart: Patroni marks the members pending_restart (patronic
            "(patronictl restart CLUSTER)")
 
 
-def _annotation(report: Report, ps: ch.ParameterSet) -> dict[str, Any]:
-    s = report.session
-    note: dict[str, Any] = {"managed_by": "tuner", "session": s.id, "date": s.started_at.isoformat()}
-    note["changes"] = ps.evidence or [ch.empty(report, WHAT, "system")]
-    if ps.restart:
-        note["pending_restart"] = ps.restart
-    if ps.refused:
-        note["refused"] = ps.refused
-    return note
-
-
 def patches(report: Report, *, rollback: bool = False) -> tuple[dict[str, Any], ch.ParameterSet]:
     """The dynamic-configuration patch (or its rollback) and the parameter set it came from."""
     ps = ch.parameter_set(report, WHAT, refuse=MANAGED, restart=RESTART)
-    if rollback:
-        return {"postgresql": {"parameters": dict(ps.rollback)}, "tuner": None}, ps
-    return {"postgresql": {"parameters": dict(ps.apply)}, "tuner": _annotation(report, ps)}, ps
+    return {"postgresql": {"parameters": dict(ps.rollback if rollback else ps.apply)}}, ps
 
 
 def render_yaml(report: Report, *, rollback: bool = False) -> str:
     patch, ps = patches(report, rollback=rollback)
     header = [f"patroni-config.yaml: {ch.provenance(report)}", ch.measured_on(report)]
+    if ps.restart and not rollback:
+        header.append(f"pending_restart after it: {', '.join(ps.restart)}")
     if rollback:
         header += [f"Rollback of session {report.session.id}: patronictl -c PATRONI_YML edit-config --apply "
                    "patroni-config.yaml CLUSTER (a null removes the key)."] + ps.rollback_notes

@@ -77,6 +77,12 @@ def _recommendations(report: Report, out: Out) -> None:
             out.table(title, _COLUMNS, [_row(r) for r in recs], wraps=_WRAPS)
 
 
+def _scope(report: Report, out: Out) -> None:
+    """What the improvement figures are ratios of, and where the changes go."""
+    for line in wording.scope_lines(report):
+        out.say(line)
+
+
 def _notes(report: Report, out: Out) -> None:
     for r in report.recommendations:
         out.say(f"{_label(r)}: {r.reason}")
@@ -134,7 +140,7 @@ def _families(report: Report, out: Out) -> None:
 
 
 Section = Callable[[Report, Out], None]
-SECTIONS: list[Section] = [_header, _recommendations, _notes, _sections, _io, _restored, _families]
+SECTIONS: list[Section] = [_header, _recommendations, _scope, _notes, _sections, _io, _restored, _families]
 
 
 def to_table(report: Report, terminal: Terminal | None = None) -> str:

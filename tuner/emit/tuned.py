@@ -31,7 +31,8 @@ from tuner.model import DeviceRef, Recommendation, Report
 FILE = "tuned/tuned.conf"
 ROLLBACK_FILE = ROLLBACK_DIR + FILE
 PROFILE = "tuner-readahead"
-CURRENT = "@CURRENT_PROFILE@"  # include='s value until installed: the profile active before this one
+# The profiles active now, as tuned-adm prints them ("No current active profile." prints nothing here).
+ACTIVE = "$(tuned-adm active | sed -n 's/^Current active profile: //p')"
 PRIORITY = -10  # instances are given devices in priority order (default 0): before a [disk] that takes every disk
 WHAT = "a tuned profile"
 REOPEN = "PostgreSQL's open files keep their old readahead: restart PostgreSQL to reach every backend"
@@ -63,23 +64,26 @@ def _section(rec: Recommendation, index: int, *, rollback: bool) -> list[str]:
 
 
 def render(report: Report, *, rollback: bool = False) -> str:
+    """The profile. It names no other profile: tuned applies several at once, merged in the order given, the last
+    one winning a conflict (``tuned-adm profile A B``; Red Hat, "Merged TuneD profiles"), so the install line
+    adds this one after the profiles active now instead of an ``include=`` that would have to name them."""
     lines = [f"tuned.conf: {ch.provenance(report)}", ch.measured_on(report),
              "readahead= is in KiB, as in queue/read_ahead_kb."]
-    fill = (f"sed \"s/{CURRENT}/$(tuned-adm active | sed -n 's/^Current active profile: //p' | tr ' ' ',')/\" "
-            f"tuned.conf > /etc/tuned/{PROFILE}/tuned.conf")
+    install = (f"mkdir -p /etc/tuned/{PROFILE} && cp tuned.conf /etc/tuned/{PROFILE}/tuned.conf && "
+               f"tuned-adm profile {ACTIVE} {PROFILE}")
     if rollback:
-        lines.append(f"Rollback of session {report.session.id}: install it in place of the profile's tuned.conf as "
-                     f"the apply file says ({fill}, while the profile you had before is active) and run tuned-adm "
-                     f"profile {PROFILE} again; or switch back to the profile you had (tuned-adm profile NAME): "
-                     "tuned then puts back the readahead it found.")
+        lines.append(f"Rollback of session {report.session.id}: switch back to the profiles you had (those "
+                     f"tuned-adm active lists before {PROFILE}: tuned-adm profile NAME ...): tuned puts back the readahead it found. Or, while {PROFILE} is active, "
+                     f"copy this file over /etc/tuned/{PROFILE}/tuned.conf and run tuned-adm profile with the same "
+                     "profiles again.")
     else:
-        lines += [f"Install, as root, while the profile you use now is active: mkdir -p /etc/tuned/{PROFILE} && "
-                  f"{fill} && tuned-adm profile {PROFILE}. tuned runs one profile at a time: include= keeps "
-                  f"the current one's tuning under this one, and a {CURRENT} left in it makes tuned refuse the "
-                  "profile rather than drop that tuning. Or copy the [tuner_disk_*] sections into your own profile.",
-                  "Rollback: rollback/tuned/tuned.conf in its place, or switch back to the profile you had."]
+        lines += [f"Install, as root: {install}. tuned keeps the profiles active now and applies this one after "
+                  "them (the last one wins where they disagree). Or copy the [tuner_disk_*] sections into your "
+                  "own profile.",
+                  "Rollback: tuned-adm profile with the profiles you had (tuned-adm active shows them, after "
+                  f"{PROFILE}); or rollback/tuned/tuned.conf in this file's place."]
     out = [c for line in lines for c in quote.comment(line)]
-    out += ["", "[main]", "summary=readahead measured by tuner", f"include={CURRENT}", ""]
+    out += ["", "[main]", "summary=readahead measured by tuner", ""]
     return file_text(device_entries(report, out, rollback=rollback, what=WHAT, reopen=REOPEN,
                                     entry=partial(_section, rollback=rollback)))
 

@@ -121,4 +121,4 @@ def load(name: str, what: str, probe_s: float | None = None) -> FamilyPlan:
     (None: not known without running it)."""
     how_long = f", {probe_s:g} s per probe by the policy" if probe_s is not None else ""
     return FamilyPlan(family=name, runs=True, reason=f"generates its own load{how_long}", workload=[what],
-                      probe_s=probe_s)
+                      probe_s=probe_s, cold=False)

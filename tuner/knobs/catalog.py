@@ -102,6 +102,11 @@ class Catalog:
         """Every setting a report may recommend: the searched knobs and the screened ones."""
         return sorted(self._knobs.keys() | self._screened.keys())
 
+    def family_of(self, name: str) -> str | None:
+        """The family that tunes ``name`` (searched or screened), None for a setting tuner does not tune."""
+        raw = self._knobs.get(name, self._screened.get(name))
+        return None if raw is None else str(raw["family"])
+
     def reported(self, name: str, server_version_num: int) -> KnobSpec | None:
         """Like :meth:`spec`, for any setting a report may recommend (searched or screened)."""
         return _spec(name, self._knobs.get(name, self._screened.get(name)), server_version_num)
