@@ -18,7 +18,6 @@ machine's 1-minute load around every session.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys

@@ -219,8 +219,8 @@ class Policy(Section):
         """Each family's table into its section, its defaults where the file has none."""
         if not isinstance(data, dict):
             return data
-        return sections.sectioned(cls.__name__, _one_read_path(data), cls.model_fields, "policy", by_field=False,
-                                  every=True)
+        data = _one_read_path(sections.split(data, cls.model_fields, "policy", by_field=False))
+        return sections.sectioned(cls.__name__, data, cls.model_fields, "policy", by_field=False, every=True)
 
     def section(self, family: str) -> Any:
         """``family``'s table, as the model the family declares (see :class:`tuner.families.base.Family`)."""
@@ -248,25 +248,27 @@ class Policy(Section):
 
 
 WEIGHTS = ("seq_scan_weight", "bitmap_scan_weight")
-LEGACY_READ_PATH = ("readahead", "concurrency")  # the tables that carried the weights before [read_path]
 
 
 def _one_read_path(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with the read path's weights in ``[read_path]``: a policy written before it set them per family
-    (``[readahead]``, ``[concurrency]``); they are moved, and must agree — one read path, one workload."""
-    legacy = {t: {k: data[t][k] for k in WEIGHTS if k in data[t]}
-              for t in LEGACY_READ_PATH if isinstance(data.get(t), dict)}
+    """``data`` (its family tables split into ``data["sections"]``) with the read path's weights in ``[read_path]``:
+    a policy written before it set them in a family's own table (the readahead and concurrency families'); they
+    are moved, and must agree — one read path, one workload."""
+    tables = data.get("sections") or {}
+    legacy = {t: {k: v[k] for k in WEIGHTS if k in v} for t, v in tables.items() if isinstance(v, dict)}
     legacy = {t: w for t, w in legacy.items() if w}
     if not legacy or "legacy_read_path" in data:
         return data
-    out = {**data, **{t: {k: v for k, v in data[t].items() if k not in WEIGHTS} for t in legacy}}
+    named = "] and [".join(legacy)
     if "read_path" in data:
-        raise ValueError(f"the read path's weights are set in [read_path] and in [{'] and ['.join(legacy)}]: "
-                         f"keep them in [read_path] only")
+        raise ValueError(f"the read path's weights are set in [read_path] and in [{named}]: keep them in "
+                         "[read_path] only")
     merged = [{**Mix().model_dump(), **w} for w in legacy.values()]
     if any(m != merged[0] for m in merged[1:]):
-        raise ValueError(f"[{'] and ['.join(legacy)}] give the read path different weights; one workload serves "
-                         "both families now: set seq_scan_weight and bitmap_scan_weight once, in [read_path]")
+        raise ValueError(f"[{named}] give the read path different weights; one workload serves both families now: "
+                         "set seq_scan_weight and bitmap_scan_weight once, in [read_path]")
+    out = {**data, "sections": {t: ({k: x for k, x in v.items() if k not in WEIGHTS} if t in legacy else v)
+                                for t, v in tables.items()}}
     out["read_path"] = next(iter(legacy.values()))
     out["legacy_read_path"] = tuple(legacy)
     return out

@@ -21,7 +21,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from tuner.core import bounds
 from tuner.core.decide import Decision, decide, recommendation
@@ -29,7 +29,8 @@ from tuner.core.loops import Probe
 from tuner.core.tune import Tuned, tune
 from tuner.errors import ProbeError
 from tuner.families import aio, concurrency_figures, concurrency_sections, previews
-from tuner.families.base import FamilyContext, FamilyResult, Finding, Needs, skipped
+from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
+from tuner.families.handover import Fixed, from_finding, settled_value
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, NearOptimal, Recommendation, Trial
 from tuner.optimiser import Dimension
@@ -224,7 +225,7 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
             data_directory=local)
     probe: Probe = cold_probe(ctx, queries, cache, system)
     if handed:
-        probe = _Fixed(probe, handed)
+        probe = Fixed(probe, handed)
     workload_sql = [q.sql for q in queries]
     ignored = sorted(k for k in policy.search if k not in (KNOB, ICL, WORKERS, aio.POOL_MAX, METHOD)
                      and (s := bounds.spec(k, facts)) is not None and s.family == name)
@@ -308,7 +309,7 @@ async def _workers_stage(ctx: FamilyContext, probe: Probe, dim: Dimension, fixed
     """io_workers (19: io_max_workers; reload), searched at the values found for the session knobs."""
     knob = dim.name
     current = {knob: dim.snap(int(io[knob]["setting"]))}
-    at = _Fixed(probe, fixed)
+    at = Fixed(probe, fixed)
     # No warm start: the stored trials of io_workers were measured at other values of the session knobs.
     tuned = await tune(ctx, Concurrency.name, at, [dim], current, metric=metric, confirm=False, warm_start=False)
     if tuned.found is None or tuned.candidate is None:
@@ -380,24 +381,6 @@ async def _confirm_each(ctx: FamilyContext, probe: Probe, searched: list[Trial],
     return _Stage(trials, recs, chosen, notes)
 
 
-def from_finding(finding: Finding, facts: Any) -> Recommendation:
-    """The owner's recommendation of a knob another family searched and confirmed in a combination
-    (:class:`tuner.families.base.Finding`): its own share's decision, and the combination it belongs to."""
-    spec = bounds.spec(finding.knob, facts)
-    assert spec is not None
-    source = facts.settings[finding.knob].source if finding.knob in facts.settings else "default"
-    rec = recommendation(finding.knob, finding.decided, source=source, requires=spec.requires)
-    rule = f"; {finding.note}" if finding.note else ""
-    return rec.model_copy(update={
-        "reason": f"searched and confirmed with {finding.where} by the {finding.by} family: {rec.reason}{rule}",
-        "together_with": list(finding.together_with) if rec.decision == "change" else []})
-
-
-def settled_value(rec: Recommendation) -> Any:
-    """The value a recommendation leaves the knob at: the recommended value where it changes, else today's."""
-    return rec.recommended if rec.decision == "change" else rec.current
-
-
 def _rec(knob: str, decided: Decision, facts: Any, io: dict[str, dict[str, Any]]) -> Recommendation:
     """The recommendation for ``knob`` from ``decided``, its reason closing with the two scan kinds' times."""
     spec = bounds.spec(knob, facts)
@@ -440,17 +423,6 @@ def _runner_up(trials: list[Trial], current: dict[str, Any]) -> dict[str, Any] |
 def _runner_up_value(trials: list[Trial], knob: str, today: Any) -> Any:
     """``knob``'s value in the fastest configuration the search measured where it is not today's."""
     return next((cfg[knob] for _ms, cfg in _medians(trials) if knob in cfg and cfg[knob] != today), None)
-
-
-class _Fixed:
-    """A probe at ``fixed`` values with the searched knobs on top (the trials carry all of them)."""
-
-    def __init__(self, probe: Probe, fixed: dict[str, Any]) -> None:
-        self.probe, self.fixed = probe, dict(fixed)
-
-    async def __call__(self, config: dict[str, int], *, phase: Literal["search", "confirm"] = "search",
-                       arm: Literal["baseline", "candidate"] | None = None) -> Trial:
-        return await self.probe({**self.fixed, **config}, phase=phase, arm=arm)
 
 
 def _icl_dimension(policy: Policy, ctx: FamilyContext, io: dict[str, dict[str, Any]]) -> Dimension | str:
