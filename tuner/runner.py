@@ -174,5 +174,6 @@ async def recommend(
         device_profile=str(profile) if profile is not None else None,
         workload="yours" if cfg.workload.queries else "generated",
         io_regime=assess(trials, profile=profile, device=disk.name if disk else None,
+                         today={r.knob: r.current for r in recs if r.scope in ("system", "device")},
                          absent=None if disk else disk_note),
     )

@@ -24,7 +24,7 @@ def _left(base_dir: Path, sandbox: str) -> list[object]:
     return [x for x in (cgroups, mounts, loopdisk.backed_by(base_dir), processes_under(base_dir)) if x]
 
 
-def _session(base_dir: Path, tmp_path: Path, device: str) -> dict[str, Any]:
+def _session(base_dir: Path, tmp_path: Path, device: str, *, report: dict[str, Any] | None = None) -> dict[str, Any]:
     out = tmp_path / "out"
     proc = subprocess.run(
         [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "2", "--device", device,
@@ -45,6 +45,8 @@ def _session(base_dir: Path, tmp_path: Path, device: str) -> dict[str, Any]:
     sandbox = Path(next(json.loads(ln)["dir"] for ln in proc.stderr.splitlines()
                         if '"sandbox.removed"' in ln)).name
     assert wait_for(lambda: not _left(base_dir, sandbox), 30), _left(base_dir, sandbox)
+    if report is not None:
+        report.update(doc)
     return regime  # type: ignore[no-any-return]
 
 
@@ -77,9 +79,13 @@ def test_on_a_disk_that_serves_one_read_at_a_time_more_reads_at_once_never_raise
     # take longer, deeper probes with more threads contending most (issue 59: 163 IOPS at 6.11 ms per read today,
     # 140 IOPS deeper). Rates that uneven are not called a cap, by design (rule 2 wants them flat within FLAT);
     # the line then says what was measured (rule 4). Either way it never promises room for more concurrency.
-    regime = _session(base_dir, tmp_path, "hdd")
+    doc: dict[str, Any] = {}
+    regime = _session(base_dir, tmp_path, "hdd", report=doc)
     assert regime["peak_read_iops"] <= 300, regime  # no probe, however deep, beat one spindle
-    assert regime["reads_in_flight"] <= 1.5, regime  # today's eic: one read at a time
+    # The line describes today's eic 1 where probes ran at it (a confirmation's baseline arm, or the search's);
+    # a session that kept 1 on a measured plateau without probing it is described by all its probes.
+    if any(t["status"] == "ok" and t["config"].get("effective_io_concurrency") == 1 for t in doc["trials"]):
+        assert regime["reads_in_flight"] <= 1.5, regime  # today's eic: one read at a time
     assert regime["busy_share"] >= 0.5, regime  # the spindle, not the CPU, is what the reads waited for
     assert "room for more concurrency" not in regime["sentence"], regime
     if regime["regime"] == "iops":  # rates even enough to infer the cap: today's rate is already at it

@@ -325,3 +325,14 @@ def test_chromium_parses_the_panel_into_one_figure_with_every_probe(tmp_path: Pa
 INPUTS = [Input("regime-loaded-spindle", "probe readings",
                 "hdd beside other sessions: 163 IOPS at 6.11 ms one at a time; deeper probes 131-185 IOPS",
                 frozenset({"59.9"}))]
+
+
+def test_a_value_kept_without_a_confirmation_is_described_by_its_own_probes() -> None:
+    # A session that kept today's eic 1 on a measured plateau ran no baseline arm: today's figures come from its
+    # probes at eic 1, not from the deeper ones (8.8 reads in flight at 43 ms each on hdd in a clean clone's CI).
+    at_one = [_probe(1, 200.0, 5.0, busy=0.97) for _ in range(3)]
+    deeper = [_probe(e, 205.0, 40.0, busy=0.99) for e in (16, 64, 256)]
+    [r] = assess(at_one + deeper, today={"effective_io_concurrency": 1})
+    assert r.reads_in_flight is not None and r.reads_in_flight <= 1.5, r
+    [mixed] = assess(at_one + deeper)
+    assert mixed.reads_in_flight is not None and mixed.reads_in_flight > 1.5, mixed

@@ -24,13 +24,15 @@ workload out. The regimes, asked in this order:
    (they say by how much); where none had clearly more in flight, or those that had were not faster, the line
    says that instead of promising room for more concurrency.
 
-Figures describe today's settings: the confirmation's baseline-arm probes, else every probe with a reading.
+Figures describe today's settings: the confirmation's baseline-arm probes, else the probes at today's values (a value
+kept on a measured plateau has no confirmation), else every probe with a reading.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tuner.device_profile import DeviceProfile
 from tuner.model import IoRegimeOut, Trial
@@ -55,18 +57,21 @@ ADVICE_MIB = ("no setting raises that; reading fewer bytes would (a smaller read
 
 
 def assess(trials: Sequence[Trial], *, profile: DeviceProfile | None = None, device: str | None = None,
-           absent: str | None = None) -> list[IoRegimeOut]:
+           absent: str | None = None, today: Mapping[str, Any] | None = None) -> list[IoRegimeOut]:
     """The regime of each family's workload whose probes carry device readings, in the order they ran.
 
     ``absent`` is why there is no reading at all (tuner not on the server's host): then one ``unmeasured`` entry
-    says so, if anything was probed. ``profile`` is the sandbox's emulated disk (its caps are known)."""
+    says so, if anything was probed. ``profile`` is the sandbox's emulated disk (its caps are known). ``today``:
+    today's values by knob, so that a session that kept today's value without a confirmation (on a measured
+    plateau) is described by its probes at today's values, not by every probe."""
     if absent is not None:
         return [IoRegimeOut(family=None, regime="unmeasured", sentence=absent)] if trials else []
     groups: dict[str, list[Trial]] = {}
     for t in trials:
         if t.status == "ok" and t.metrics.get(READS, 0) >= MIN_READS and IOPS in t.metrics:
             groups.setdefault(t.family or "", []).append(t)
-    return [classify(family or None, points, profile=profile, device=device) for family, points in groups.items()]
+    return [classify(family or None, points, profile=profile, device=device, today=today)
+            for family, points in groups.items()]
 
 
 def _q(values: Sequence[float], p: float) -> float:
@@ -88,10 +93,14 @@ def _med(points: Sequence[Trial], key: str) -> float | None:
 
 
 def classify(family: str | None, points: Sequence[Trial], *, profile: DeviceProfile | None = None,
-             device: str | None = None) -> IoRegimeOut:
+             device: str | None = None, today: Mapping[str, Any] | None = None) -> IoRegimeOut:
     """One workload's regime from its probes (each with a device reading; see the module's rules)."""
-    today = [t for t in points if t.phase == "confirm" and t.arm == "baseline"] or list(points)
-    m = {k: _med(today, k) for k in (IOPS, MIB_S, KIB_PER_READ, IN_FLIGHT, LATENCY_MS, BUSY_KEY)}
+    today_points = (
+        [t for t in points if t.phase == "confirm" and t.arm == "baseline"]
+        or [t for t in points if today and any(k in t.config for k in today)
+            and all(t.config[k] == v for k, v in today.items() if k in t.config)]
+        or list(points))
+    m = {k: _med(today_points, k) for k in (IOPS, MIB_S, KIB_PER_READ, IN_FLIGHT, LATENCY_MS, BUSY_KEY)}
     iops, mib, busy = m[IOPS] or 0.0, m[MIB_S] or 0.0, m[BUSY_KEY] or 0.0
     peak = max(t.metrics[IOPS] for t in points)
     # Probes that had clearly more reads in flight than today's (DEEPER x), and the median rate they reached.
@@ -112,9 +121,9 @@ def classify(family: str | None, points: Sequence[Trial], *, profile: DeviceProf
     if profile is not None:
         ratios = []
         if profile.read_iops:
-            ratios.append((_q([t.metrics[IOPS] for t in today], 0.75) / profile.read_iops, "iops"))
+            ratios.append((_q([t.metrics[IOPS] for t in today_points], 0.75) / profile.read_iops, "iops"))
         if profile.read_mbps:
-            ratios.append((_q([t.metrics[MIB_S] for t in today], 0.75) / profile.read_mbps, "throughput"))
+            ratios.append((_q([t.metrics[MIB_S] for t in today_points], 0.75) / profile.read_mbps, "throughput"))
         if ratios and max(ratios)[0] >= AT_CAP:
             kind = max(ratios)[1]
             if kind == "iops":
