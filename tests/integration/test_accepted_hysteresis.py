@@ -9,6 +9,7 @@ step, the decision, the saved report — is the real path."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -61,6 +62,10 @@ class Plateau:
 
 
 def _session(sandbox: Running, cfg: Config, *, start: int, seed: int) -> Any:
+    # The store keeps a session's start to the second, and "the latest session" (the warm start's prior, what is
+    # in force) is ordered by it: sessions of a synthetic probe can start within one second (a clean clone's CI ran
+    # three in one), which would leave their order to their ids. A real session takes minutes.
+    time.sleep(1.1)
     Plateau.START, Plateau.SEED = start, seed
     stored = sandbox.run(run_stored(cfg, load_policy("default"), use_sandbox=False, families=(Plateau.name,)))
     assert stored.stored, stored.problem
