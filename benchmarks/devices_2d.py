@@ -9,9 +9,11 @@ each scan runs in a cache emptied for it. Every block visits every cell once in 
 between blocks cancels.
 
 The read_ahead_kb axis is coarser than the eic axis: each cell costs a restart, and a cell at readahead 0 on a
-1 ms disk reads the table 8 KiB at a time (seconds per probe). Five values span the kernel's range as people set
-it: 0 (off), 16, 128 (the kernel default, VM_READAHEAD_PAGES), 512, 2048 (what SAN vendors advise); tuner's
-answers between them are interpolated on the log2(1 + x) axes tuner searches on.
+1 ms disk reads the table 8 KiB at a time (seconds per probe). Nine values span the range tuner searches (the
+policies' 0..16384): 0 (off), 16, 128 (the kernel default, VM_READAHEAD_PAGES), 512, 1024, 2048 (what SAN vendors
+advise), 4096, 8192, 16384. The first measurement (2026-12-07, read-path/) stopped at 2048, and four of six
+sessions' answers (1024, 16384) fell between or beyond its values, charged by interpolation; every power of two
+from 512 up is now measured. Answers between values are interpolated on the log2(1 + x) axes tuner searches on.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from tuner.probes.cache import CacheControl, choose_os_method
 
 ROOT = Path(__file__).resolve().parent.parent
 PG15_DEFAULT_EIC = 1
-RA_GRID = (0, 16, 128, 512, 2048)
+RA_GRID = (0, 16, 128, 512, 1024, 2048, 4096, 8192, 16384)
 # The eic axis thinned to every other grid value (+ 1, PostgreSQL 15's default, and 1000, the top): the 1-D
 # sweeps (devices.py) resolve eic finely on the bitmap scan alone; here eic acts on half the objective.
 EIC_GRID = (0, 1, 4, 16, 64, 256, 1000)
