@@ -2,7 +2,8 @@
 
     sudo python benchmarks/devices.py [--profiles local,latency=1ms,...] [--scale N] [--repeats 5] [--sessions 3]
                                       [--out benchmarks/measured/devices] [--force]
-    sudo python benchmarks/devices.py --quick       # smoke run: scale 1, 2 repeats, 1 session, 2 profiles
+    sudo python benchmarks/devices.py --quick       # smoke run: scale 1, 2 repeats, 1 session, 2 profiles,
+                                                    # into benchmarks/measured/devices/smoke-scale1/
 
 Per profile (each on its own sandbox, ``--device PROFILE``, PostgreSQL 15):
 
@@ -288,7 +289,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.scale, args.repeats, args.sessions = 1, 2, 1
-        args.out = args.out / "quick" if args.out == ROOT / "benchmarks" / "measured" / "devices" else args.out
+        args.out = args.out / "smoke-scale1" if args.out == ROOT / "benchmarks" / "measured" / "devices" else args.out
     profiles = args.profiles.split(";") if args.profiles else list(QUICK_PROFILES if args.quick else DEFAULT_PROFILES)
     params = {"scale": args.scale, "repeats": args.repeats, "sessions": args.sessions, "warm": 1}
     args.out.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner import log  # noqa: E402
 from tuner.probes import workload  # noqa: E402
-from tuner.probes.cache import _drop_caches  # noqa: E402
+from tuner.probes.cache import drop_caches  # noqa: E402
 from tuner.probes.explain import parse  # noqa: E402
 from tuner.target.connection import connect  # noqa: E402
 from tuner.target.sandbox import Sandbox  # noqa: E402
@@ -59,7 +59,7 @@ async def measure(scale: int, reps: int, seed: int) -> tuple[list[dict], dict]:
             for i, (eic, ra) in enumerate(cells):
                 disk.set_read_ahead_kb(ra)
                 await sb.restart_standby()
-                await asyncio.to_thread(_drop_caches)
+                await asyncio.to_thread(drop_caches)
                 c = await connect(sb.dsn())
                 try:
                     await c.execute("SET max_parallel_workers_per_gather = 0; SET jit = off; SET track_io_timing = on")

@@ -16,7 +16,7 @@ scenarios:
   probes.
 
 ``new`` is the optimiser as it is: the prior compressed to one point per configuration, the GP fitted by
-``BayesianOptimiser._fit`` (skopt's restarts up to 24 points, warm-started above), no acquisition sampling
+``BayesianOptimiser.fit`` (skopt's restarts up to 24 points, warm-started above), no acquisition sampling
 after a fit, and predictions remembered within a fit. ``baseline`` is the unmodified path: a plain skopt
 ``Optimizer`` told every observation — the prior's too, uncompressed, on the same calibration — fitting and
 sampling after every tell, and every prediction computed afresh (the rules and the search are the same code).
@@ -70,36 +70,39 @@ def truth(config: dict[str, int]) -> float:
 
 class Baseline(BayesianOptimiser):
     """The unmodified path: skopt told every observation, fitting and sampling after each tell, as the optimiser
-    did before; predictions computed afresh each time."""
+    did before; predictions computed afresh each time, with skopt's own arithmetic at every fitted size. Built on
+    the optimiser's public hooks (``fit``, ``use_fit``, ``remember_predictions``, ``full_fit_points``)."""
 
     kind = "baseline"  # not registered: a benchmark's instrument
+    remember_predictions = False
+    full_fit_points = math.inf
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)
-        self._told_prior = False
-        self._raw_prior: list[tuple[dict[str, int], float]] = []
+        self.raw_prior: list[tuple[dict[str, int], float]] = []  # the prior uncompressed (set by build())
 
-    def _fit(self) -> None:
+    def z(self, config: dict[str, int]) -> list[float]:
+        return [d.to_z(config[d.name]) for d in self.dimensions]
+
+    def fit(self) -> None:
         from skopt import Optimizer
+        from skopt.space import Real
 
-        xs, ys = self._opt.Xi, self._opt.yi
+        # What skopt was told: this session's successful probes, in order (log time).
+        xs = [self.z(c) for c, _ in self.history.ok]
+        ys = [math.log(ms) for _, ms in self.history.ok]
         if self.prior_in_use:
             # Every prior observation, uncompressed, on the same calibration, then the session's probes.
             assert self.prior_offset is not None
-            xs = [self._z(c) for c, _ in self._raw_prior] + list(xs)
-            ys = [math.log(ms) + self.prior_offset for _, ms in self._raw_prior] + list(ys)
-        plain = Optimizer(self._opt.space.dimensions, base_estimator="GP", acq_func="EI", acq_optimizer="sampling",
+            xs = [self.z(c) for c, _ in self.raw_prior] + xs
+            ys = [math.log(ms) + self.prior_offset for _, ms in self.raw_prior] + ys
+        space = [Real(d.z_low, d.z_high, name=d.name) for d in self.dimensions]  # the optimiser's own space
+        plain = Optimizer(space, base_estimator="GP", acq_func="EI", acq_optimizer="sampling",
                           n_initial_points=1, random_state=self.seed, acq_optimizer_kwargs={"n_points": 2000})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             plain.tell([list(x) for x in xs], list(ys))  # one fit on everything, and skopt's sampling after it
-        self._model = plain.models[-1]
-        self._fitted_y = list(ys)
-        self._predictions = {}
-
-    def _posterior(self, configs, *, std):  # type: ignore[no-untyped-def, override]
-        xs = self._opt.space.transform([self._z(c) for c in configs])
-        return self._model.predict(xs, return_std=std)
+        self.use_fit(plain.models[-1], ys)
 
 
 def ladder_configs(dims: list[Dimension]) -> list[dict[str, int]]:
@@ -135,16 +138,16 @@ def build(cls: type[BayesianOptimiser], dims: list[Dimension], *, session: int, 
     opt = cls(dimensions=dims, initial=initial, seed=seed, budget=100_000, min_probes=5, prior=prior)
     opt.remeasure = 0  # joint searches: the stopping rule in full on every probe, no early end
     if isinstance(opt, Baseline):
-        opt._raw_prior = [(c, ms) for c, ms in prior if all(c[d.name] % d.quantum == 0 for d in dims)]
+        opt.raw_prior = [(c, ms) for c, ms in prior if all(c[d.name] % d.quantum == 0 for d in dims)]
     if not session:
         return opt  # a warm search, timed from its first probe
-    fit = opt._fit
-    opt._fit = lambda: None  # type: ignore[method-assign]  # building: one fit at the end, not one per observation
+    fit = opt.fit
+    opt.fit = lambda: None  # type: ignore[method-assign]  # building: one fit at the end, not one per observation
     pool = ladder_configs(dims)
     for i in range(max(session, len(initial))):
         cfg = initial[i] if i < len(initial) else rng.choice(pool)
         opt.register(cfg, truth(cfg) * math.exp(rng.gauss(0, CV)))
-    del opt._fit
+    del opt.fit
     fit()
     return opt
 
@@ -174,8 +177,8 @@ def measure(dims: list[Dimension], *, session: int, prior_n: int, repeats: int, 
     new = build(BayesianOptimiser, dims, session=session, prior=prior, seed=seed, rng=random.Random(seed + 1))
     design = 2 if prior else 0  # a warm search's design probes are timed too
     new_ms = time_probes(new, design + repeats, random.Random(seed + 2))
-    row["fitted_points"] = len(new._fitted_y)
-    row["prior_configurations"] = len(new._prior.points)
+    row["fitted_points"] = new.fitted_points
+    row["prior_configurations"] = new.prior_configurations
     row["prior_status"] = new.prior_status
     row["new"] = stats(new_ms)
     if design:
@@ -187,7 +190,7 @@ def measure(dims: list[Dimension], *, session: int, prior_n: int, repeats: int, 
         row["baseline"] = stats(old_ms)
         if design:
             row["baseline_calibration_probe_ms"] = round(old_ms[design - 1], 1)
-        row["baseline_fitted_points"] = len(old._fitted_y)
+        row["baseline_fitted_points"] = old.fitted_points
         row["ratio_median"] = round(row["new"]["median_ms"] / row["baseline"]["median_ms"], 3)  # type: ignore[index]
     else:
         row["baseline"] = None

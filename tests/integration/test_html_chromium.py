@@ -1,8 +1,8 @@
 """Issue #47 item 7: the HTML report, checked by its consumer — a real browser (headless Chromium).
 
 The page is rendered the way an operator gets it (`tuner export --format html --from report.json`) from the
-report a real sandbox session wrote (docs/example-report.json), laid out at 1280 CSS pixels, measured from inside
-the page and photographed:
+report a real sandbox session wrote (tests/fixtures/reports/example-report.json), laid out at 1280 CSS pixels,
+measured from inside the page and photographed:
 
 - nothing reaches past the right edge (no horizontal scroll at 1280 px);
 - every figure the report's data calls for is there, as an SVG with its title, and the folded ones are folded;
@@ -27,7 +27,7 @@ from .conftest import tuner_env
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-EXAMPLE = REPO / "docs" / "example-report.json"
+EXAMPLE = REPO / "tests" / "fixtures" / "reports" / "example-report.json"
 WIDTH = 1280
 # Before issue #47's folding the example's page was 8,019 px tall at 1280 px (DejaVu/Liberation fonts), after it
 # 5,016 px; the bound leaves room for other fonts' metrics while still failing the unfolded page.

@@ -1,5 +1,7 @@
-"""docs/example-report.json rendered in every format, byte for byte as stored (tests/fixtures/golden/example/;
-TUNER_UPDATE_GOLDEN=1 rewrites them): a refactor of the emitters must leave every file they write as it was.
+"""tests/fixtures/reports/example-report.json rendered in every format, byte for byte as stored
+(tests/fixtures/golden/example/; TUNER_UPDATE_GOLDEN=1 rewrites them): a refactor of the emitters must leave every
+file they write as it was. (docs/example-report.html is the same rendering, kept for readers:
+tests/unit/test_example_report.py, scripts/render-example-report.)
 
 Files over 64 KB (the HTML page, the JSON report) are stored as their SHA-256 only, to keep the repository small;
 tests/unit/test_emit_html.py and the JSON tests say what changed in them."""
@@ -31,7 +33,7 @@ def _stored_form(body: str) -> tuple[str, str]:
 
 @pytest.mark.parametrize("fmt", sorted(emit.EMITTERS))
 def test_the_example_report_renders_as_stored(fmt: str) -> None:
-    files = emit.render(parse((ROOT / "docs" / "example-report.json").read_text()), fmt)
+    files = emit.render(parse((ROOT / "tests" / "fixtures" / "reports" / "example-report.json").read_text()), fmt)
     root = GOLDEN / fmt
     expected = {name + _stored_form(body)[0]: _stored_form(body)[1] for name, body in files.items()}
     if UPDATE:
@@ -47,7 +49,7 @@ def test_the_example_report_renders_as_stored(fmt: str) -> None:
 def test_every_export_only_format_renders_through_the_apply_rollback_base() -> None:
     from tuner.emit.twin import ROLLBACK_DIR, ApplyRollback
 
-    report = parse((ROOT / "docs" / "example-report.json").read_text())
+    report = parse((ROOT / "tests" / "fixtures" / "reports" / "example-report.json").read_text())
     for name, emitter in emit.EMITTERS.items():
         if not getattr(type(emitter), "export_only", False):
             continue

@@ -1,6 +1,6 @@
 """Issue #58 item 7: the README agrees with the program. Its sample of what a run prints is a rendering of the
-example report (docs/example-report.json) at report.txt's width, cut with "…" — each part must appear, line for
-line, in that rendering; and what it says is measured is not, lower down, listed as not done yet."""
+example report (tests/fixtures/reports/example-report.json) at report.txt's width, cut with "…" — each part must
+appear, line for line, in that rendering; and what it says is measured is not, lower down, listed as not done yet."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _sample() -> list[list[str]]:
 
 
 def test_the_readmes_sample_table_is_the_example_reports_rendering() -> None:
-    rendered = to_table(report_file.read(ROOT / "docs" / "example-report.json")).splitlines()
+    rendered = to_table(report_file.read(ROOT / "tests" / "fixtures" / "reports" / "example-report.json")).splitlines()
     for part in _sample():
         starts = [i for i, line in enumerate(rendered) if line == part[0]]
         assert any(rendered[i:i + len(part)] == part for i in starts), \

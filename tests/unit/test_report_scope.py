@@ -20,7 +20,7 @@ from tuner.emit.table import to_table
 from tuner.emit.terminal import detect
 from tuner.model import Report
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "example-report.json"
+EXAMPLE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "reports" / "example-report.json"
 
 
 def _example(**update: object) -> Report:

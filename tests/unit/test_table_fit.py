@@ -22,7 +22,8 @@ from tuner.emit.terminal import FILE_WIDTH, MIN_WIDTH, Terminal, detect, wrap
 
 REPO = Path(__file__).resolve().parents[2]
 # Reports real sessions wrote: the documentation's example and the all-families sandbox fixture.
-REAL = [REPO / "docs" / "example-report.json", REPO / "tests" / "fixtures" / "reports" / "sandbox-all-families.json"]
+REPORTS = REPO / "tests" / "fixtures" / "reports"
+REAL = [REPORTS / "example-report.json", REPORTS / "sandbox-all-families.json"]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 

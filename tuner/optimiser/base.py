@@ -118,6 +118,12 @@ class BaseOptimiser:
     def prior_in_use(self) -> bool:
         return self._prior.offset is not None
 
+    @property
+    def prior_configurations(self) -> int:
+        """How many configurations the prior holds once compressed to one point per configuration — what a prior
+        in use adds to the model's fitted set, however many stored observations it came from."""
+        return len(self._prior.points)
+
     def _prior_keys(self) -> set[tuple[int, ...]]:
         """Configurations the prior has measured, once it is in use (else none): they count as seen — no
         proposal goes to them while unseen values remain — but never as probes of this session."""

@@ -43,7 +43,7 @@ class BayesianOptimiser(RangeFinder, Posterior, BaseOptimiser):
 
         space = [Real(d.z_low, d.z_high, name=d.name) for d in self.dimensions]
         # skopt keeps the session's observations (Xi, yi), the space's transform, and proposes where the search
-        # has nothing of its own to say (ask()); the GP is fitted here (``_fit``), on the prior and the probes.
+        # has nothing of its own to say (ask()); the GP is fitted here (``fit``), on the prior and the probes.
         self._opt = Optimizer(
             space,
             # skopt's default GP (Matern 5/2, learned noise). A length-scale floor of 0.1 was tried to stop
@@ -113,11 +113,11 @@ class BayesianOptimiser(RangeFinder, Posterior, BaseOptimiser):
         if self._opt._n_initial_points <= 0:
             self._draws_owed += 1  # skopt would have drawn its acquisition sample now
         if self._opt._n_initial_points <= 0 or self.prior_in_use:
-            self._fit()
+            self.fit()
 
     def _prior_calibrated(self) -> None:
         if self._opt.yi:
-            self._fit()
+            self.fit()
 
     def _ask(self) -> list[float]:
         """skopt's proposal: before a model its initial points; after, the best of 2000 random points by

@@ -34,7 +34,20 @@ REFIT_GROWTH = 0.1
 
 
 class Posterior:
-    """Mixed into ``BayesianOptimiser``: ``_fit`` after each probe, ``predict``/``_posterior`` for the rules."""
+    """Mixed into ``BayesianOptimiser``: ``fit`` after each probe, ``predict``/``_posterior`` for the rules.
+
+    The public hooks (benchmarks/optimiser_cost.py's baseline is built from them): ``fit`` is the one place the GP
+    is fitted and may be overridden, handing its model over with ``use_fit``; ``fitted_points`` is the size of the
+    set the model was fitted on; ``remember_predictions`` and ``full_fit_points`` (class attributes) say whether
+    predictions are kept until the next fit and up to which fitted size skopt's own fit and arithmetic are used.
+    """
+
+    # Predictions are remembered until the next fit (one probe's rules ask for the same configurations many
+    # times over); False computes every one afresh.
+    remember_predictions: bool = True
+    # Up to this many fitted points, skopt's full fit and its own predictions; above, hyperparameters carry over
+    # and the spread is one matrix product (the module's docstring).
+    full_fit_points: float = FULL_FIT_POINTS
 
     dimensions: tuple[Dimension, ...]
     history: History
@@ -67,7 +80,21 @@ class Posterior:
         ys = [lv + offset for lv in self._prior.points.values()]
         return xs + list(self._opt.Xi), ys + list(self._opt.yi)
 
-    def _fit(self) -> None:
+    @property
+    def fitted_points(self) -> int:
+        """How many points the GP was fitted on last (the prior's configurations in use, then this session's
+        successful probes); 0 before the first fit."""
+        return len(self._fitted_y)
+
+    def use_fit(self, model: Any, fitted_y: Sequence[float]) -> None:
+        """Make ``model`` — a scikit-learn GP regressor fitted on ``fitted_y`` (log times) at configurations in
+        skopt's transformed space — the posterior every prediction is read from; predictions remembered for the
+        previous fit are forgotten. ``fit`` ends here; an override of ``fit`` hands its own model over here."""
+        self._model = model
+        self._fitted_y = list(fitted_y)
+        self._predictions = {}
+
+    def fit(self) -> None:
         """Fit the GP on the training set with skopt's estimator (cloned, as skopt's ``tell()`` did). Up to
         ``FULL_FIT_POINTS`` points: skopt's hyperparameter search, restarts and all. Above: the last fit's
         hyperparameters, searched again — from there, without restarts — only once the set has grown by
@@ -77,7 +104,7 @@ class Posterior:
         xs, ys = self._training_set()
         est = clone(self._opt.base_estimator_)
         n = len(ys)
-        if n > FULL_FIT_POINTS:
+        if n > self.full_fit_points:
             search = self._model is None or n >= (1 + REFIT_GROWTH) * self._searched_at
             est.set_params(n_restarts_optimizer=0)
             if self._model is not None:
@@ -89,9 +116,7 @@ class Posterior:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est.fit(self._opt.space.transform(xs), ys)
-        self._model = est
-        self._fitted_y = list(ys)
-        self._predictions = {}
+        self.use_fit(est, ys)
 
     def _carried_kernel(self) -> Any:
         """The last fit's kernel with its fitted hyperparameters, the white noise put back (skopt zeroes it in
@@ -173,16 +198,17 @@ class Posterior:
 
     def _posterior_at(self, keys: tuple[tuple[int, ...], ...], *, std: bool) -> Any:
         """``_posterior`` at configurations given as keys (``space.key_of``)."""
-        if (std, keys) in self._predictions:
+        if self.remember_predictions and (std, keys) in self._predictions:
             return self._predictions[(std, keys)]
         xs = self._opt.space.transform([[d.to_z(v) for d, v in zip(self.dimensions, k)] for k in keys])
-        if len(self._fitted_y) <= FULL_FIT_POINTS:
+        if len(self._fitted_y) <= self.full_fit_points:
             out = self._model.predict(xs, return_std=std)  # skopt's own arithmetic: cold searches unchanged
         else:
             if ("K", keys) not in self._predictions:  # the kernel to the fitted set, for the mean and the spread
                 self._predictions[("K", keys)] = self._model.kernel_(xs, self._model.X_train_)
             out = self._large_prediction(xs, std, self._predictions[("K", keys)])
-        self._predictions[(std, keys)] = out
+        if self.remember_predictions:
+            self._predictions[(std, keys)] = out
         return out
 
     def _large_prediction(self, xs: Any, std: bool, k_trans: Any = None) -> Any:
@@ -200,7 +226,7 @@ class Posterior:
     def _acquisition_model(self) -> Any:
         """What skopt's acquisition function predicts with: the GP itself, or above ``FULL_FIT_POINTS`` the
         same GP through ``_large_prediction``."""
-        if len(self._fitted_y) <= FULL_FIT_POINTS:
+        if len(self._fitted_y) <= self.full_fit_points:
             return self._model
         owner = self
 

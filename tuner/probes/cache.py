@@ -61,7 +61,10 @@ def choose_os_method(local_data_dir: Path | None, files: Sequence[Path]) -> OsMe
     return "none"
 
 
-def _drop_caches() -> None:
+def drop_caches() -> None:
+    """Empty the OS page cache (root only; see :func:`can_drop_caches`): ``sync``, then write 1 to
+    /proc/sys/vm/drop_caches — clean page-cache pages only, dentries and inodes stay. What a cold probe does on
+    the target's host between readings; a benchmark that times cold reads outside a session calls it too."""
     os.sync()
     DROP_CACHES.write_text("1\n")  # 1 = page cache only; dentries and inodes stay
 
@@ -158,7 +161,7 @@ class CacheControl:
         elif self.restart is not None:
             await self.restart()
         if self.os_method == "drop_caches":
-            await asyncio.to_thread(_drop_caches)
+            await asyncio.to_thread(drop_caches)
         elif self.os_method == "fadvise":
             await asyncio.to_thread(_fadvise, list(self.files))
 
