@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from tuner.errors import StoreError
 from tuner.store.accepted import Accepted
-from tuner.store.backend import Backend, TargetBusyError
+from tuner.store.backend import StoreBackend, TargetBusyError
 from tuner.store.drift_events import DriftEvents
 from tuner.store.priors import Priors, StoredPrior
 from tuner.store.retention import Retention
@@ -35,15 +35,15 @@ if TYPE_CHECKING:
     from tuner.model import Report
 
 __all__ = [
-    "Backend", "ReportCheck", "SessionSummary", "Store", "StoreError", "StoredPrior", "TargetBusyError", "lock_key",
-    "open_store", "store_location", "target_history", "target_id",
+    "ReportCheck", "SessionSummary", "Store", "StoreBackend", "StoreError", "StoredPrior", "TargetBusyError",
+    "lock_key", "open_store", "store_location", "target_history", "target_id",
 ]
 
 
 class Store:
     """One store: its back-end and the repositories over it. Every write is one transaction of the back-end."""
 
-    def __init__(self, backend: Backend, *, check: ReportCheck) -> None:
+    def __init__(self, backend: StoreBackend, *, check: ReportCheck) -> None:
         self.backend = backend  # where, prepare(), close(), lock_target(target, label)
         self.sessions = Sessions(backend, check)  # save, listing, newest, resolve, report (checked by ``check``)
         self.priors = Priors(backend)  # the warm start's trials
@@ -77,7 +77,7 @@ async def open_store(cfg: Config, *, check: ReportCheck, enabled: bool = True) -
     if not enabled or not cfg.store.enabled:
         yield None
         return
-    backend: Backend
+    backend: StoreBackend
     if cfg.store.url:
         from tuner.store.postgres import PostgresBackend
 

@@ -8,7 +8,7 @@ from typing import Any
 from tuner.errors import StoreError
 from tuner.log import get_logger
 from tuner.model import Recommendation, Report
-from tuner.store.backend import Backend, Repository
+from tuner.store.backend import Repository, StoreBackend
 from tuner.store.in_force import Decided, in_force
 from tuner.store.rows import RowProblem, readable, timestamp, unreadable
 from tuner.store.sessions import Sessions
@@ -19,7 +19,7 @@ log = get_logger("tuner.store")
 class Accepted(Repository):
     """What is in force: what /v1/recommendations serves, re-validation checks and the plateau rule keeps."""
 
-    def __init__(self, db: Backend, sessions: Sessions) -> None:
+    def __init__(self, db: StoreBackend, sessions: Sessions) -> None:
         super().__init__(db)
         self._sessions = sessions
 

@@ -41,8 +41,11 @@ def now() -> str:
     return iso(datetime.now(UTC))
 
 
-class Backend(abc.ABC):
-    """One store's connection. A back-end provides the primitives below; ``prepare`` is shared."""
+class StoreBackend(abc.ABC):
+    """One store's connection: :class:`~tuner.store.sqlite.SqliteBackend` or
+    :class:`~tuner.store.postgres.PostgresBackend`. A new back-end implements the abstract methods below (queries in
+    PostgreSQL's dialect, one transaction per ``write``, the schema's version and its migrations, the target lock);
+    ``prepare`` is shared, and every repository works on it unchanged."""
 
     where: str = "the store"
 
@@ -90,7 +93,7 @@ class Backend(abc.ABC):
 class Repository:
     """What a reader asks the store for, over one back-end (the rows it reads are checked: :mod:`tuner.store.rows`)."""
 
-    def __init__(self, db: Backend) -> None:
+    def __init__(self, db: StoreBackend) -> None:
         self.db = db
 
     @property

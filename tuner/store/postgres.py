@@ -18,7 +18,7 @@ import asyncpg
 
 from tuner.errors import StoreError, TargetError
 from tuner.store import migrations
-from tuner.store.backend import Backend, TargetBusyError
+from tuner.store.backend import StoreBackend, TargetBusyError
 from tuner.store.targets import lock_key
 from tuner.target.connection import connect, redact
 
@@ -26,7 +26,7 @@ SCHEMA = "tuner"
 _MIGRATE_LOCK = 0x7475_6E65_7200_0001  # "tuner\0\0\1": one migrator at a time across the fleet
 
 
-class PostgresBackend(Backend):
+class PostgresBackend(StoreBackend):
     def __init__(self, url: str, *, timeout_s: float = 10.0) -> None:
         self.url = url
         self.where = f"the store at {' '.join(redact(url).split())}"

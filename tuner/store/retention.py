@@ -7,14 +7,14 @@ from datetime import datetime
 from typing import Any
 
 from tuner.store.accepted import Accepted
-from tuner.store.backend import DATED, Backend, Repository, iso
+from tuner.store.backend import DATED, Repository, StoreBackend, iso
 from tuner.store.runs import FINISHED
 
 
 class Retention(Repository):
     """Old history removed, in one transaction."""
 
-    def __init__(self, db: Backend, accepted: Accepted) -> None:
+    def __init__(self, db: StoreBackend, accepted: Accepted) -> None:
         super().__init__(db)
         self._accepted = accepted
 

@@ -19,7 +19,7 @@ from tuner import __version__
 from tuner.errors import ConfigError, StoreError
 from tuner.log import get_logger
 from tuner.model import Report
-from tuner.store.backend import DATED, Backend, Repository, iso, now
+from tuner.store.backend import DATED, Repository, StoreBackend, iso, now
 from tuner.store.rows import Listing, RowProblem, SessionSummary, readable, summary, unreadable
 from tuner.store.targets import target_id
 
@@ -39,7 +39,7 @@ def _num(value: float | None) -> float | None:
 class Sessions(Repository):
     """The stored sessions, their trials and recommendations."""
 
-    def __init__(self, db: Backend, check: ReportCheck) -> None:
+    def __init__(self, db: StoreBackend, check: ReportCheck) -> None:
         super().__init__(db)
         self._check = check
 

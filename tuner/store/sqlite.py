@@ -15,7 +15,7 @@ from typing import Any
 
 from tuner.errors import StoreError
 from tuner.store import migrations
-from tuner.store.backend import Backend, no_lock
+from tuner.store.backend import StoreBackend, no_lock
 
 _PLACEHOLDER = re.compile(r"\$\d+")
 FILE_NAME = "tuner.db"
@@ -27,7 +27,7 @@ def _sqlite(sql: str, args: Sequence[Any]) -> tuple[str, list[Any]]:
     return _PLACEHOLDER.sub("?", sql), [args[n - 1] for n in numbers]
 
 
-class SqliteBackend(Backend):
+class SqliteBackend(StoreBackend):
     def __init__(self, path: Path) -> None:
         self.path = path
         self.where = f"the store {path}"
