@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuner.emit import quote
-from tuner.store import SessionSummary
+
+if TYPE_CHECKING:
+    from tuner.store import SessionSummary
 
 
 def _decision(d: dict[str, Any]) -> str:
