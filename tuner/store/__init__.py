@@ -8,8 +8,9 @@ drift events — in SQLite in the state directory (the default), or in a Postgre
 
 A :class:`Store` is one back-end (:mod:`~tuner.store.backend`: the connection, its SQL dialect, the schema and its
 migrations, transactions, the per-target lock; :mod:`~tuner.store.sqlite` or :mod:`~tuner.store.postgres`) and the
-repositories a reader asks for, each over that back-end. Nothing here renders: what ``tuner history`` and
-``tuner diff`` print is :mod:`tuner.emit.history`.
+repositories a reader asks for, each over that back-end. A report read back is checked by the ``check`` its opener
+gives (:func:`tuner.report_check.check`). Nothing here renders: what ``tuner history`` and ``tuner diff`` print is
+:mod:`tuner.emit.history` and :mod:`tuner.emit.diff`.
 """
 
 from __future__ import annotations
