@@ -5,8 +5,8 @@
 
 Starts one sandbox (a primary and its hot standby, on a loop device of its own) and keeps it; then runs
 ``--sessions`` sessions of the read path (readahead and concurrency) against its standby, one after another, each
-through the same flow as ``tuner recommend`` (:func:`tuner.stored.run_stored`: the store's accepted set reaches
-the plateau rule, the report is saved). Nothing is applied between sessions (the journal puts the device back
+through the same flow as ``tuner recommend`` (:func:`tuner.stored_session.run_stored`: the store's accepted set
+reaches the plateau rule, the report is saved). Nothing is applied between sessions (the journal puts the device back
 at the end of each), so the standby is the same one every time: what changes is noise.
 
 Reported per session: each knob's current and recommended value, decision, near-optimal range and interval, the
@@ -33,8 +33,9 @@ from benchmarks.devices_run import load, run_session  # noqa: E402
 from tuner.configured import load_config  # noqa: E402
 from tuner.core.progress import NullProgress  # noqa: E402
 from tuner.policy import load_policy  # noqa: E402
+from tuner.report_check import check  # noqa: E402
 from tuner.store import open_store, target_id  # noqa: E402
-from tuner.stored import run_stored  # noqa: E402
+from tuner.stored_session import run_stored  # noqa: E402
 from tuner.target.server import servers  # noqa: E402
 
 FAMILIES = ("readahead", "concurrency")
@@ -65,12 +66,12 @@ async def sessions(n: int, *, scale: int, device: str | None, state: str) -> dic
             before, t0 = load(), time.monotonic()
             stored = await run_stored(cfg, policy, use_sandbox=True, families=FAMILIES, where=where)
             report = stored.report
-            async with open_store(cfg) as db:
+            async with open_store(cfg, check=check) as db:
                 assert db is not None
                 fp = report.target.fingerprint or {}
                 tid = target_id(report.target.system_identifier, fp.get("data_directory"), fp.get("label", ""))
                 accepted = {r.knob + (f" ({r.object})" if r.object else ""): r.recommended
-                            for _, r in await db.accepted(tid)}
+                            for _, r in await db.accepted.find(tid)}
             row = {**summary(report), "accepted_after": accepted, "wall_s": round(time.monotonic() - t0, 1),
                    "load": [before, load()], "stored": stored.stored}
             print(json.dumps({"session": i + 1, **{k: row[k] for k in ("probes", "wall_s", "accepted_after")}}),

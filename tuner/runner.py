@@ -27,8 +27,8 @@ from tuner.policy import Policy
 from tuner.report_check import ReportError
 from tuner.probes.diskstat import data_disk
 from tuner.stop import STOP
-from tuner.store import Store, target_id
-from tuner.store.base import StoreError, no_lock
+from tuner.store import Store, StoreError, target_id
+from tuner.store.backend import no_lock
 from tuner.target.fingerprint import fingerprint, recommendation_key
 from tuner.target.connection import redact, server_address
 from tuner.target.server import Servers, servers
@@ -43,7 +43,7 @@ async def _accepted(store: Store | None, target: str) -> dict[str, Any]:
     if store is None:
         return {}
     try:
-        return {recommendation_key(r.knob, r.object): r.recommended for _, r in await store.accepted(target)}
+        return {recommendation_key(r.knob, r.object): r.recommended for _, r in await store.accepted.find(target)}
     except (StoreError, ReportError) as exc:  # a stored row tuner cannot use is not a reason to stop the session
         log.warning("accepted.unavailable", reason=str(exc))
         return {}
@@ -104,7 +104,7 @@ async def recommend(
             # store must not even connect while the first one restarts the server between probes. The lock on
             # its identity (system identifier + data directory) follows once the facts are in.
             address = server_address(where.dsn)
-            near = (store.lock_target(f"address {address}", " ".join(redact(where.dsn).split()))
+            near = (store.backend.lock_target(f"address {address}", " ".join(redact(where.dsn).split()))
                     if store else no_lock())
             try:
                 await locks.enter_async_context(near)
@@ -131,7 +131,7 @@ async def recommend(
                                     progress=progress, budget=budget, sandbox=use_sandbox,
                                     own_devices=where.own_devices, sandbox_dir=where.sandbox_dir, history=history,
                                     pins=dict(pins or {}), disk=disk, accepted=await _accepted(store, tid))
-                busy = store.lock_target(tid, label) if store else no_lock()
+                busy = store.backend.lock_target(tid, label) if store else no_lock()
                 async with busy:
                     for family in chosen:
                         STOP.check()

@@ -1,6 +1,6 @@
 """The same answer when nothing changed (issue #53), through the flow ``tuner recommend`` and the daemon's worker
-share (:func:`tuner.stored.run_stored`: a real store, a real hot standby, the runner): a value accepted before is
-kept while a new session finds it inside its near-optimal range, and replaced once it lies outside.
+share (:func:`tuner.stored_session.run_stored`: a real store, a real hot standby, the runner): a value accepted
+before is kept while a new session finds it inside its near-optimal range, and replaced once it lies outside.
 
 The family here is a test family on ``maintenance_io_concurrency`` whose probe is the package's synthetic probe (pure logic, seeded:
 a plateau that starts where the test says), so that which side of the range the accepted value falls on is the
@@ -21,8 +21,9 @@ from tuner.families.base import FamilyContext, FamilyResult, Needs
 from tuner.model import FamilyOutcome, Trial
 from tuner.optimiser import Dimension
 from tuner.policy import load_policy
+from tuner.report_check import check
 from tuner.store import open_store, target_id
-from tuner.stored import run_stored
+from tuner.stored_session import run_stored
 from tuner.testing import SyntheticProbe
 
 from .conftest import Running
@@ -75,11 +76,11 @@ def _session(sandbox: Running, cfg: Config, *, start: int, seed: int) -> Any:
 
 def _accepted(sandbox: Running, cfg: Config, report: Any) -> dict[str, Any]:
     async def read() -> dict[str, Any]:
-        async with open_store(cfg) as db:
+        async with open_store(cfg, check=check) as db:
             assert db is not None
             fp = report.target.fingerprint or {}
             tid = target_id(report.target.system_identifier, fp.get("data_directory"), fp.get("label", ""))
-            return {r.knob: r.recommended for _, r in await db.accepted(tid)}
+            return {r.knob: r.recommended for _, r in await db.accepted.find(tid)}
     return sandbox.run(read())
 
 

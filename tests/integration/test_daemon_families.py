@@ -20,6 +20,7 @@ from tests.integration.test_daemon import TOKEN, Daemon, _free_port, _sql
 from tests.integration.test_interlock_bypass import Bare, _bare
 from tuner.configured import load_config
 from tuner.emit.json import parse as parse_report
+from tuner.report_check import check
 from tuner.store import open_store
 from tuner.target.sandbox import Binaries
 
@@ -63,9 +64,9 @@ def _seed_wal_recommendation(server: Bare, daemon: ReplayOnly) -> None:
     cfg = load_config(daemon.config, environ=daemon.env)
 
     async def save() -> None:
-        async with open_store(cfg) as db:
+        async with open_store(cfg, check=check) as db:
             assert db is not None
-            await db.save(report, fingerprint)
+            await db.sessions.save(report, fingerprint)
 
     asyncio.run(save())
 

@@ -18,7 +18,8 @@ import pytest
 
 from tests.unit.test_store import EIC, T0, fp, make_report
 from tuner.configured import load_config
-from tuner.store import StoreError, TargetBusyError, open_store, schema
+from tuner.report_check import check
+from tuner.store import StoreError, TargetBusyError, migrations, open_store
 from tuner.target.sandbox import Binaries
 
 from .conftest import Clone, StoreServer, clone_env, wait_for
@@ -52,13 +53,13 @@ def test_the_postgres_store_stores_lists_and_returns_what_sqlite_does(store_url:
     b = make_report("b2bbbbbbbbbb", at=T0.replace(day=3), recommended=64)
 
     async def go() -> Any:
-        async with open_store(_cfg(store_url)) as store:
+        async with open_store(_cfg(store_url), check=check) as store:
             assert store is not None
             for r in (a, b):
-                await store.save(r, r.target.fingerprint or {})
-            sessions = await store.sessions()
-            back = await store.report(await store.resolve("a1"))
-            prior = await store.prior(fp("7001"), "concurrency", exclude="b2bbbbbbbbbb")
+                await store.sessions.save(r, r.target.fingerprint or {})
+            sessions = await store.sessions.newest()
+            back = await store.sessions.report(await store.sessions.resolve("a1"))
+            prior = await store.priors.find(fp("7001"), "concurrency", exclude="b2bbbbbbbbbb")
             return sessions, back, prior
 
     sessions, back, prior = asyncio.run(go())
@@ -78,15 +79,15 @@ def test_the_postgres_store_prunes_as_sqlite_does(store_url: str) -> None:
                make_report("c2cccccccccc", at=T0, sysid="7301", decision="keep", current=256, recommended=512)]
 
     async def go() -> Any:
-        async with open_store(_cfg(store_url)) as store:
+        async with open_store(_cfg(store_url), check=check) as store:
             assert store is not None
             for r in reports:
-                await store.save(r, r.target.fingerprint or {})
-            dry = await store.prune(T0 - timedelta(days=365), dry_run=True)
-            done = await store.prune(T0 - timedelta(days=365))
-            listed = await store.sessions(limit=1000)
+                await store.sessions.save(r, r.target.fingerprint or {})
+            dry = await store.retention.prune(T0 - timedelta(days=365), dry_run=True)
+            done = await store.retention.prune(T0 - timedelta(days=365))
+            listed = await store.sessions.newest(limit=1000)
             left = {s.id for s in listed}
-            accepted = await store.accepted(next(s.target_id for s in listed if s.id == "c2cccccccccc"))
+            accepted = await store.accepted.find(next(s.target_id for s in listed if s.id == "c2cccccccccc"))
             return dry, done, left, accepted
 
     dry, done, left, accepted = asyncio.run(go())
@@ -104,14 +105,14 @@ def test_on_postgres_what_is_in_force_survives_205_later_sessions_and_prune(stor
                              recommended=512) for i in range(1, 206))]
 
     async def go() -> Any:
-        async with open_store(_cfg(store_url)) as store:
+        async with open_store(_cfg(store_url), check=check) as store:
             assert store is not None
             for r in reports:
-                await store.save(r, r.target.fingerprint or {})
-            tid = (await store.sessions(limit=1))[0].target_id
-            before = await store.accepted(tid)
-            done = await store.prune(T0 - timedelta(days=365))
-            return before, done, await store.accepted(tid)
+                await store.sessions.save(r, r.target.fingerprint or {})
+            tid = (await store.sessions.newest(limit=1))[0].target_id
+            before = await store.accepted.find(tid)
+            done = await store.retention.prune(T0 - timedelta(days=365))
+            return before, done, await store.accepted.find(tid)
 
     before, done, after = asyncio.run(go())
     assert [(sid, r.recommended) for sid, r in before] == [("e0eeeeeeeeee", 256)]
@@ -122,12 +123,12 @@ def test_a_newer_schema_on_the_server_is_refused_and_left_alone(store_server: St
     r = make_report("a1aaaaaaaaaa")
 
     async def save() -> None:
-        async with open_store(_cfg(store_url)) as store:
+        async with open_store(_cfg(store_url), check=check) as store:
             assert store is not None
-            await store.save(r, r.target.fingerprint or {})
+            await store.sessions.save(r, r.target.fingerprint or {})
 
     asyncio.run(save())
-    store_server.sql("tunerstore", f"UPDATE tuner.{schema.META} SET value = '{schema.VERSION + 1}'")
+    store_server.sql("tunerstore", f"UPDATE tuner.{migrations.META} SET value = '{migrations.VERSION + 1}'")
     before = store_server.sql("tunerstore", "SELECT id, report FROM tuner.sessions")
     with pytest.raises(StoreError, match="newer than this tuner knows") as err:
         asyncio.run(save())
@@ -224,15 +225,15 @@ def test_a_store_that_goes_away_mid_session_still_gives_the_report(
 
 def test_the_target_lock_is_refused_while_held_and_free_after(store_url: str) -> None:
     async def go() -> None:
-        async with open_store(_cfg(store_url)) as a, open_store(_cfg(store_url)) as b:
+        async with open_store(_cfg(store_url), check=check) as a, open_store(_cfg(store_url), check=check) as b:
             assert a is not None and b is not None
-            async with a.lock_target("t1", "staging 1"):
+            async with a.backend.lock_target("t1", "staging 1"):
                 with pytest.raises(TargetBusyError, match=r"another tuner is running a session on staging 1 \(tuner "):
-                    async with b.lock_target("t1", "staging 1"):
+                    async with b.backend.lock_target("t1", "staging 1"):
                         pass
-                async with b.lock_target("t2", "staging 2"):  # another target is free
+                async with b.backend.lock_target("t2", "staging 2"):  # another target is free
                     pass
-            async with b.lock_target("t1", "staging 1"):
+            async with b.backend.lock_target("t1", "staging 1"):
                 pass
 
     asyncio.run(go())

@@ -14,6 +14,7 @@ import pytest
 from tuner.configured import load_config
 from tuner.daemon.service import check, read_token, targets_of
 from tuner.errors import ConfigError
+from tuner.report_check import check as report_check
 from tuner.store import open_store
 
 TOKEN = "0123456789abcdef0123456789abcdef"
@@ -139,7 +140,7 @@ def test_accepted_recommendations_follow_change_keep_and_applied(tmp_path: Path)
 
     async def go() -> list[list[tuple[str, int]]]:
         seen = []
-        async with open_store(cfg) as db:
+        async with open_store(cfg, check=report_check) as db:
             assert db is not None
             first = with_rec("a00000000001", 1, 64, "change", "2026-01-01T00:00:00+00:00")
             fp = first.target.fingerprint or {}
@@ -150,8 +151,8 @@ def test_accepted_recommendations_follow_change_keep_and_applied(tmp_path: Path)
                                  (with_rec("a00000000004", 7, 64, "keep", "2026-01-04T00:00:00+00:00"), "revalidate"),  # withdrawn
                                  (with_rec("a00000000005", 1, 64, "change", "2026-01-05T00:00:00+00:00"), "recommend"),
                                  (with_rec("a00000000006", 1, 1, "keep", "2026-01-06T00:00:00+00:00"), "recommend")):  # today's as good
-                await db.save(report, report.target.fingerprint or {}, kind=kind)
-                seen.append([(sid, r.recommended) for sid, r in await db.accepted(tid)])
+                await db.sessions.save(report, report.target.fingerprint or {}, kind=kind)
+                seen.append([(sid, r.recommended) for sid, r in await db.accepted.find(tid)])
         return seen
 
     assert asyncio.run(go()) == [[("a00000000001", 64)], [("a00000000001", 64)], [("a00000000001", 64)], [],

@@ -27,6 +27,7 @@ from tuner.daemon.metrics import Metrics
 from tuner.daemon.queries import Queries
 from tuner.daemon.state import DaemonState, Target
 from tuner.daemon.worker import Worker
+from tuner.report_check import check
 from tuner.store import open_store, target_id
 
 EIC = "effective_io_concurrency"
@@ -38,12 +39,12 @@ async def _seeded(tmp: Path, *, name: str = "default", dsn: str = "host=staging 
     """A daemon backend over a store holding three sessions of one target: 1 -> 64 (change), 1 -> 256 (change),
     then a session that kept 256 — so 256 is in force — and the drift check's reading of the server."""
     cfg = load_config(None, overrides={"tuner": {"state_dir": str(tmp)}, "target": {"dsn": dsn}})
-    async with open_store(cfg) as db:
+    async with open_store(cfg, check=check) as db:
         assert db is not None
         for i, (current, rec, decision) in enumerate([(1, 64, "change"), (1, 256, "change"), (256, 256, "keep")]):
             r = make_report(f"{i + 1:012x}", at=T0 + timedelta(days=i), current=current, recommended=rec,
                             decision=decision)
-            await db.save(r, r.target.fingerprint or {})
+            await db.sessions.save(r, r.target.fingerprint or {})
     f = fp()
     target = Target(name, cfg, store_id=target_id("7001", f["data_directory"], f["label"]))
     st = DaemonState(cfg=cfg, targets={name: target}, token=None, owner="test")

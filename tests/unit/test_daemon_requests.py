@@ -59,14 +59,15 @@ def test_the_daemon_refuses_an_excluded_family_and_queues_nothing(tmp_path: Path
     d = _daemon(tmp_path)
 
     async def go() -> list[dict]:
+        from tuner.report_check import check
         from tuner.store import open_store
 
         with pytest.raises(DaemonError, match="does not allow the family readahead"):
             await d.queries.request_session({"families": ["readahead"]})
         with pytest.raises(DaemonError, match="does not allow the family readahead"):
             await d.queries.request_session({"families": ["concurrency", "readahead"]})
-        async with open_store(d.cfg) as db:
-            return await db.runs(d.owner, status=("queued",))
+        async with open_store(d.cfg, check=check) as db:
+            return await db.runs.find(d.owner, status=("queued",))
 
     assert asyncio.run(go()) == []
 
@@ -88,6 +89,7 @@ def test_a_scheduled_revalidation_is_not_queued_for_a_family_the_target_excludes
     """Issue 59, item 1: the store holds an accepted WAL change on a target that allows only concurrency; the
     weekly re-validation finds nothing it may re-validate and queues nothing (a real SQLite store)."""
     from tuner.emit.json import parse as parse_report
+    from tuner.report_check import check
     from tuner.store import open_store, target_id
 
     d = _daemon(tmp_path)
@@ -102,13 +104,13 @@ def test_a_scheduled_revalidation_is_not_queued_for_a_family_the_target_excludes
     fingerprint = {"label": "db", "data_directory": "/srv/db"}
 
     async def go() -> list[dict]:
-        async with open_store(d.cfg) as db:
-            await db.save(report, fingerprint)
+        async with open_store(d.cfg, check=check) as db:
+            await db.sessions.save(report, fingerprint)
         d.state.targets["default"].store_id = target_id(report.target.system_identifier, "/srv/db", "db")
         assert await d.worker.pins(d.state.targets["default"], [])  # the WAL pin is there to be found
         await d.worker.revalidate("default")
-        async with open_store(d.cfg) as db:
-            return await db.runs(d.owner, status=("queued",))
+        async with open_store(d.cfg, check=check) as db:
+            return await db.runs.find(d.owner, status=("queued",))
 
     assert asyncio.run(go()) == []
 

@@ -31,7 +31,7 @@ from tuner.model import (
     TargetOut,
     Trial,
 )
-from tuner.store.base import SessionSummary
+from tuner.store import SessionSummary
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "reports" / "sandbox-all-families.json"
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)

@@ -32,13 +32,13 @@ from tuner.daemon.service import Daemon
 from tuner.emit import tuned as tuned_emit
 from tuner.emit import udev as udev_emit
 from tuner.emit.json import parse
-from tuner.store.sqlite import SqliteStore
+from tuner.store import Store
 
 from .hostile import Input, case_inputs
 from .test_hostile_inputs import Case, check_case
 from .test_hostile_reports import _base
 from .test_hostile_service import NOWHERE, TOKEN, Api, _answer, req
-from .test_store import T0, make_report, save
+from .test_store import T0, _opened, make_report, save
 
 BAD, GOOD = "a" * 12, "b" * 12  # the planted row is the older session; the newer one must still be served
 
@@ -110,12 +110,11 @@ def _planted(template: Path, where: Path, name: str) -> Path:
 
 
 async def _sessions(db: Path) -> list[str]:
-    store = SqliteStore(db).open()
-    await store.prepare()
+    store = await _opened(db)
     try:
-        return [s.id for s in await store.sessions()]
+        return [s.id for s in await store.sessions.newest()]
     finally:
-        await store.close()
+        await store.backend.close()
 
 
 @pytest.mark.parametrize("name", list(ROWS))
@@ -242,15 +241,14 @@ def test_a_session_whose_date_is_not_one_decides_nothing_in_force(template: Path
     con.close()
 
     async def accepted() -> list[str]:
-        store = SqliteStore(db).open()
-        await store.prepare()
+        store = await _opened(db)
         try:
-            return [sid for sid, _ in await store.accepted(json.loads(json.dumps(await _tid(store))))]
+            return [sid for sid, _ in await store.accepted.find(json.loads(json.dumps(await _tid(store))))]
         finally:
-            await store.close()
+            await store.backend.close()
 
-    async def _tid(store: SqliteStore) -> str:
-        return str((await store._fetch("SELECT target_id FROM sessions LIMIT 1"))[0][0])
+    async def _tid(store: Store) -> str:
+        return str((await store.backend.fetch("SELECT target_id FROM sessions LIMIT 1"))[0][0])
 
     assert set(asyncio.run(accepted())) == {GOOD}
 
@@ -260,13 +258,12 @@ def test_the_newest_session_is_never_one_whose_date_is_not_one(template: Path, t
     db = _planted(template, tmp_path, "started-at-words")
 
     async def newest() -> tuple[str, str | None]:
-        store = SqliteStore(db).open()
-        await store.prepare()
+        store = await _opened(db)
         try:
-            prior = await store.prior({"system_identifier": "7001"}, "concurrency")
-            return await store.resolve("latest"), prior.session_id if prior else None
+            prior = await store.priors.find({"system_identifier": "7001"}, "concurrency")
+            return await store.sessions.resolve("latest"), prior.session_id if prior else None
         finally:
-            await store.close()
+            await store.backend.close()
 
     assert asyncio.run(newest()) == (GOOD, GOOD)
 

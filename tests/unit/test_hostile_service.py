@@ -450,10 +450,11 @@ async def _answer(d: Daemon, case: Api, port: int) -> tuple[int, bytes, int]:
         await w.drain()
         data = await asyncio.wait_for(r.read(), 60)
         w.close()
+        from tuner.report_check import check
         from tuner.store import open_store
 
-        async with open_store(d.cfg) as db:
-            queued = len(await db.runs(d.owner, status=("queued",))) if db is not None else 0
+        async with open_store(d.cfg, check=check) as db:
+            queued = len(await db.runs.find(d.owner, status=("queued",))) if db is not None else 0
     finally:
         await runner.cleanup()
     head, _, body = data.partition(b"\r\n\r\n")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from .test_journal import fake_sysfs, journal
-from .test_journal_schema import VICTIM, _doc, alter, sysfs
+from .test_journal_check import VICTIM, _doc, alter, sysfs
 
 REPO = Path(__file__).resolve().parents[2]
 

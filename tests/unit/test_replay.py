@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tuner.actuate import journal_schema
+from tuner.actuate import journal_check
 from tuner.actuate.alter_system import settings
 from tuner.families import REGISTRY
 from tuner.families.base import Endpoint, FamilyContext
@@ -98,7 +98,7 @@ def _entry(kind: str = "alter_system", **extra: Any) -> dict[str, Any]:
         "pause-name", "not-a-replay-setting"])
 def test_what_the_replay_family_journals_passes_the_journal_checks_and_nothing_else(
         change: dict[str, Any], problem: str | None) -> None:
-    found = journal_schema.entry_problem(change, Path("/sys"))
+    found = journal_check.entry_problem(change, Path("/sys"))
     assert (found is None) if problem is None else (found is not None and problem in found), found
 
 

@@ -19,9 +19,11 @@ from tuner import emit
 from tuner.cli import main
 from tuner.configured import load_config
 from tuner.model import EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
-from tuner.store import StoreError, open_store, schema
-from tuner.store.sqlite import SqliteStore
-from tuner.store.views import diff, diff_text, history_text
+from tuner.emit.diff import diff, diff_text
+from tuner.emit.history import history_text
+from tuner.report_check import check
+from tuner.store import Store, StoreError, migrations, open_store
+from tuner.store.sqlite import SqliteBackend
 
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 EIC = "effective_io_concurrency"
@@ -64,10 +66,10 @@ def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
-async def _opened(path: Path) -> SqliteStore:
-    store = SqliteStore(path).open()
-    await store.prepare()
-    return store
+async def _opened(path: Path) -> Store:
+    backend = SqliteBackend(path).open()
+    await backend.prepare()
+    return Store(backend, check=check)
 
 
 def save(path: Path, *reports: Report) -> None:
@@ -75,9 +77,9 @@ def save(path: Path, *reports: Report) -> None:
         store = await _opened(path)
         try:
             for r in reports:
-                await store.save(r, r.target.fingerprint or {})
+                await store.sessions.save(r, r.target.fingerprint or {})
         finally:
-            await store.close()
+            await store.backend.close()
 
     run(go())
 
@@ -95,9 +97,9 @@ def test_a_stored_report_comes_back_equal_and_renders_identically(tmp_path: Path
     async def go() -> Report:
         store = await _opened(db)
         try:
-            return await store.report(await store.resolve("a1b2"))
+            return await store.sessions.report(await store.sessions.resolve("a1b2"))
         finally:
-            await store.close()
+            await store.backend.close()
 
     back = run(go())
     assert back == r
@@ -114,9 +116,10 @@ def test_history_lists_sessions_newest_first_with_decisions_and_intervals(tmp_pa
     async def go() -> Any:
         store = await _opened(db)
         try:
-            return await store.sessions(), await store.sessions(target=(await store.sessions())[0].target_id[:6])
+            every = await store.sessions.newest()
+            return every, await store.sessions.newest(target=every[0].target_id[:6])
         finally:
-            await store.close()
+            await store.backend.close()
 
     every, one = run(go())
     assert [s.id for s in every] == ["bbbbbbbbbbbb", "cccccccccccc", "aaaaaaaaaaaa"]
@@ -132,9 +135,9 @@ def test_history_lists_sessions_newest_first_with_decisions_and_intervals(tmp_pa
     async def again() -> Any:
         store = await _opened(db)
         try:
-            return await store.sessions()
+            return await store.sessions.newest()
         finally:
-            await store.close()
+            await store.backend.close()
 
     assert ("changed since bbbbbbbbbbbb: effective_io_concurrency 1 (default) -> 256 (configuration file)"
             in history_text(run(again()), "x"))
@@ -152,9 +155,9 @@ def test_a_bad_session_reference_is_one_sentence(tmp_path: Path, ref: str, expec
     async def go() -> None:
         store = await _opened(db)
         try:
-            await store.resolve(ref)
+            await store.sessions.resolve(ref)
         finally:
-            await store.close()
+            await store.backend.close()
 
     with pytest.raises(Exception, match=expect) as err:
         run(go())
@@ -174,11 +177,11 @@ def test_saving_one_session_twice_fails_whole_and_keeps_the_first(tmp_path: Path
 # -- refusals that change nothing -------------------------------------------------------------------------------
 def _open_error(path: Path) -> StoreError:
     async def go() -> None:
-        store = SqliteStore(path).open()
+        backend = SqliteBackend(path).open()
         try:
-            await store.prepare()
+            await backend.prepare()
         finally:
-            await store.close()
+            await backend.close()
 
     with pytest.raises(StoreError) as err:
         run(go())
@@ -190,12 +193,12 @@ def test_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
     db = tmp_path / "tuner.db"
     save(db, make_report("a1aaaaaaaaaa"))
     con = sqlite3.connect(db)
-    con.execute(f"UPDATE {schema.META} SET value = ? WHERE key = 'schema_version'", (str(schema.VERSION + 1),))
+    con.execute(f"UPDATE {migrations.META} SET value = ? WHERE key = 'schema_version'", (str(migrations.VERSION + 1),))
     con.commit()
     con.close()
     before = digest(db)
     err = _open_error(db)
-    assert f"schema version {schema.VERSION + 1}, newer than this tuner knows" in str(err)
+    assert f"schema version {migrations.VERSION + 1}, newer than this tuner knows" in str(err)
     assert digest(db) == before
 
 
@@ -224,12 +227,12 @@ def test_a_truncated_store_is_refused(tmp_path: Path) -> None:
         store = await _opened(db)
         try:
             # Everything the store holds is read: wherever the damage falls, something reads it.
-            await store.runs("owner")
-            await store.all_drift_events()
-            for s in await store.sessions(limit=1000):
-                await store.report(s.id)
+            await store.runs.find("owner")
+            await store.drift_events.recent()
+            for s in await store.sessions.newest(limit=1000):
+                await store.sessions.report(s.id)
         finally:
-            await store.close()
+            await store.backend.close()
 
     with pytest.raises(StoreError, match="damaged|cannot be read"):
         run(go())
@@ -252,7 +255,7 @@ def test_reopening_migrates_nothing_and_keeps_everything(tmp_path: Path) -> None
     save(db, make_report("a2aaaaaaaaaa"))
     con = sqlite3.connect(db)
     assert con.execute("SELECT count(*) FROM sessions").fetchone()[0] == 2
-    assert con.execute(f"SELECT value FROM {schema.META}").fetchall() == [(str(schema.VERSION),)]
+    assert con.execute(f"SELECT value FROM {migrations.META}").fetchall() == [(str(migrations.VERSION),)]
 
 
 # -- warm-start priors -------------------------------------------------------------------------------------------
@@ -260,9 +263,9 @@ def _prior(db: Path, fingerprint: dict[str, Any], exclude: str | None = None) ->
     async def go() -> Any:
         store = await _opened(db)
         try:
-            return await store.prior(fingerprint, "concurrency", exclude=exclude)
+            return await store.priors.find(fingerprint, "concurrency", exclude=exclude)
         finally:
-            await store.close()
+            await store.backend.close()
 
     return run(go())
 
@@ -332,11 +335,11 @@ def test_drift_events_are_stored_per_target(tmp_path: Path) -> None:
     async def go() -> Any:
         store = await _opened(db)
         try:
-            tid = (await store.sessions())[0].target_id
-            await store.record_drift(tid, {"server_version_num": [150018, 180001]}, "full session")
-            return await store.drift_events(tid)
+            tid = (await store.sessions.newest())[0].target_id
+            await store.drift_events.record(tid, {"server_version_num": [150018, 180001]}, "full session")
+            return await store.drift_events.find(tid)
         finally:
-            await store.close()
+            await store.backend.close()
 
     (event,) = run(go())
     assert event["changes"] == {"server_version_num": [150018, 180001]} and event["action"] == "full session"
@@ -388,15 +391,15 @@ def test_open_store_honours_no_store_and_the_config_path_and_creates_the_file_on
     r = make_report("a1aaaaaaaaaa")
 
     async def go() -> Any:
-        async with open_store(cfg, enabled=False) as off:
+        async with open_store(cfg, check=check, enabled=False) as off:
             assert off is None
-        async with open_store(cfg) as on:
+        async with open_store(cfg, check=check) as on:
             assert on is not None
             # A run that fails before it stores anything leaves nothing behind; reading an absent store is empty.
-            assert not (tmp_path / "mine.db").exists() and await on.sessions() == []
-            assert await on.prior(fp(), "concurrency") is None
-            await on.save(r, r.target.fingerprint or {})
-            return on.where
+            assert not (tmp_path / "mine.db").exists() and await on.sessions.newest() == []
+            assert await on.priors.find(fp(), "concurrency") is None
+            await on.sessions.save(r, r.target.fingerprint or {})
+            return on.backend.where
 
     assert str(tmp_path / "mine.db") in run(go())
     assert oct((tmp_path / "mine.db").stat().st_mode & 0o777) == "0o600"
@@ -521,10 +524,10 @@ def test_what_is_in_force_survives_any_number_of_later_sessions(tmp_path: Path) 
     async def go() -> list[tuple[str, Any]]:
         store = await _opened(db)
         try:
-            tid = (await store.sessions(limit=1))[0].target_id
-            return await store.accepted(tid)
+            tid = (await store.sessions.newest(limit=1))[0].target_id
+            return await store.accepted.find(tid)
         finally:
-            await store.close()
+            await store.backend.close()
 
     accepted = run(go())
     assert [(sid, r.recommended) for sid, r in accepted] == [("f0ffffffffff", 256)]

@@ -22,6 +22,7 @@ import pytest
 from tuner.actuate import Journal, SysfsWriter
 from tuner.actuate import journal as journal_module
 from tuner.store import StoreError
+from tuner.store.sqlite import SqliteBackend
 
 from .test_store import _cli, _opened, make_report, save
 
@@ -48,9 +49,9 @@ def test_a_stored_row_with_bad_json_or_types_is_one_sentence(tmp_path: Path, sql
         async def go() -> Any:
             store = await _opened(db)
             try:
-                return await store.prior({"system_identifier": "7001"}, "concurrency")
+                return await store.priors.find({"system_identifier": "7001"}, "concurrency")
             finally:
-                await store.close()
+                await store.backend.close()
 
         with pytest.raises(StoreError, match="cannot read|cannot be read"):
             asyncio.run(go())
@@ -85,16 +86,17 @@ def _write_error(tmp_path: Path, pragma: str) -> StoreError:
     async def go() -> None:
         store = await _opened(db)
         try:
-            assert store._db is not None
+            assert isinstance(store.backend, SqliteBackend) and store.backend._db is not None
+            con = store.backend._db
             if pragma == "full":  # SQLite's own SQLITE_FULL: the file may not grow past the pages it has
-                pages = store._db.execute("PRAGMA page_count").fetchone()[0]
-                store._db.execute(f"PRAGMA max_page_count = {pages}")
+                pages = con.execute("PRAGMA page_count").fetchone()[0]
+                con.execute(f"PRAGMA max_page_count = {pages}")
             else:  # SQLITE_READONLY, as a read-only mount gives it
-                store._db.execute("PRAGMA query_only = 1")
+                con.execute("PRAGMA query_only = 1")
             big = make_report("b2bbbbbbbbbb", values={i: 1000.0 + i for i in range(1, 400)})
-            await store.save(big, big.target.fingerprint or {})
+            await store.sessions.save(big, big.target.fingerprint or {})
         finally:
-            await store.close()
+            await store.backend.close()
 
     with pytest.raises(StoreError) as err:
         asyncio.run(go())

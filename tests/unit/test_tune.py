@@ -15,7 +15,7 @@ from tuner.core.tune import tune
 from tuner.families.base import Pin
 from tuner.optimiser import Dimension
 from tuner.policy import load_policy
-from tuner.store.base import StoredPrior
+from tuner.store.priors import StoredPrior
 from tuner.testing import SyntheticProbe, seed_like_surface
 
 EIC = "effective_io_concurrency"

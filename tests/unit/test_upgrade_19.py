@@ -9,7 +9,7 @@ import pytest
 
 from tuner.knobs.successors import io_workers_pair, upgrade_note
 from tuner.model import FamilyOutcome, Recommendation, Report, SessionOut, TargetOut
-from tuner.store.views import diff, diff_text
+from tuner.emit.diff import diff, diff_text
 
 
 def report(sid: str, version: int, *, workers: int | None = None, recommended: int | None = None) -> Report:

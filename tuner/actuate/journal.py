@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner import trust
-from tuner.actuate import journal_schema
+from tuner.actuate import journal_check
 from tuner.actuate.alter_system import alter, alter_entry, put_back, replay_entry, scratch_entry
 from tuner.actuate.batch import batches, restore_batch
 from tuner.actuate.entry import JournalError, JournalInvalid, Restored, not_restored
@@ -54,7 +54,7 @@ from tuner.log import get_logger
 log = get_logger("tuner.journal")
 
 JOURNAL_NAME = "journal.json"
-FORMAT_VERSION = journal_schema.FORMAT_VERSION
+FORMAT_VERSION = journal_check.FORMAT_VERSION
 SAVE_EVERY_S = 1.0  # a restore rewrites the journal at most this often (and at its end)
 
 
@@ -103,16 +103,16 @@ class Journal:
             if exc.errno != errno.ELOOP:
                 raise JournalError(f"cannot read the journal {self.path}: {exc.strerror or exc}") from None
             raise JournalInvalid(f"the journal {self.path} is a symbolic link, which tuner never writes; nothing was "
-                                 "restored", hint=journal_schema.untrusted_hint()) from None
+                                 "restored", hint=journal_check.untrusted_hint()) from None
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise JournalInvalid(f"the journal {self.path} is not a regular file (a directory, pipe or device); "
-                                     "nothing was restored", hint=journal_schema.forget_hint())
+                                     "nothing was restored", hint=journal_check.forget_hint())
             why = (trust.problem(os.fstat(fd), trusted={os.geteuid()}) or trust.directories_above(self.path)
                    if acted_on else None)
             if why:
                 raise JournalInvalid(f"the journal {self.path} may have been written by another user ({why}); "
-                                     "nothing was restored", hint=journal_schema.untrusted_hint())
+                                     "nothing was restored", hint=journal_check.untrusted_hint())
             with os.fdopen(os.dup(fd), "rb") as fh:
                 return fh.read()
         except OSError as exc:
@@ -125,15 +125,15 @@ class Journal:
         raw = self._raw()
         if raw is None:
             return None
-        doc = journal_schema.parse(self.path, raw)
-        journal_schema.check(self.path, doc, self.writer.sys_root)
+        doc = journal_check.parse(self.path, raw)
+        journal_check.check(self.path, doc, self.writer.sys_root)
         return doc
 
     def listing(self) -> list[str]:
         """The entries on disk, numbered as ``--forget`` counts them (the file's format checked, not its entries)."""
         raw = self._raw()
-        changes = [] if raw is None else journal_schema.parse(self.path, raw)["changes"]
-        return [f"{n}: {journal_schema.describe(c)}" for n, c in enumerate(changes, 1)]
+        changes = [] if raw is None else journal_check.parse(self.path, raw)["changes"]
+        return [f"{n}: {journal_check.describe(c)}" for n, c in enumerate(changes, 1)]
 
     def _write(self, doc: dict[str, Any]) -> None:
         atomic_write(self.path, json.dumps(doc, indent=2) + "\n", dir_mode=0o700)
@@ -194,7 +194,7 @@ class Journal:
         cannot be written, neither the journal in memory nor the object changes: the error says so."""
         doc = self._held()
         entry = {**change, "recorded_at": _now()}
-        problem = journal_schema.entry_problem(entry, self.writer.sys_root)
+        problem = journal_check.entry_problem(entry, self.writer.sys_root)
         if problem:
             raise JournalError(f"internal error: refusing to change {obj} {change.get('name')}: its entry {problem}")
         updated = {**doc, "changes": [*doc["changes"], entry]}
@@ -367,15 +367,15 @@ class Journal:
                 raise ConfigError(f"nothing to forget: there is no journal in {self.state_dir}")
             if which == "all":
                 try:
-                    changes = journal_schema.parse(self.path, raw)["changes"]
-                    dropped = [f"{n}: {journal_schema.describe(c)}" for n, c in enumerate(changes, 1)]
+                    changes = journal_check.parse(self.path, raw)["changes"]
+                    dropped = [f"{n}: {journal_check.describe(c)}" for n, c in enumerate(changes, 1)]
                 except JournalError as exc:
                     dropped = [f"the whole damaged journal ({exc})"]
                 doc: dict[str, Any] = {"changes": []}
             else:
-                doc = journal_schema.parse(self.path, raw)
+                doc = journal_check.parse(self.path, raw)
                 number = self._entry_number(which, doc["changes"])
-                dropped = [f"{number}: {journal_schema.describe(doc['changes'].pop(number - 1))}"]
+                dropped = [f"{number}: {journal_check.describe(doc['changes'].pop(number - 1))}"]
             try:
                 if doc["changes"]:
                     self._write(doc)

@@ -159,7 +159,7 @@ def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None, store: 
     """The session, where it was stored (None: not stored; an error: storing it failed), and its target's stored
     sessions, newest first (None where it was not stored or they could not be read)."""
     # The session stack (scikit-optimize, scikit-learn, scipy) takes seconds to import: only a session pays for it.
-    from tuner.stored import run_stored
+    from tuner.stored_session import run_stored
 
     async def guarded() -> Any:
         loop = asyncio.get_running_loop()

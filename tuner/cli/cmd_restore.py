@@ -129,7 +129,7 @@ def prune(config_path: Path | None, state_dir: Path | None, older_than: str, dry
     cfg = store_config(config_path, state_dir)
 
     async def work(store: Any) -> Any:
-        return await store.prune(before, dry_run=dry_run)
+        return await store.retention.prune(before, dry_run=dry_run)
 
     counts = with_store(cfg, work)
     verb = "would remove" if dry_run else "removed"

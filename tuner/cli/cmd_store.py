@@ -17,7 +17,9 @@ from tuner.emit.tableout import listing
 from tuner.errors import ConfigError, StoreError
 from tuner.files import write_files
 from tuner.report_check import ReportError
-from tuner.store import store_location, views
+from tuner.emit.diff import diff as session_diff, diff_text
+from tuner.emit.history import history_json, history_lines
+from tuner.store import store_location
 
 
 @click.command()
@@ -43,17 +45,17 @@ def history(config_path: Path | None, state_dir: Path | None, target: str | None
                           hint="run 'tuner history' to see the target ids")
 
     async def work(store: Any) -> Any:
-        listed = await store.listing(target=target, limit=limit)
+        listed = await store.sessions.listing(target=target, limit=limit)
         return listed, {s.id: why for s in listed.sessions if (why := await _unusable(store, s.id))}
 
     listed, refused = with_store(cfg, work)
     if fmt == "json":  # stdout stays the JSON a program reads; what was left out is said on stderr
         for sentence in listed.unreadable:
             _warn(sentence)
-        click.echo(views.history_json(listed.sessions, refused), nl=False)
+        click.echo(history_json(listed.sessions, refused), nl=False)
         return
     term = terminal(color)
-    lines = views.history_lines(listed.sessions, store_location(cfg), refused) if listed.sessions or \
+    lines = history_lines(listed.sessions, store_location(cfg), refused) if listed.sessions or \
         not listed.unreadable else []
     lines += [(quote.one_line(sentence), "skipped") for sentence in listed.unreadable]
     echo_report(listing(lines, term), term)
@@ -64,7 +66,7 @@ async def _unusable(store: Any, session_id: str) -> str | None:
     decisions come from the same report, so a session whose report tuner could not have written is listed with
     that sentence instead of them — as in a shared [store] url that another writer tampered with."""
     try:
-        await store.report(session_id)
+        await store.sessions.report(session_id)
     except (ReportError, StoreError) as exc:
         return str(exc)
     return None
@@ -118,12 +120,12 @@ def diff(config_path: Path | None, state_dir: Path | None, first: str, second: s
     cfg = store_config(config_path, state_dir)
 
     async def work(store: Any) -> Any:
-        a = await store.report(await store.resolve(first))
-        b = await store.report(await store.resolve(second))
-        return views.diff(a, b)
+        a = await store.sessions.report(await store.sessions.resolve(first))
+        b = await store.sessions.report(await store.sessions.resolve(second))
+        return session_diff(a, b)
 
     d = with_store(cfg, work)
-    click.echo(json.dumps(d, indent=2, ensure_ascii=False) + "\n" if fmt == "json" else views.diff_text(d), nl=False)
+    click.echo(json.dumps(d, indent=2, ensure_ascii=False) + "\n" if fmt == "json" else diff_text(d), nl=False)
 
 @click.command()
 @with_store_options
@@ -189,7 +191,7 @@ def export_source(config_path: Path | None, state_dir: Path | None,
     cfg = store_config(config_path, state_dir)
 
     async def work(store: Any) -> Any:
-        report = await store.report(await store.resolve(source))
+        report = await store.sessions.report(await store.sessions.resolve(source))
         return report, await target_history(store, report, unreadable=_warn)
 
     return with_store(cfg, work)  # type: ignore[no-any-return]

@@ -16,6 +16,7 @@ from tuner.config import Config
 from tuner.configured import load_config
 from tuner.emit.terminal import COLOR_CHOICES, Terminal, detect
 from tuner.errors import ConfigError, TunerError
+from tuner.report_check import check
 from tuner.store import open_store, store_location, target_history  # noqa: F401 (the commands import it from here)
 
 
@@ -188,7 +189,7 @@ def with_store(cfg: Config, work: Any) -> Any:
                                "[store] path/url")
 
     async def go() -> Any:
-        async with open_store(cfg) as store:
+        async with open_store(cfg, check=check) as store:
             return await work(store)
 
     return asyncio.run(go())

@@ -21,7 +21,7 @@ from tuner.core.plateau import Settled, settle
 from tuner.model import NearOptimal, NearRange, Trial
 from tuner.optimiser import BaseOptimiser, Dimension, Suggestion
 from tuner.policy import Policy
-from tuner.store.base import StoredPrior
+from tuner.store.priors import StoredPrior
 
 
 class History(Protocol):

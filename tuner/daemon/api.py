@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from tuner.errors import TunerError
-from tuner.store.base import StoreError
+from tuner.errors import StoreError
 from tuner.log import get_logger
 
 log = get_logger("tuner.daemon.api")

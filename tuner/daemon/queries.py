@@ -66,16 +66,16 @@ class Queries:
             for t in self.state.targets.values():
                 if target and t.name != target:
                     continue
-                accepted = await db.accepted(t.store_id) if t.store_id else []
+                accepted = await db.accepted.find(t.store_id) if t.store_id else []
                 recs: list[dict[str, Any]] = []
                 if accepted:  # as the JSON report has them: with apply_sql, rollback_sql and host commands
-                    report = (await db.report(accepted[0][0])).model_copy(
+                    report = (await db.sessions.report(accepted[0][0])).model_copy(
                         update={"recommendations": [r for _, r in accepted]})
                     recs = [rec | {"session_id": sid}
                             for rec, (sid, _) in zip(to_dict(report)["recommendations"], accepted, strict=True)]
                 # What limited the reads in the newest stored session (tune or provision?), as its report says.
-                latest = await db.sessions(target=t.store_id, limit=1) if t.store_id else []
-                newest = await db.report(latest[0].id) if latest else None
+                latest = await db.sessions.newest(target=t.store_id, limit=1) if t.store_id else []
+                newest = await db.sessions.report(latest[0].id) if latest else None
                 out.append({"target": t.name, "target_id": t.store_id, "recommendations": recs,
                             "io_regime": [r.model_dump(mode="json") for r in newest.io_regime] if newest else [],
                             "device_profile": newest.device_profile if newest else None})
@@ -91,12 +91,12 @@ class Queries:
         if t is None:
             raise self._no_target(target)
         async with self.worker.store() as db:
-            accepted = await db.accepted(t.store_id) if t.store_id else []
-            latest = await db.sessions(target=t.store_id, limit=1) if t.store_id else []
+            accepted = await db.accepted.find(t.store_id) if t.store_id else []
+            latest = await db.sessions.newest(target=t.store_id, limit=1) if t.store_id else []
             if not latest:
                 raise DaemonError(f"target {target} has no stored session yet", status=409,
                                   hint="GET /v1/sessions shows what ran; POST /v1/sessions runs a session now")
-            report = await db.report(latest[0].id)
+            report = await db.sessions.report(latest[0].id)
             history = await target_history(db, report) if fmt == "html" else None
         report = report.model_copy(update={"recommendations": [r for _, r in accepted]})
         return emit.render(report, fmt, history=history)
@@ -107,9 +107,9 @@ class Queries:
         views = []
         async with self.worker.store() as db:
             for t in st.targets.values():
-                accepted = await db.accepted(t.store_id) if t.store_id else []
-                sessions = await db.sessions(target=t.store_id, limit=PAGE_SESSIONS) if t.store_id else []
-                latest = await db.report(sessions[0].id) if sessions else None
+                accepted = await db.accepted.find(t.store_id) if t.store_id else []
+                sessions = await db.sessions.newest(target=t.store_id, limit=PAGE_SESSIONS) if t.store_id else []
+                latest = await db.sessions.report(sessions[0].id) if sessions else None
                 checked_at, values = st.on_server.get(t.name, (None, {}))
                 running = st.status() if st.current is not None and st.current.target == t.name else None
                 views.append(page.TargetPage(name=t.name, label=t.label or label(t), in_force=accepted,
@@ -123,7 +123,7 @@ class Queries:
             return None
         async with self.worker.store() as db:
             try:
-                report = await db.report(session_id)
+                report = await db.sessions.report(session_id)
             except ConfigError:  # no such session
                 return None
             history = await target_history(db, report)
@@ -131,8 +131,8 @@ class Queries:
 
     async def sessions(self, limit: int) -> dict[str, Any]:
         async with self.worker.store() as db:
-            runs = await db.runs(self.state.owner, limit=limit)
-            stored = await db.sessions(limit=limit)
+            runs = await db.runs.find(self.state.owner, limit=limit)
+            stored = await db.sessions.newest(limit=limit)
         for run in runs:
             self._live(run)
         return {"runs": runs, "sessions": [_summary(s) for s in stored]}
@@ -141,9 +141,9 @@ class Queries:
         if not _is_session_id(session_id):
             return None
         async with self.worker.store() as db:
-            run = next(iter(r for r in await db.runs(self.state.owner, limit=1000) if r["id"] == session_id), None)
+            run = next(iter(r for r in await db.runs.find(self.state.owner, limit=1000) if r["id"] == session_id), None)
             try:
-                report = (await db.report(session_id)).model_dump(mode="json")
+                report = (await db.sessions.report(session_id)).model_dump(mode="json")
             except (ConfigError, StoreError):
                 report = None
         if run is None and report is None:
@@ -154,7 +154,7 @@ class Queries:
 
     async def drift(self, limit: int) -> dict[str, Any]:
         async with self.worker.store() as db:
-            return {"events": await db.all_drift_events(limit=limit)}
+            return {"events": await db.drift_events.recent(limit=limit)}
 
     async def request_session(self, body: dict[str, Any]) -> dict[str, Any]:
         req = session_request.parse(body, {n: t.cfg.tuner.families for n, t in self.state.targets.items()})

@@ -100,7 +100,7 @@ class DriftWatch:
         if not changes:
             return
         async with self.worker.store() as db:
-            accepted = await db.accepted(target.store_id) if target.store_id else []
+            accepted = await db.accepted.find(target.store_id) if target.store_id else []
         act = action(changes, pinning.recommended(accepted))
         # The families' declarations import them: only when there is an accepted recommendation to ask about.
         owners = await asyncio.to_thread(pinning.owners) if accepted and act.kind != "session" else None
@@ -108,7 +108,7 @@ class DriftWatch:
         said = f"{act.kind}: {act.reason}" + (f" ({note})" if note else "")
         if target.store_id:
             async with self.worker.store() as db:
-                await db.record_drift(target.store_id, changes_json(changes), said)
+                await db.drift_events.record(target.store_id, changes_json(changes), said)
         st.metrics.drift_events.labels(name).inc()
         log.warning("daemon.drift", target=name, changes=[c.sentence() for c in changes], action=act.kind,
                     reason=act.reason, note=note)
@@ -121,7 +121,7 @@ class DriftWatch:
         if sid != target.store_id:
             target.store_id = sid
             async with self.worker.store() as db:
-                await db.ensure_target(sid, sysid, fp.get("data_directory"), label(target))
+                await db.targets.ensure(sid, sysid, fp.get("data_directory"), label(target))
             await self.worker.refresh(target)
 
 

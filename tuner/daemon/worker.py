@@ -30,6 +30,7 @@ from tuner.families import REGISTRY
 from tuner.families.base import Pin
 from tuner.log import get_logger
 from tuner.policy import load_policy
+from tuner.report_check import check
 from tuner.stop import STOP
 from tuner.store import Store, StoreError, open_store
 from tuner.timespec import Windows, local_timezone
@@ -76,7 +77,7 @@ class Worker:
         async with self._store_lock:
             if self._db is None:
                 stack = contextlib.AsyncExitStack()
-                db = await stack.enter_async_context(open_store(self.state.cfg))
+                db = await stack.enter_async_context(open_store(self.state.cfg, check=check))
                 if db is None:
                     await stack.aclose()
                     raise ConfigError("the daemon needs its store ([store] enabled = false)",
@@ -106,7 +107,7 @@ class Worker:
         async with self.store() as db:
             # The same work queued already is not queued twice (a schedule that fires while its session waits for
             # the window; a client that POSTs in a loop): the queued run is the answer.
-            for run in await db.runs(st.owner, status=("queued",), target=target):
+            for run in await db.runs.find(st.owner, status=("queued",), target=target):
                 if (run["kind"] == kind and sorted(run["families"]) == sorted(families)
                         and sorted(run["knobs"]) == sorted(knobs) and run["forced"] == forced):
                     run["already_queued"] = True
@@ -114,7 +115,7 @@ class Worker:
             run = {"id": uuid.uuid4().hex[:12], "owner": st.owner, "target": target,
                    "target_id": st.targets[target].store_id, "kind": kind, "families": list(families),
                    "knobs": list(knobs), "reason": reason, "forced": forced, "attempt": 1, "status": "queued"}
-            await db.add_run(run)
+            await db.runs.add(run)
         log.info("daemon.queued", run=run["id"], target=target, kind=kind, reason=reason, forced=forced)
         st.wake.set()
         return run
@@ -123,9 +124,9 @@ class Worker:
         """At start: the runs a killed daemon left 'running' become 'interrupted' and are queued again."""
         st = self.state
         async with self.store() as db:
-            for run in await db.runs(st.owner, status=("running",), limit=1000):
+            for run in await db.runs.find(st.owner, status=("running",), limit=1000):
                 detail = "the daemon ended mid-run (killed or crashed); what it had changed was restored"
-                await db.update_run(run["id"], status="interrupted", detail=detail, ended=True)
+                await db.runs.update(run["id"], status="interrupted", detail=detail, ended=True)
                 st.metrics.runs.labels(run["target"], run["kind"], "interrupted").inc()
                 log.warning("daemon.interrupted", run=run["id"], target=run["target"])
                 if run["target"] in st.targets:
@@ -137,7 +138,7 @@ class Worker:
     async def _next(self) -> tuple[dict[str, Any], bool] | None:
         """The oldest queued run that may start now (forced, or its window is open), and whether it is forced."""
         async with self.store() as db:
-            queued = await db.runs(self.state.owner, status=("queued",), limit=1000)
+            queued = await db.runs.find(self.state.owner, status=("queued",), limit=1000)
         now = datetime.now(UTC)
         for run in reversed(queued):  # oldest first
             if run["target"] not in self.state.targets:
@@ -182,7 +183,7 @@ class Worker:
         if st.stopping.is_set():
             return  # it stays queued for the next start
         async with self.store() as db:
-            await db.update_run(run["id"], status="running", started=True)
+            await db.runs.update(run["id"], status="running", started=True)
         current = Current(run=run, target=target.name)
         st.current = current
         st.metrics.running.labels(target.name).set(1)
@@ -223,7 +224,7 @@ class Worker:
                 detail = f"{detail}; {left}"
         try:
             async with self.store() as db:
-                await db.update_run(run["id"], status=status, detail=detail, target_id=target.store_id, ended=True)
+                await db.runs.update(run["id"], status=status, detail=detail, target_id=target.store_id, ended=True)
                 if status == "deferred":
                     await self._again(db, run, status, detail)
         except TunerError as exc:
@@ -245,14 +246,14 @@ class Worker:
         attempt = int(run.get("attempt") or 1) + 1
         if attempt > MAX_ATTEMPTS:
             log.warning("daemon.gave_up", run=run["id"], attempts=attempt - 1)
-            await db.update_run(run["id"], status=status,
+            await db.runs.update(run["id"], status=status,
                                 detail=f"{detail}; not queued again after {attempt - 1} attempts")
             return
         base = run["reason"].split(" (attempt ")[0]
         again = dict(run, id=uuid.uuid4().hex[:12], owner=self.state.owner, status="queued", requested_at=None,
                      started_at=None, ended_at=None, detail=None, attempt=attempt, forced=False,
                      reason=f"{base} (attempt {attempt}, again after {status} {run['id']})")
-        await db.add_run(again)
+        await db.runs.add(again)
 
     def _recover_journal(self) -> str | None:
         """Whatever a run could not put back (a server restarting as it was stopped), tried once more now."""
@@ -289,7 +290,7 @@ class Worker:
         locked = await asyncio.to_thread(lock_working_set)
         self._locked_notice(locked)
         # The optimiser stack, imported above in a thread: on the event loop it would stall the API.
-        from tuner.stored import run_stored
+        from tuner.stored_session import run_stored
 
         cfg = target.cfg
         policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
@@ -318,7 +319,7 @@ class Worker:
         if not target.store_id:
             return {}
         async with self.store() as db:
-            accepted = await db.accepted(target.store_id)
+            accepted = await db.accepted.find(target.store_id)
         if not accepted:
             return {}
         owners = await asyncio.to_thread(pinning.owners)  # imports the families: not on the event loop
@@ -330,8 +331,8 @@ class Worker:
             return
         try:
             async with self.store() as db:
-                accepted = await db.accepted(target.store_id)
-                latest = await db.sessions(target=target.store_id, limit=1)
+                accepted = await db.accepted.find(target.store_id)
+                latest = await db.sessions.newest(target=target.store_id, limit=1)
         except TunerError as exc:
             log.error("daemon.store", error=str(exc))
             return
@@ -355,11 +356,11 @@ class Worker:
             return
         pins = {f: pins[f] for f in mine}
         async with self.store() as db:
-            done = [r for r in await db.runs(st.owner, status=("done",), target=name, limit=200)
+            done = [r for r in await db.runs.find(st.owner, status=("done",), target=name, limit=200)
                     if r["kind"] == "revalidate" and r["ended_at"]]
             last = max((r["ended_at"] for r in done), default=None)
             if last is None:
-                made = [s.started_at for s in await db.sessions(target=target.store_id, limit=200)
+                made = [s.started_at for s in await db.sessions.newest(target=target.store_id, limit=200)
                         if s.id in {p.session_id for p in pins.values()}]
                 last = min(made, default=None)
         due = st.cfg.daemon.revalidate_every.delta
@@ -369,7 +370,8 @@ class Worker:
 
 
 def _import_session_stack() -> None:
-    for name in ("tuner.stored", "tuner.runner", "tuner.optimiser.gp", "skopt", "sklearn.gaussian_process", "scipy.stats"):
+    for name in ("tuner.stored_session", "tuner.runner", "tuner.optimiser.gp", "skopt", "sklearn.gaussian_process",
+                 "scipy.stats"):
         importlib.import_module(name)
     for family in REGISTRY.names():
         REGISTRY.get(family)

@@ -24,7 +24,7 @@ from tuner.core.decide import Decision
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Recommendation, Report, ReportSection, Trial
 from tuner.preview import FamilyPlan
-from tuner.store.base import StoredPrior, Store, StoreError
+from tuner.store import StoredPrior, Store, StoreError
 from tuner.target.guard import Guard
 from tuner.target.server import Restart
 
@@ -162,7 +162,7 @@ class WarmStart:
 
     async def prior(self, family: str) -> StoredPrior | None:
         try:
-            return await self.store.prior(self.fingerprint, family, exclude=self.session_id)
+            return await self.store.priors.find(self.fingerprint, family, exclude=self.session_id)
         except StoreError as exc:  # the history is a help, not a precondition: a cold start it is
             log.warning("warm_start.unavailable", family=family, reason=str(exc))
             return None

@@ -1,4 +1,4 @@
-"""A shared store in PostgreSQL (``[store] url``): the daemons of many staging hosts keep one history, and an
+"""The back-end of a shared store in PostgreSQL (``[store] url``): the daemons of many staging hosts keep one history, and an
 advisory lock per target keeps two of them from probing one server at the same time.
 
 Everything lives in the schema ``tuner`` of the given database (created on first use). The target lock is a
@@ -16,23 +16,24 @@ from typing import Any
 
 import asyncpg
 
-from tuner.errors import TargetError
-from tuner.store import schema
-from tuner.store.base import Store, StoreError, TargetBusyError, lock_key
+from tuner.errors import StoreError, TargetError
+from tuner.store import migrations
+from tuner.store.backend import StoreBackend, TargetBusyError
+from tuner.store.targets import lock_key
 from tuner.target.connection import connect, redact
 
 SCHEMA = "tuner"
 _MIGRATE_LOCK = 0x7475_6E65_7200_0001  # "tuner\0\0\1": one migrator at a time across the fleet
 
 
-class PostgresStore(Store):
+class PostgresBackend(StoreBackend):
     def __init__(self, url: str, *, timeout_s: float = 10.0) -> None:
         self.url = url
         self.where = f"the store at {' '.join(redact(url).split())}"
         self.timeout_s = timeout_s
         self._conn: asyncpg.Connection | None = None
 
-    async def open(self) -> PostgresStore:
+    async def open(self) -> PostgresBackend:
         name = f"tuner {socket.gethostname()} pid {os.getpid()}"[:63]
         try:
             self._conn = await connect(self.url, timeout_s=self.timeout_s,
@@ -54,13 +55,13 @@ class PostgresStore(Store):
             return StoreError(f"{self.where} went away ({text})", hint="check the store's server")
         return StoreError(f"{self.where} failed: {text}", hint="check the store's server and its permissions")
 
-    async def _fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         try:
             return [tuple(r) for r in await self._c().fetch(sql, *args, timeout=self.timeout_s * 3)]
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
             raise self._error(exc) from None
 
-    async def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+    async def write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         conn = self._c()
         try:
             async with conn.transaction():
@@ -70,12 +71,12 @@ class PostgresStore(Store):
             raise self._error(exc) from None
 
     async def _version(self) -> int | None:
-        rows = await self._fetch("SELECT to_regclass($1) IS NOT NULL", f"{SCHEMA}.{schema.META}")
+        rows = await self.fetch("SELECT to_regclass($1) IS NOT NULL", f"{SCHEMA}.{migrations.META}")
         if not rows[0][0]:
             return None
-        rows = await self._fetch(f"SELECT value FROM {SCHEMA}.{schema.META} WHERE key = 'schema_version'")
+        rows = await self.fetch(f"SELECT value FROM {SCHEMA}.{migrations.META} WHERE key = 'schema_version'")
         if not rows or not str(rows[0][0]).isdigit():
-            raise StoreError(f"{self.where} has no readable schema version in {SCHEMA}.{schema.META}",
+            raise StoreError(f"{self.where} has no readable schema version in {SCHEMA}.{migrations.META}",
                              hint="drop the schema 'tuner' there (tuner creates it again), or run with --no-store")
         return int(rows[0][0])
 
@@ -85,20 +86,20 @@ class PostgresStore(Store):
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATE_LOCK)
                 await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-                found = await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", f"{SCHEMA}.{schema.META}")
+                found = await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", f"{SCHEMA}.{migrations.META}")
                 if found:
                     current = int(await conn.fetchval(
-                        f"SELECT value FROM {SCHEMA}.{schema.META} WHERE key = 'schema_version'") or 0)
+                        f"SELECT value FROM {SCHEMA}.{migrations.META} WHERE key = 'schema_version'") or 0)
                 else:
                     current = 0
-                if current > schema.VERSION:
+                if current > migrations.VERSION:
                     raise StoreError(f"{self.where} has schema version {current}, newer than this tuner knows "
-                                     f"({schema.VERSION})", hint="run the newer tuner, or --no-store")
-                for version in range(current + 1, schema.VERSION + 1):
-                    for stmt in schema.MIGRATIONS[version - 1]:
+                                     f"({migrations.VERSION})", hint="run the newer tuner, or --no-store")
+                for version in range(current + 1, migrations.VERSION + 1):
+                    for stmt in migrations.MIGRATIONS[version - 1]:
                         await conn.execute(stmt)
-                await conn.execute(f"INSERT INTO {SCHEMA}.{schema.META} (key, value) VALUES ('schema_version', $1) "
-                                   "ON CONFLICT (key) DO UPDATE SET value = $1", str(schema.VERSION))
+                await conn.execute(f"INSERT INTO {SCHEMA}.{migrations.META} (key, value) VALUES ('schema_version', $1) "
+                                   "ON CONFLICT (key) DO UPDATE SET value = $1", str(migrations.VERSION))
         except StoreError:
             raise
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
@@ -113,9 +114,9 @@ class PostgresStore(Store):
     @contextlib.asynccontextmanager
     async def lock_target(self, target: str, label: str) -> AsyncIterator[None]:
         key = lock_key(target)
-        got = (await self._fetch("SELECT pg_try_advisory_lock($1)", key))[0][0]
+        got = (await self.fetch("SELECT pg_try_advisory_lock($1)", key))[0][0]
         if not got:
-            rows = await self._fetch(
+            rows = await self.fetch(
                 "SELECT a.application_name, a.client_addr::text, a.backend_start FROM pg_locks l "
                 "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "
                 "AND l.objsubid = 1 AND l.objid::text::bigint = ($1::bigint & 4294967295) "

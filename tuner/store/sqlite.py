@@ -1,4 +1,4 @@
-"""The default store: one SQLite file in the state directory (``tuner.db``), WAL mode, one writer at a time."""
+"""The default store's back-end: one SQLite file in the state directory (``tuner.db``), WAL mode, one writer at a time."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from tuner.store import schema
-from tuner.store.base import Store, StoreError, no_lock
+from tuner.errors import StoreError
+from tuner.store import migrations
+from tuner.store.backend import StoreBackend, no_lock
 
 _PLACEHOLDER = re.compile(r"\$\d+")
 FILE_NAME = "tuner.db"
@@ -26,7 +27,7 @@ def _sqlite(sql: str, args: Sequence[Any]) -> tuple[str, list[Any]]:
     return _PLACEHOLDER.sub("?", sql), [args[n - 1] for n in numbers]
 
 
-class SqliteStore(Store):
+class SqliteBackend(StoreBackend):
     def __init__(self, path: Path) -> None:
         self.path = path
         self.where = f"the store {path}"
@@ -34,7 +35,7 @@ class SqliteStore(Store):
         self._absent = False
         self._lock = threading.Lock()  # one statement or transaction at a time on the shared connection
 
-    def open(self) -> SqliteStore:
+    def open(self) -> SqliteBackend:
         """Open the store if it exists. A store that does not exist yet is created by the first write, not here:
         a run that fails before it has anything to store leaves nothing behind."""
         if not self.path.exists() and not self.path.is_symlink():
@@ -57,7 +58,7 @@ class SqliteStore(Store):
         if not self._absent:
             await super().prepare()
 
-    def _open(self, *, fresh: bool) -> SqliteStore:
+    def _open(self, *, fresh: bool) -> SqliteBackend:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             if fresh:  # private from the start: reports name hosts, devices and settings
@@ -126,7 +127,7 @@ class SqliteStore(Store):
         self._absent = False
         await super().prepare()
 
-    async def _fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         if self._absent:
             return []  # an empty store
         q, a = _sqlite(sql, args)
@@ -157,7 +158,7 @@ class SqliteStore(Store):
         except sqlite3.Error as exc:
             raise self._error(exc) from None
 
-    async def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+    async def write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         if self._absent:
             await self._create()
         await asyncio.to_thread(self._write_now, [_sqlite(sql, args) for sql, args in statements])
@@ -168,14 +169,14 @@ class SqliteStore(Store):
                 db.execute(sql, args)
 
     async def _version(self) -> int | None:
-        tables = {r[0] for r in await self._fetch("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if schema.META not in tables:
+        tables = {r[0] for r in await self.fetch("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if migrations.META not in tables:
             if tables:
                 raise StoreError(f"{self.where} is an SQLite database but not a tuner store (it has tables "
                                  f"{', '.join(sorted(tables)[:3])}…)",
                                  hint="give tuner its own file ([store] path), or run with --no-store")
             return None
-        rows = await self._fetch(f"SELECT value FROM {schema.META} WHERE key = 'schema_version'")
+        rows = await self.fetch(f"SELECT value FROM {migrations.META} WHERE key = 'schema_version'")
         if not rows or not str(rows[0][0]).isdigit():
             raise StoreError(f"{self.where} has no readable schema version",
                              hint="move it aside (tuner starts a new one) or run with --no-store")
@@ -184,17 +185,17 @@ class SqliteStore(Store):
     async def _migrate(self, current: int) -> None:
         with self._lock, self._transaction() as db:  # a second migrator waits, then finds the work done
             current = self._locked_version(db)
-            for version in range(current + 1, schema.VERSION + 1):
-                for stmt in schema.MIGRATIONS[version - 1]:
+            for version in range(current + 1, migrations.VERSION + 1):
+                for stmt in migrations.MIGRATIONS[version - 1]:
                     db.execute(stmt)
-            db.execute(*_sqlite(f"INSERT INTO {schema.META} (key, value) VALUES ('schema_version', $1) "
-                                "ON CONFLICT (key) DO UPDATE SET value = $1", (str(schema.VERSION),)))
+            db.execute(*_sqlite(f"INSERT INTO {migrations.META} (key, value) VALUES ('schema_version', $1) "
+                                "ON CONFLICT (key) DO UPDATE SET value = $1", (str(migrations.VERSION),)))
 
     @staticmethod
     def _locked_version(db: sqlite3.Connection) -> int:
-        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (schema.META,)).fetchall():
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (migrations.META,)).fetchall():
             return 0
-        row = db.execute(f"SELECT value FROM {schema.META} WHERE key = 'schema_version'").fetchone()
+        row = db.execute(f"SELECT value FROM {migrations.META} WHERE key = 'schema_version'").fetchone()
         return int(row[0]) if row else 0
 
     async def close(self) -> None:

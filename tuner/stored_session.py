@@ -6,6 +6,7 @@ families, report, everything put back) holds the store's lock on its target whil
 from it. Its report is then saved with its fingerprint; a store that fails at that point is returned, not raised:
 the report exists, and the operator must still get it.
 
+It is the session flow's, not the store's: :mod:`tuner.store` sits below the runner and knows nothing of it.
 This module imports the session stack (scikit-optimize, scikit-learn, scipy: seconds), so its callers import it
 when a session starts.
 """
@@ -19,6 +20,7 @@ from tuner.config import Config
 from tuner.log import get_logger
 from tuner.model import Report
 from tuner.policy import Policy
+from tuner.report_check import check
 from tuner.runner import recommend
 from tuner.store import SessionSummary, StoreError, open_store, target_history
 
@@ -39,12 +41,12 @@ async def run_stored(cfg: Config, policy: Policy, *, store: bool = True, kind: s
     in the configured store (none with ``store=False`` or ``[store] enabled = false``). With ``history``, the
     stored sessions of its target come back too (None when they cannot be read: only a report's history section
     needs them)."""
-    async with open_store(cfg, enabled=store) as db:
+    async with open_store(cfg, check=check, enabled=store) as db:
         report = await recommend(cfg, policy, store=db, **session)
         if db is None:
             return StoredSession(report, stored=False)
         try:
-            await db.save(report, report.target.fingerprint or {}, kind=kind)
+            await db.sessions.save(report, report.target.fingerprint or {}, kind=kind)
         except StoreError as exc:
             return StoredSession(report, stored=False, problem=exc)
         if not history:
