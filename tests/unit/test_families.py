@@ -9,13 +9,13 @@ import pytest
 from pydantic import ValidationError
 
 from tuner.families import REGISTRY
-from tuner.families.base import FamilyContext, FamilyResult, Needs, Registry, unmet_needs
+from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, Registry, unmet_needs
 from tuner.emit.json import parse
 from tuner.model import Report
 
 
-def _family(name: str, after: tuple[str, ...] = ()) -> type:
-    class F:
+def _family(name: str, after: tuple[str, ...] = ()) -> type[Family]:
+    class F(Family):
         needs: ClassVar[Needs] = Needs()
         summary: ClassVar[str] = name
 
@@ -25,8 +25,8 @@ def _family(name: str, after: tuple[str, ...] = ()) -> type:
         async def run(self, ctx: FamilyContext) -> FamilyResult:
             raise NotImplementedError
 
-    F.name = name  # type: ignore[attr-defined]
-    F.after = after  # type: ignore[attr-defined]
+    F.name = name
+    F.after = after
     F.__qualname__ = F.__name__ = f"F_{name}"
     return F
 
