@@ -184,9 +184,9 @@ OBJECTIVE_UNIT = "ms (the workload's execution time)"
 
 
 class Family(ABC):
-    """A knob family: subclass it, set the four class attributes without defaults, implement ``applicable`` and
-    ``run``, and add one line to :data:`tuner.families.REGISTRY`. ``applicable`` is cheap and changes nothing;
-    ``run`` probes.
+    """A knob family: subclass it, set ``name``, ``needs`` and ``summary``, implement ``applicable`` and ``run``,
+    and add one line to :data:`tuner.families.REGISTRY`. ``applicable`` is cheap and changes nothing; ``run``
+    probes.
 
     Every other member is an optional hook with a default here, so shared code asks a family instead of guessing:
     a family overrides the ones that apply to it (an attribute, or a method with the same signature).
@@ -278,7 +278,7 @@ class Registry:
 
     def register(self, family: type[Family]) -> None:
         """Add (or replace) a family class; for families that live outside tuner, and tests."""
-        self._loaded[family.name] = _family(family, f"{family.__module__}:{family.__qualname__}")
+        self._loaded[family.name] = _instantiate(family, f"{family.__module__}:{family.__qualname__}")
         self._where[family.name] = f"{family.__module__}:{family.__qualname__}"
 
     def unregister(self, name: str) -> None:
@@ -288,7 +288,7 @@ class Registry:
     def get(self, name: str) -> Family:
         if name not in self._loaded:
             module, _, cls = self._where[name].partition(":")
-            self._loaded[name] = _family(getattr(importlib.import_module(module), cls), self._where[name])
+            self._loaded[name] = _instantiate(getattr(importlib.import_module(module), cls), self._where[name])
         return self._loaded[name]
 
     def section_types(self, kind: Literal["policy", "report"]) -> dict[str, type[BaseModel]]:
@@ -315,7 +315,7 @@ class Registry:
         return [self.get(n) for n in done]
 
 
-def _family(cls: Any, where: str) -> Family:
+def _instantiate(cls: Any, where: str) -> Family:
     """An instance of the family class ``cls`` (found at ``where``); a class that is not a :class:`Family`
     subclass is refused, naming what it lacks."""
     if not (isinstance(cls, type) and issubclass(cls, Family)):
