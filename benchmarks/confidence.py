@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import tuner.families  # noqa: E402,F401  # the families' registry, which a policy needs to read their tables
 from tuner.policy import load_policy  # noqa: E402
 from tuner.core.decide import confirmation_test  # noqa: E402
 from tuner.core.loops import confirm  # noqa: E402

@@ -49,7 +49,7 @@ from benchmarks import devices_score as sc  # noqa: E402
 from benchmarks.devices_run import recommend_json, run_session, state_dir  # noqa: E402
 from tuner.configured import load_config  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
-from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped  # noqa: E402
+from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, skipped  # noqa: E402
 from tuner.families.concurrency import KNOB, cold_probe  # noqa: E402  (the family's own probe, not a copy)
 from tuner.model import FamilyOutcome, Trial  # noqa: E402
 from tuner.policy import load_policy  # noqa: E402
@@ -71,7 +71,7 @@ PG18_PROFILES = ("latency=1ms@3", "iops=3000@20", "mbps=125@4")
 PG15_DEFAULT_EIC = 1
 
 
-class Sweep:
+class Sweep(Family):
     """The truth sweep as a family: the concurrency family's cold probe at every grid value, in randomised
     blocks. Registered only inside this benchmark."""
 

@@ -28,7 +28,7 @@ from benchmarks import devices_score as sc
 from benchmarks.devices_run import in_sandbox, md_table, recommend_json, resume, scored, scored_profile, state_dir
 from benchmarks.devices_run import load as _load
 from tuner.families import readahead as ra
-from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
+from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, skipped
 from tuner.knobs.devices import discover, postgres_paths
 from tuner.model import FamilyOutcome, Trial
 from tuner.probes import workload
@@ -64,7 +64,7 @@ def cell(ra_kb: int, eic: int) -> str:
     return f"{ra_kb},{eic}"
 
 
-class Sweep2D:
+class Sweep2D(Family):
     """Every (read_ahead_kb, eic) cell of the grid, cold, in randomised blocks, with the readahead family's probe."""
 
     name: ClassVar[str] = "devsweep2d"

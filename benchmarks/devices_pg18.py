@@ -23,7 +23,7 @@ from benchmarks.devices_run import in_sandbox, load, md_table, recommend_json, r
 from tuner.families import aio
 from tuner.knobs import iouring
 from tuner.families import concurrency as cc
-from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
+from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, skipped
 from tuner.model import FamilyOutcome, Trial
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
@@ -36,7 +36,7 @@ PG18_DEFAULT_EIC = 16  # PostgreSQL 18 raised the default from 1 to 16 (18 relea
 PG18_DEFAULT_METHOD = "worker"
 
 
-class Sweep18:
+class Sweep18(Family):
     """Every (io_method, eic) cell, cold, in randomised blocks, with the concurrency family's 17+ probe."""
 
     name: ClassVar[str] = "devsweep18"

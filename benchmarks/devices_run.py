@@ -18,6 +18,7 @@ from typing import Any
 
 from tuner.configured import load_config
 from tuner.families import REGISTRY
+from tuner.families.base import Family
 from tuner.model import Report
 from tuner.policy import load_policy
 
@@ -65,7 +66,7 @@ def run_session(coro: Any) -> Report:
                          "and what the session changed was put back") from None
 
 
-def in_sandbox(family: Any, profile: str, scale: int, part: str, *, pg_version: int | None = None) -> tuple[Report, dict[str, Any]]:
+def in_sandbox(family: type[Family], profile: str, scale: int, part: str, *, pg_version: int | None = None) -> tuple[Report, dict[str, Any]]:
     """Run ``family`` (a class, registered for this call only) on a sandbox with ``profile``; the report and the
     run's wall time and load average before and after."""
     from tuner.runner import recommend  # heavy: the whole session machinery

@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from optimiser import CURRENT, SUCCESS, NoiseStream, Surface, expand_surfaces, run_tuner, tuner_optimiser  # noqa: E402
 
 from tuner.core.loops import build_optimiser, search  # noqa: E402
+import tuner.families  # noqa: E402,F401  # the families' registry, which a policy needs to read their tables
 from tuner.policy import load_policy  # noqa: E402
 from tuner.testing import SyntheticProbe  # noqa: E402
 

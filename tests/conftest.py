@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+import tuner.families  # noqa: F401  the families' registry: a policy or a report reads its family sections through it
 from tuner import log
 
 

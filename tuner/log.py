@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
 import structlog
 
@@ -45,7 +45,7 @@ def configure(level: str = "info", *, stream: TextIO | None = None, json: bool |
     )
 
 
-def _hide_secrets(_logger: object, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+def _hide_secrets(_logger: object, _name: str, event: structlog.typing.EventDict) -> structlog.typing.EventDict:
     """Every string field with its passwords hidden (:func:`tuner.redact.text`): a DSN or a command that reaches a
     log line unredacted by its caller is still safe."""
     return {k: redact.text(v) if isinstance(v, str) else v for k, v in event.items()}

@@ -19,7 +19,7 @@ from tuner.core.progress import NullProgress
 from tuner.endpoints import clear, endpoint, learn
 from tuner.errors import RefusedError, TunerError
 from tuner.families import REGISTRY
-from tuner.families.base import Endpoint, Family, FamilyContext, preflight, why_skipped
+from tuner.families.base import Endpoint, Family, FamilyContext, why_skipped
 from tuner.log import get_logger
 from tuner.policy import Policy
 from tuner.preview import LIVE_SESSION, Check, ColdStart, Estimate, FamilyPlan, Grant, Preflight
@@ -103,7 +103,7 @@ async def _check(cfg: Config, policy: Policy, where: Servers, chosen: list[Famil
     for family in chosen:
         why_not = why_skipped(family, ctx)
         plans.append(FamilyPlan(family=family.name, runs=False, reason=why_not) if why_not
-                     else await preflight(family, ctx))
+                     else await family.preflight(ctx))
     timed = cold.seconds is not None
     note = ((SANDBOX_TIMED_NOTE if timed else SANDBOX_NOTE) if use_sandbox else TIMED_NOTE if timed else None)
     return Preflight(target=label, server_version=facts.server_version, mode=clearance.mode, checks=checks,

@@ -2,42 +2,47 @@
 belong to one family, whose model the family declares (``policy_section``, ``report_section``).
 
 :class:`tuner.policy.Policy` and :class:`tuner.model.Report` sit below the families and cannot import them, so
-the families' registry installs the lookup here when it is imported (:func:`install`): the lower layers ask it,
-by kind, which family owns which model, and split a policy file's tables or a report's top-level keys among the
-families by it. Nothing here knows a family by name.
+the families' registry is given to this module (:func:`install`): :mod:`tuner.families` passes its ``REGISTRY``
+in where it defines it, so importing the registry is what makes policies and reports readable. The lower layers
+ask it, by kind, which family owns which model, and split a policy file's tables or a report's top-level keys
+among the families by it. Nothing here knows a family, or the registry's module, by name.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
 Kind = Literal["policy", "report"]
-Lookup = Callable[[Kind], Mapping[str, type[BaseModel]]]
-
-REGISTRY_MODULE = "tuner.families"
-_lookup: Lookup | None = None
 
 
-def install(lookup: Lookup) -> None:
-    """Where :func:`types` finds the families' sections (the families' registry, once imported)."""
-    global _lookup
-    _lookup = lookup
+class Source(Protocol):
+    """What this module asks of the families' registry (:class:`tuner.families.base.Registry` is one)."""
+
+    def section_types(self, kind: Kind) -> Mapping[str, type[BaseModel]]: ...
+
+
+_source: Source | None = None
+
+
+def install(source: Source) -> None:
+    """Where :func:`types` finds the families' sections: the families' registry (or, in a test, a stand-in)."""
+    global _source
+    _source = source
 
 
 def types(kind: Kind) -> Mapping[str, type[BaseModel]]:
     """Per family that declares one, the model of its ``kind`` of section.
 
-    A policy or a report may be read before anything imported the registry (a script that only loads a
-    policy): the registry is then imported by name, as it imports its own families by name, so that this layer
-    needs no import of the layer above it."""
-    if _lookup is None:
-        importlib.import_module(REGISTRY_MODULE)  # installs the lookup
-    assert _lookup is not None, f"{REGISTRY_MODULE} did not install the sections' lookup"
-    return _lookup(kind)
+    A policy or a report read before the registry was installed would lose its families' sections, so that is
+    refused: a program that reads one imports :mod:`tuner.families` first (the command line, the daemon and the
+    test suite do)."""
+    if _source is None:
+        raise RuntimeError("the families' registry is not installed, so a policy's or a report's family sections "
+                           "cannot be read: import tuner.families first (it installs its REGISTRY here)")
+    return _source.section_types(kind)
 
 
 def validated(owner: str, family: str, model: type[BaseModel], data: Any, *,

@@ -17,7 +17,7 @@ from tuner.config import Config
 from tuner.core.tune import tune
 from tuner.core.decide import recommendation
 from tuner.families import REGISTRY
-from tuner.families.base import FamilyContext, FamilyResult, Needs
+from tuner.families.base import Family, FamilyContext, FamilyResult, Needs
 from tuner.model import FamilyOutcome, Trial
 from tuner.optimiser import Dimension
 from tuner.policy import load_policy
@@ -31,7 +31,7 @@ from .conftest import Running
 KNOB = "maintenance_io_concurrency"  # a knob the store knows; its probe here is synthetic
 
 
-class Plateau:
+class Plateau(Family):
     """``maintenance_io_concurrency`` over a surface that is slow below ``START`` and level above it."""
 
     name: ClassVar[str] = "plateau_test"

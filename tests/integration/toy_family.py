@@ -18,7 +18,7 @@ from pydantic import Field
 from tuner.config import Section
 from tuner.core.decide import recommendation
 from tuner.core.tune import tune
-from tuner.families.base import FamilyContext, FamilyResult, Needs
+from tuner.families.base import Family, FamilyContext, FamilyResult, Needs
 from tuner.model import FamilyOutcome, ReportSection, Trial
 from tuner.optimiser import Dimension
 
@@ -37,7 +37,7 @@ class ToyReport(ReportSection):
         return [] if self.toy_rows_sorted is None else [f"toy: sorted {self.toy_rows_sorted} rows per probe"]
 
 
-class Toy:
+class Toy(Family):
     name: ClassVar[str] = "toy"
     needs: ClassVar[Needs] = Needs()
     after: ClassVar[tuple[str, ...]] = ("concurrency",)

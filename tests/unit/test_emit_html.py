@@ -17,7 +17,7 @@ from tuner.emit import evidence, svg
 from tuner.emit import html as h
 from tuner.emit.json import parse
 from tuner.families import REGISTRY
-from tuner.families.base import Needs, objective_unit
+from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, objective_unit
 from tuner.families.readahead_sections import DeviceOut
 from tuner.families.wal_sections import WalContentionOut, WalScalingOut
 from tuner.families.wal_sections import Report as WalSection
@@ -446,7 +446,7 @@ def test_a_plateau_and_an_edge_are_said_in_the_recommendations() -> None:
 
 # ---- a family's own parts of the page ----------------------------------------------------------------------------
 
-class _Toy:
+class _Toy(Family):
     """A family from outside tuner with both report hooks: its unit and a section of its own."""
 
     name: ClassVar[str] = "toy"
@@ -455,21 +455,20 @@ class _Toy:
     summary: ClassVar[str] = "a toy"
     objective_unit: ClassVar[str] = "toy-seconds (on the toy clock)"
 
-    def applicable(self, ctx: object) -> str | None:
+    def applicable(self, ctx: FamilyContext) -> str | None:
         return None
 
-    async def run(self, ctx: object) -> object:
+    async def run(self, ctx: FamilyContext) -> FamilyResult:
         raise NotImplementedError  # never run: only the report hooks are under test
 
-    @staticmethod
-    def html_sections(report: Report, figures: svg.Figures) -> list[tuple[str, str, str]]:
+    def html_sections(self, report: Report, figures: svg.Figures) -> list[tuple[str, str, str]]:
         n = figures.next_no()
         return [("toy", "Toy", f"<p>toy section, figure {n}, {len(report.trials)} trials</p>")]
 
 
 def test_the_page_asks_each_family_for_its_unit_and_its_own_section() -> None:
     trials = [_trial({"toy_knob": v}, t, family="toy") for v, t in [(1, 5.0), (2, 4.0), (4, 6.0)]]
-    REGISTRY.register(_Toy)  # type: ignore[arg-type]
+    REGISTRY.register(_Toy)
     try:
         page = h.to_html(_report([], trials))
     finally:

@@ -8,14 +8,16 @@ from typing import ClassVar
 import pytest
 from pydantic import ValidationError
 
+from tuner import sections
 from tuner.families import REGISTRY
-from tuner.families.base import FamilyContext, FamilyResult, Needs, Registry, unmet_needs
+from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, Registry, unmet_needs
 from tuner.emit.json import parse
 from tuner.model import Report
+from tuner.policy import load_policy
 
 
-def _family(name: str, after: tuple[str, ...] = ()) -> type:
-    class F:
+def _family(name: str, after: tuple[str, ...] = ()) -> type[Family]:
+    class F(Family):
         needs: ClassVar[Needs] = Needs()
         summary: ClassVar[str] = name
 
@@ -25,8 +27,8 @@ def _family(name: str, after: tuple[str, ...] = ()) -> type:
         async def run(self, ctx: FamilyContext) -> FamilyResult:
             raise NotImplementedError
 
-    F.name = name  # type: ignore[attr-defined]
-    F.after = after  # type: ignore[attr-defined]
+    F.name = name
+    F.after = after
     F.__qualname__ = F.__name__ = f"F_{name}"
     return F
 
@@ -43,11 +45,61 @@ def test_the_replay_family_runs_before_the_wal_familys_gigabytes_of_wal() -> Non
     assert order.index("replay") < order.index("wal"), order
 
 
-def test_every_registered_family_declares_the_protocol() -> None:
+def test_every_registered_family_is_a_family_and_sets_what_has_no_default() -> None:
     for name in REGISTRY.names():
         fam = REGISTRY.get(name)
+        assert isinstance(fam, Family)
         assert fam.name == name and isinstance(fam.needs, Needs) and fam.summary
         assert all(a in REGISTRY.names() for a in fam.after)
+
+
+def test_the_hooks_a_family_leaves_out_have_the_base_classs_defaults() -> None:
+    fam = _family("plain")()
+    assert fam.objective_unit == "ms (the workload's execution time)" and fam.after == ()
+    assert not fam.honours_pins and fam.object_scopes == ()
+    assert fam.policy_section is None and fam.report_section is None
+    assert fam.upgrade_report(report := Report.model_construct()) is report
+
+
+def test_the_registry_refuses_a_class_that_is_not_a_whole_family() -> None:
+    class NotAFamily:
+        name: ClassVar[str] = "nope"
+
+    class Unnamed(Family):
+        needs: ClassVar[Needs] = Needs()
+        summary: ClassVar[str] = "no name"
+
+        def applicable(self, ctx: FamilyContext) -> str | None:
+            return None
+
+        async def run(self, ctx: FamilyContext) -> FamilyResult:
+            raise NotImplementedError
+
+    class Abstract(Family):  # no run
+        name: ClassVar[str] = "abstract"
+        needs: ClassVar[Needs] = Needs()
+        summary: ClassVar[str] = "no run"
+
+        def applicable(self, ctx: FamilyContext) -> str | None:
+            return None
+
+    reg = Registry({})
+    with pytest.raises(TypeError, match="not a tuner.families.base.Family subclass"):
+        reg.register(NotAFamily)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="does not set name"):
+        reg.register(Unnamed)
+    with pytest.raises(TypeError, match="abstract"):
+        reg.register(Abstract)  # type: ignore[type-abstract]
+    assert reg.names() == ()
+
+
+def test_policies_and_reports_are_read_through_the_registry_passed_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tuner.families hands its registry to tuner.sections; without it, reading a policy is refused in one sentence
+    (it would lose the families' tables), never done by importing a module by name."""
+    assert sections.types("policy") == REGISTRY.section_types("policy")
+    monkeypatch.setattr(sections, "_source", None)
+    with pytest.raises(RuntimeError, match="import tuner.families first"):
+        load_policy("default")
 
 
 def test_order_follows_after_and_keeps_registry_order_otherwise() -> None:

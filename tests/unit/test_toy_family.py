@@ -21,7 +21,7 @@ from tuner.emit.svg import Figures, esc
 from tuner.emit.table import to_table
 from tuner.errors import ConfigError
 from tuner.families import REGISTRY
-from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
+from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, skipped
 from tuner.model import Report, ReportSection
 from tuner.policy import SHIPPED_POLICY_DIR, load_policy
 
@@ -43,7 +43,7 @@ class ToyReport(ReportSection):
         return [] if self.toy_spins_per_s is None else [f"toy: {self.toy_spins_per_s:.1f} spins/s"]
 
 
-class Toy:
+class Toy(Family):
     name: ClassVar[str] = "toy"
     needs: ClassVar[Needs] = Needs()
     after: ClassVar[tuple[str, ...]] = ()

@@ -110,9 +110,11 @@ def classify(family: str | None, points: Sequence[Trial], *, profile: DeviceProf
     # (the median: a short window under blk-throttle can catch a burst above the cap — 4,074 IOPS at iops=3000)
     deeper_rate = statistics.median(deeper_iops) if deeper_iops else 0.0
     outran = deeper_rate >= FLAT * max(iops, 1e-9)
-    base = dict(family=family, device=device, probes=len(points), read_iops=round(iops, 1), read_mib_s=round(mib, 2),
-                kib_per_read=_r(m[KIB_PER_READ]), reads_in_flight=_r(m[IN_FLIGHT], 2),
-                read_latency_ms=_r(m[LATENCY_MS], 3), busy_share=round(busy, 3), peak_read_iops=round(peak, 1))
+    # The fields every outcome shares (typed by IoRegimeOut, which validates them).
+    base: dict[str, Any] = dict(
+        family=family, device=device, probes=len(points), read_iops=round(iops, 1), read_mib_s=round(mib, 2),
+        kib_per_read=_r(m[KIB_PER_READ]), reads_in_flight=_r(m[IN_FLIGHT], 2),
+        read_latency_ms=_r(m[LATENCY_MS], 3), busy_share=round(busy, 3), peak_read_iops=round(peak, 1))
     each = (f"{m[KIB_PER_READ]:,.0f} KiB per read, {m[LATENCY_MS]:.2f} ms each"
             if m[KIB_PER_READ] is not None and m[LATENCY_MS] is not None else "no read completed")
     at = f"{iops:,.0f} IOPS and {mib:,.1f} MiB/s ({each})"

@@ -29,7 +29,8 @@ class History(Protocol):
 
 
 class PinLike(Protocol):
-    near_optimal: dict[str, tuple[int, int]]
+    @property
+    def near_optimal(self) -> Mapping[str, tuple[int, int]]: ...
 
     def against(self, today: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]: ...
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from tuner.daemon.drift import knob_families
 from tuner.families import REGISTRY
-from tuner.families.base import Pin, honours_pins, object_scopes
+from tuner.families.base import Pin
 from tuner.model import Recommendation
 from tuner.target.fingerprint import recommendation_key
 
@@ -40,8 +40,8 @@ def owners() -> Owners:
     """The registered families' declarations. It imports every family module, and with them the optimiser stack:
     call it in a thread, not on the event loop."""
     families = [REGISTRY.get(name) for name in REGISTRY.names()]
-    return Owners(knobs=knob_families(), scopes={s: f.name for f in families for s in object_scopes(f)},
-                  pinned=frozenset(f.name for f in families if honours_pins(f)))
+    return Owners(knobs=knob_families(), scopes={s: f.name for f in families for s in f.object_scopes},
+                  pinned=frozenset(f.name for f in families if f.honours_pins))
 
 
 def pins(accepted: Iterable[tuple[str, Recommendation]], owners: Owners, knobs: Iterable[str]) -> dict[str, Pin]:

@@ -25,7 +25,7 @@ from tuner.emit.io_panel import io_sections
 from tuner.emit.figures import confirmation_figure, effects_figure, history_figure, search_1d, search_2d
 from tuner.emit.svg import Figures, esc, finite, num, ratio
 from tuner.families import REGISTRY
-from tuner.families.base import html_sections, objective_unit, upgrade_report
+from tuner.families.base import objective_unit
 from tuner.model import Recommendation, Report
 
 
@@ -231,7 +231,7 @@ def _history_entries(report: Report, history: Sequence[Any]) -> dict[tuple[str, 
 
 def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
     for name in REGISTRY.names():  # a report an older tuner wrote, as each family reads it today
-        report = upgrade_report(REGISTRY.get(name), report)
+        report = REGISTRY.get(name).upgrade_report(report)
     floor, stated = min_effect(report)
     confs = confirmations(report.trials)
     attach(report.recommendations, confs)
@@ -330,7 +330,7 @@ def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
     sections.append(("confirmation", "Confirmation: paired trials", "".join(body)))
     # each family's own measurements, in the registry's order
     for name in REGISTRY.names():
-        sections.extend(html_sections(REGISTRY.get(name), report, figures))
+        sections.extend(REGISTRY.get(name).html_sections(report, figures))
     sections.extend(io_sections(report, figures))  # what limited the reads (the device's counters)
     # history
     if history is not None:

@@ -12,4 +12,4 @@ REGISTRY = Registry({
 })
 
 # The policy and the report (below this layer) split their families' tables and keys by what the families declare.
-sections.install(REGISTRY.section_types)
+sections.install(REGISTRY)

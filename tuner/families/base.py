@@ -5,17 +5,17 @@ A family declares what it needs from the target (``Needs``) and which families m
 (``after``); the orchestrator checks the needs, orders the families and hands each one a
 :class:`FamilyContext`. A family returns one :class:`FamilyResult`: its outcome, its trials, its
 recommendations as data, and a report section of its own. Adding a family is one module with a class that
-implements :class:`Family`, plus one line in :data:`tuner.families.REGISTRY`.
+subclasses :class:`Family` (its hooks have defaults), plus one line in :data:`tuner.families.REGISTRY`.
 """
 
 from __future__ import annotations
 
 import importlib
-import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import asyncpg
 from pydantic import BaseModel
@@ -30,7 +30,7 @@ from tuner.target.server import Restart
 
 if TYPE_CHECKING:
     from tuner.actuate import Journal
-    from tuner.config import Config
+    from tuner.config import Config, Section
     from tuner.core.progress import Progress
     from tuner.emit.svg import Figures
     from tuner.policy import Policy
@@ -180,77 +180,64 @@ class FamilyResult:
     restored: list[str] = field(default_factory=list)  # what the family put back itself, as sentences
 
 
-class Family(Protocol):
-    """A knob family. ``applicable`` is cheap and changes nothing; ``run`` probes.
-
-    Optional members tell shared code what it must not guess (see :func:`objective_unit`, :func:`html_sections`,
-    :func:`honours_pins` and :func:`object_scopes`): ``objective_unit: ClassVar[str]``, what a trial's value
-    measures (default :data:`OBJECTIVE_UNIT`); ``html_sections(report, figures)``, the HTML report's sections for
-    what the family put in the report besides trials and recommendations, as (id, heading, body HTML);
-    ``upgrade_report(report)``, an older tuner's report as the family reads it today (e.g. trials it stored
-    under another phase then); ``honours_pins: ClassVar[bool]``, whether its ``run`` re-validates a stored recommendation given as a
-    :class:`Pin` (default False); ``object_scopes: ClassVar[tuple[str, ...]]``, the scopes of the objects its
-    recommendations name (``"device"``, ``"tablespace"``), so a recommendation on an object is known to be its
-    (default none: its recommendations are server-wide settings, owned as the knob catalogue says);
-    ``preflight(ctx)``, what ``tuner check`` shows of a family that would run — its workload, the checks only it
-    makes, one probe's duration — found without changing anything (:func:`preflight`; default: nothing more).
-    ``policy_section: ClassVar[type[Section]]``, the model of its policy table (``[NAME]``, read as
-    ``ctx.policy.section(NAME)``; default none); ``report_section: ClassVar[type[ReportSection]]``, the model of
-    its part of the report (its fields are top-level keys of the JSON report; it renders itself in the terminal
-    table; default none).
-    """
-
-    name: ClassVar[str]
-    needs: ClassVar[Needs]
-    after: ClassVar[tuple[str, ...]]  # families that run before this one when both are chosen
-    summary: ClassVar[str]  # one line for --help
-
-    def applicable(self, ctx: FamilyContext) -> str | None:
-        """None when the family can run on this target, else the reason it cannot (one sentence)."""
-
-    async def run(self, ctx: FamilyContext) -> FamilyResult: ...
-
-
 OBJECTIVE_UNIT = "ms (the workload's execution time)"
 
 
+class Family(ABC):
+    """A knob family: subclass it, set ``name``, ``needs`` and ``summary``, implement ``applicable`` and ``run``,
+    and add one line to :data:`tuner.families.REGISTRY`. ``applicable`` is cheap and changes nothing; ``run``
+    probes.
+
+    Every other member is an optional hook with a default here, so shared code asks a family instead of guessing:
+    a family overrides the ones that apply to it (an attribute, or a method with the same signature).
+    """
+
+    # Required: every family sets these.
+    name: ClassVar[str]
+    needs: ClassVar[Needs]
+    summary: ClassVar[str]  # one line for --help
+    after: ClassVar[tuple[str, ...]] = ()  # families that run before this one when both are chosen
+
+    # Optional hooks, with the defaults shared code relies on.
+    objective_unit: ClassVar[str] = OBJECTIVE_UNIT  # what a trial's value measures, for axes and captions
+    honours_pins: ClassVar[bool] = False  # its run re-validates a stored recommendation given as a Pin
+    # The scopes of the objects its recommendations name ("device", "tablespace"), so that a recommendation on an
+    # object is known to be its; none: its recommendations are server-wide settings, owned as the catalogue says.
+    object_scopes: ClassVar[tuple[str, ...]] = ()
+    # The model of its policy table ([NAME], read as ctx.policy.section(NAME)); None: it has none.
+    policy_section: ClassVar[type[Section] | None] = None
+    # The model of its part of the report (its fields are top-level keys of the JSON report; it renders itself in
+    # the terminal table); None: it has none.
+    report_section: ClassVar[type[ReportSection] | None] = None
+
+    @abstractmethod
+    def applicable(self, ctx: FamilyContext) -> str | None:
+        """None when the family can run on this target, else the reason it cannot (one sentence)."""
+
+    @abstractmethod
+    async def run(self, ctx: FamilyContext) -> FamilyResult:
+        """Probe, decide and return the family's part of the report (what it changed is put back)."""
+
+    async def preflight(self, ctx: FamilyContext) -> FamilyPlan:
+        """What ``tuner check`` shows of the family, which would run on this target — its workload, the checks
+        only it makes, one probe's duration — found without changing anything (default: only that it runs)."""
+        return FamilyPlan(family=self.name, runs=True, reason="runs (it shows nothing more before it probes)")
+
+    def html_sections(self, report: Report, figures: Figures) -> list[tuple[str, str, str]]:
+        """The HTML report's sections for what the family put in the report besides trials and recommendations,
+        as (id, heading, body HTML); default none."""
+        return []
+
+    def upgrade_report(self, report: Report) -> Report:
+        """``report``, written by an older tuner, as the family reads it today (e.g. trials it stored under another
+        phase then); default: as it is."""
+        return report
+
+
 def objective_unit(family: Family | None) -> str:
-    """What ``family``'s trial values measure, for axes and captions: its ``objective_unit``, else the time of a
-    workload (:data:`OBJECTIVE_UNIT`; also for None, a family the registry does not know)."""
-    return str(getattr(family, "objective_unit", OBJECTIVE_UNIT))
-
-
-def html_sections(family: Family, report: Report, figures: Figures) -> list[tuple[str, str, str]]:
-    """``family``'s own sections of the HTML report, as (id, heading, body HTML): none unless it declares
-    ``html_sections``."""
-    hook = getattr(family, "html_sections", None)
-    return list(hook(report, figures)) if hook is not None else []
-
-
-def upgrade_report(family: Family, report: Report) -> Report:
-    """``report`` as ``family`` reads a report an older tuner wrote (its ``upgrade_report``; default: as it is)."""
-    hook = getattr(family, "upgrade_report", None)
-    return hook(report) if hook is not None else report
-
-
-def honours_pins(family: Family) -> bool:
-    """Whether ``family`` re-validates a stored recommendation pinned to it (its ``honours_pins``; default False)."""
-    return bool(getattr(family, "honours_pins", False))
-
-
-def object_scopes(family: Family) -> tuple[str, ...]:
-    """The scopes of the objects ``family``'s recommendations name (its ``object_scopes``; default none)."""
-    return tuple(getattr(family, "object_scopes", ()))
-
-
-async def preflight(family: Family, ctx: FamilyContext) -> FamilyPlan:
-    """What ``tuner check`` shows of ``family``, which would run on this target: its ``preflight`` hook's plan (sync
-    or async), else a plan that says only that it runs."""
-    hook = getattr(family, "preflight", None)
-    if hook is None:
-        return FamilyPlan(family=family.name, runs=True, reason="runs (it shows nothing more before it probes)")
-    plan = hook(ctx)
-    return await plan if inspect.isawaitable(plan) else plan
+    """What ``family``'s trial values measure, for axes and captions: its ``objective_unit``; for None (a family
+    the registry does not know) the time of a workload (:data:`OBJECTIVE_UNIT`)."""
+    return OBJECTIVE_UNIT if family is None else family.objective_unit
 
 
 def unmet_needs(needs: Needs, ctx: FamilyContext) -> str | None:
@@ -280,7 +267,7 @@ def skipped(name: str, reason: str, section: ReportSection | None = None) -> Fam
 
 class Registry:
     """Families by name, imported when first used (``"module:Class"``), so that the command line and the
-    configuration can list them without importing what they probe with."""
+    configuration can list them without importing what they probe with. Every entry is a :class:`Family`."""
 
     def __init__(self, entries: Mapping[str, str]) -> None:
         self._where = dict(entries)
@@ -291,8 +278,8 @@ class Registry:
 
     def register(self, family: type[Family]) -> None:
         """Add (or replace) a family class; for families that live outside tuner, and tests."""
+        self._loaded[family.name] = _instantiate(family, f"{family.__module__}:{family.__qualname__}")
         self._where[family.name] = f"{family.__module__}:{family.__qualname__}"
-        self._loaded[family.name] = family()
 
     def unregister(self, name: str) -> None:
         self._where.pop(name, None)
@@ -301,7 +288,7 @@ class Registry:
     def get(self, name: str) -> Family:
         if name not in self._loaded:
             module, _, cls = self._where[name].partition(":")
-            self._loaded[name] = getattr(importlib.import_module(module), cls)()
+            self._loaded[name] = _instantiate(getattr(importlib.import_module(module), cls), self._where[name])
         return self._loaded[name]
 
     def section_types(self, kind: Literal["policy", "report"]) -> dict[str, type[BaseModel]]:
@@ -309,7 +296,8 @@ class Registry:
         (what :mod:`tuner.sections` asks; the families are imported for it)."""
         out: dict[str, type[BaseModel]] = {}
         for name in self.names():
-            model = getattr(self.get(name), f"{kind}_section", None)
+            family = self.get(name)
+            model = family.policy_section if kind == "policy" else family.report_section
             if model is not None:
                 out[name] = model
         return out
@@ -325,3 +313,14 @@ class Registry:
                 raise ValueError(f"families {sorted(set(chosen) - set(done))} wait for each other (see 'after')")
             done.append(ready[0])
         return [self.get(n) for n in done]
+
+
+def _instantiate(cls: Any, where: str) -> Family:
+    """An instance of the family class ``cls`` (found at ``where``); a class that is not a :class:`Family`
+    subclass is refused, naming what it lacks."""
+    if not (isinstance(cls, type) and issubclass(cls, Family)):
+        raise TypeError(f"{where} is not a tuner.families.base.Family subclass")
+    missing = [a for a in ("name", "needs", "summary") if not hasattr(cls, a)]
+    if missing:
+        raise TypeError(f"{where} does not set {', '.join(missing)}")
+    return cls()

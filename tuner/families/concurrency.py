@@ -29,7 +29,7 @@ from tuner.core.loops import Probe
 from tuner.core.tune import Tuned, tune
 from tuner.errors import ProbeError
 from tuner.families import aio, concurrency_figures, concurrency_sections, previews
-from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
+from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, skipped
 from tuner.families.handover import Fixed, from_finding, settled_value
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, NearOptimal, Recommendation, Trial
@@ -50,7 +50,7 @@ READ_STREAMS = 170000  # sequential scans go through read streams from 17
 WEIGHTED = "weighted_execution_time_ms"
 
 
-class Concurrency:
+class Concurrency(Family):
     name: ClassVar[str] = "concurrency"
     needs: ClassVar[Needs] = Needs(local_host=True)
     after: ClassVar[tuple[str, ...]] = ("readahead",)
@@ -118,18 +118,19 @@ class Concurrency:
                      queries=[q.name for q in queries], cache=cache.describe(),
                      budget=ctx.budget if ctx.budget is not None else policy.budget.probes)
         tuned = await tune(ctx, self.name, probe, [dim], current)
-        outcome = dict(family=self.name, workload=workload_sql, cache=cache.describe())
+        outcome: dict[str, Any] = dict(family=self.name, workload=workload_sql, cache=cache.describe())
         if tuned.pinned:  # the daemon's re-validation: the stored recommendation against today, no search
             outcome.update(reason=tuned.warm_start)
         else:
             outcome.update(stop_reason=tuned.stop_reason, optimiser=tuned.optimiser, warm_start=tuned.warm_start)
         if tuned.decided is None:
-            return FamilyResult(FamilyOutcome(status="failed", reason=tuned.stop_reason, **outcome),  # type: ignore[arg-type]
+            reason = tuned.stop_reason or "the search found nothing to recommend"
+            return FamilyResult(FamilyOutcome(status="failed", reason=reason, **outcome),
                                 trials=tuned.trials)
         if not tuned.pinned:
             outcome["reason"] = "search and confirmation finished" if tuned.decided.trials else "search finished"
         rec = recommendation(KNOB, tuned.decided, source=today.source, requires=bounds.spec(KNOB, facts).requires)  # type: ignore[union-attr]
-        return FamilyResult(FamilyOutcome(status="done", **outcome), trials=tuned.trials,  # type: ignore[arg-type]
+        return FamilyResult(FamilyOutcome(status="done", **outcome), trials=tuned.trials,
                             recommendations=[rec])
 
 
@@ -255,7 +256,8 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
             tuned = first.pinned
             assert tuned.decided is not None
             recs = [_rec(k, tuned.decided, facts, io) for k in pinned]
-            return FamilyResult(FamilyOutcome(status="done", reason=tuned.warm_start, **outcome),
+            reason = tuned.warm_start or "the stored recommendation, re-validated"  # a pin's note, always set
+            return FamilyResult(FamilyOutcome(status="done", reason=reason, **outcome),
                                 trials=tuned.trials, recommendations=recs, restored=restored)
         outcome.update(stop_reason=first.stop_reason, warm_start=first.warm_start)
         trials += first.trials

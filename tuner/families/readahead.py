@@ -31,7 +31,7 @@ from tuner.core import bounds
 from tuner.core.decide import TODAY_IN_OPTIMUM, Decision, decide, shares
 from tuner.core.tune import tune
 from tuner.families import previews, readahead_figures, readahead_sections
-from tuner.families.base import OBJECTIVE_UNIT, FamilyContext, FamilyResult, Finding, Needs, skipped
+from tuner.families.base import OBJECTIVE_UNIT, Family, FamilyContext, FamilyResult, Finding, Needs, skipped
 from tuner.families.readahead_sections import Combination, DeviceOut
 from tuner.knobs.devices import BlockDevice, DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
 from tuner.log import get_logger
@@ -141,7 +141,7 @@ def _median_metric(trials: list[Trial], arm: str, key: str) -> float | None:
     return round(statistics.median(vals), 1) if vals else None
 
 
-class Readahead:
+class Readahead(Family):
     name: ClassVar[str] = FAMILY
     needs: ClassVar[Needs] = Needs(local_host=True)
     after: ClassVar[tuple[str, ...]] = ()
@@ -157,7 +157,7 @@ class Readahead:
             return f"the policy does not search {RA}"
         return None
 
-    def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:
+    async def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:
         """What `tuner check` shows: the devices, and whether tuner may write each one's readahead."""
         return previews.devices(ctx, self.name)
 

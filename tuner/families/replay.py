@@ -24,7 +24,7 @@ from tuner.core.decide import Decision, recommendation
 from tuner.core.tune import tune
 from tuner.errors import ProbeError, RefusedError, TunerError
 from tuner.families import previews, replay_sections
-from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped
+from tuner.families.base import Endpoint, Family, FamilyContext, FamilyResult, Needs, skipped
 from tuner.families.replay_sections import ReplayOut
 from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Trial
@@ -39,7 +39,7 @@ KNOB = replayload.KNOB
 MIN_VERSION = 150000  # recovery_prefetch came in 15
 
 
-class Replay:
+class Replay(Family):
     name: ClassVar[str] = FAMILY
     needs: ClassVar[Needs] = Needs(writable=True, superuser=True)
     after: ClassVar[tuple[str, ...]] = ()
@@ -71,7 +71,7 @@ class Replay:
                     "startup process's I/O counters there")
         return None
 
-    def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:
+    async def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:
         """What `tuner check` shows: the WAL stream each probe replays."""
         return previews.load(self.name, f"one-row updates of {ctx.policy.section(self.name).pages} random heap pages on the "
                              "primary, replayed by the paused standby from a cold cache")
@@ -184,7 +184,8 @@ class Replay:
             outcome.update(stop_reason=tuned.stop_reason, optimiser=tuned.optimiser, warm_start=tuned.warm_start)
         decided = tuned.decided
         if decided is None:
-            return FamilyResult(FamilyOutcome(status="failed", reason=tuned.stop_reason, **outcome), trials=trials)
+            reason = tuned.stop_reason or "the search found nothing to recommend"
+            return FamilyResult(FamilyOutcome(status="failed", reason=reason, **outcome), trials=trials)
         if not tuned.pinned:
             outcome.update(reason=("searched and confirmed" if decided.trials else "searched") + f" on {place}; "
                                   f"recovery_prefetch = {prefetch}")

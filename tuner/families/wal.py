@@ -33,7 +33,7 @@ from tuner.core.loops import Progress
 from tuner.core.tune import tune
 from tuner.errors import ProbeError, RefusedError, TunerError
 from tuner.families import previews, wal_figures, wal_legacy, wal_sections
-from tuner.families.base import Endpoint, FamilyContext, FamilyResult, Needs, skipped
+from tuner.families.base import Endpoint, Family, FamilyContext, FamilyResult, Needs, skipped
 from tuner.families.wal_sections import WalContentionOut, WalScalingOut
 from tuner.knobs import catalog
 from tuner.log import get_logger
@@ -128,7 +128,7 @@ class WalProbe:
         return t
 
 
-class Wal:
+class Wal(Family):
     name: ClassVar[str] = FAMILY
     needs: ClassVar[Needs] = Needs(writable=True, superuser=True)
     # After the replay family: this family's loads write gigabytes of WAL (5.2 GB in a default sandbox session),
@@ -146,7 +146,7 @@ class Wal:
     def applicable(self, ctx: FamilyContext) -> str | None:
         return None
 
-    def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:
+    async def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:
         """What `tuner check` shows: the load, and how long each probe lasts by the policy."""
         wp = ctx.policy.section(self.name)
         return previews.load(self.name, f"{wp.clients} clients inserting {wp.rows_per_tx}-row transactions into a "

@@ -147,8 +147,8 @@ async def connect(
         raise ValueError(f"session_attrs must be one of {', '.join(SESSION_ATTRS)}, not {session_attrs!r}")
     settings = {"application_name": "tuner", **(server_settings or {})}
     # The PG* environment alone (no DSN) is read by libpq's rules too: a service, libpq-only variables.
-    uri = to_uri(dsn or "")
-    uri = None if uri == "postgresql://?" else uri
+    given = to_uri(dsn or "")
+    uri = None if given == "postgresql://?" else given
     where = " ".join(redact(dsn).split()) if dsn else "the server the PG* environment names"
     secrets = _secrets(uri)
     try:
