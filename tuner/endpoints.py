@@ -11,7 +11,8 @@ from tuner.errors import RefusedError
 from tuner.families.base import Endpoint
 from tuner.log import get_logger
 from tuner.target import interlock
-from tuner.target.connection import connect, redact
+from tuner.target.connection import connect
+from tuner.redact import dsn as redact
 from tuner.target.facts import TargetFacts, gather
 from tuner.target.guard import Guard
 from tuner.target.server import Restart

@@ -25,7 +25,8 @@ from tuner.policy import Policy
 from tuner.preview import LIVE_SESSION, Check, ColdStart, Estimate, FamilyPlan, Grant, Preflight
 from tuner.probes.cache import CacheControl, Eviction, can_drop_caches, eviction
 from tuner.target import privileges
-from tuner.target.connection import connect, redact
+from tuner.target.connection import connect
+from tuner.redact import dsn as redact
 from tuner.target.facts import TargetFacts
 from tuner.target.server import Servers, servers
 

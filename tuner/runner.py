@@ -30,7 +30,8 @@ from tuner.stop import STOP
 from tuner.store import Store, target_id
 from tuner.store.base import StoreError, no_lock
 from tuner.target.fingerprint import fingerprint, recommendation_key
-from tuner.target.connection import redact, server_address
+from tuner.redact import dsn as redact
+from tuner.target.connection import server_address
 from tuner.target.server import Servers, servers
 
 log = get_logger("tuner.runner")

@@ -17,7 +17,7 @@ from tuner.daemon.metrics import Metrics
 from tuner.daemon.systemd import Notifier
 from tuner.errors import ConfigError
 from tuner.store import target_id
-from tuner.target.connection import redact
+from tuner.redact import dsn as redact
 
 
 @dataclass

@@ -30,7 +30,7 @@ from tuner.log import get_logger
 from tuner.model import FamilyOutcome, Trial
 from tuner.probes import replayload, workload
 from tuner.probes.cache import CacheControl, choose_os_method
-from tuner.target.connection import redact
+from tuner.redact import dsn as redact
 
 log = get_logger("tuner.replay")
 

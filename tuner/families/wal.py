@@ -41,7 +41,7 @@ from tuner.model import FamilyOutcome, Recommendation, Trial
 from tuner.policy import Policy
 from tuner.probes import walload
 from tuner.stop import STOP
-from tuner.target.connection import redact
+from tuner.redact import dsn as redact
 
 log = get_logger("tuner.wal")
 

@@ -28,7 +28,7 @@ __all__ = [
 def store_location(cfg: Config) -> str:
     """Where the store is, for messages (a URL without its password)."""
     if cfg.store.url:
-        from tuner.target.connection import redact
+        from tuner.redact import dsn as redact
 
         return redact(cfg.store.url)
     return str(_sqlite_path(cfg))

@@ -19,7 +19,8 @@ import asyncpg
 from tuner.errors import TargetError
 from tuner.store import schema
 from tuner.store.base import Store, StoreError, TargetBusyError, lock_key
-from tuner.target.connection import connect, redact
+from tuner.target.connection import connect
+from tuner.redact import dsn as redact
 
 SCHEMA = "tuner"
 _MIGRATE_LOCK = 0x7475_6E65_7200_0001  # "tuner\0\0\1": one migrator at a time across the fleet
