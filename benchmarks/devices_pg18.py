@@ -21,16 +21,16 @@ from typing import Any, ClassVar
 from benchmarks import devices_score as sc
 from benchmarks.devices_run import in_sandbox, load, md_table, recommend_json, resume, scored, scored_profile, state_dir
 from tuner.families import aio
-from tuner.knobs import iouring
+from tuner.hostfacts import iouring
 from tuner.families import concurrency as cc
 from tuner.families.base import FamilyContext, FamilyResult, Needs, skipped
-from tuner.model import FamilyOutcome, Trial
+from tuner.report.model import FamilyOutcome, Trial
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
 from tuner.probes.coldprobe import SystemKnobs
 
 ROOT = Path(__file__).resolve().parent.parent
-# io_uring joins where the build offers it and nothing on the host stops it (knobs/iouring.py), as in a session.
+# io_uring joins where the build offers it and nothing on the host stops it (hostfacts/iouring.py), as in a session.
 METHODS = ("worker", "sync", "io_uring")
 PG18_DEFAULT_EIC = 16  # PostgreSQL 18 raised the default from 1 to 16 (18 release notes, E.1.3.1.6)
 PG18_DEFAULT_METHOD = "worker"

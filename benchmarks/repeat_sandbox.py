@@ -104,9 +104,9 @@ def replay(paths: list[Path]) -> list[dict[str, Any]]:
 
     from tuner.core import decide as decide_mod
     from tuner.core.loops import build_optimiser
-    from tuner.model import Trial
+    from tuner.report.model import Trial
     from tuner.optimiser import Dimension
-    from tuner.policy import load_policy
+    from tuner.settings.policy import load_policy
 
     knob = "effective_io_concurrency"
     rows = []

@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.devices_run import load, run_session  # noqa: E402
-from tuner.configured import load_config  # noqa: E402
+from tuner.settings.config_load import load_config  # noqa: E402
 from tuner.core.progress import NullProgress  # noqa: E402
-from tuner.policy import load_policy  # noqa: E402
+from tuner.settings.policy import load_policy  # noqa: E402
 from tuner.store import open_store, target_id  # noqa: E402
 from tuner.stored import run_stored  # noqa: E402
 from tuner.target.server import servers  # noqa: E402

@@ -46,8 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from optimiser import CURRENT, SUCCESS, NoiseStream, Surface, expand_surfaces, run_tuner, tuner_optimiser  # noqa: E402
 
 from tuner.core.loops import build_optimiser, search  # noqa: E402
-from tuner.policy import load_policy  # noqa: E402
-from tuner.testing import SyntheticProbe  # noqa: E402
+from tuner.settings.policy import load_policy  # noqa: E402
+from tests.support.synthetic import SyntheticProbe  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SURFACES = sorted((HERE / "surfaces").glob("*.csv")) + sorted((HERE / "surfaces" / "dev").glob("*.csv"))

@@ -1,7 +1,7 @@
 """One session with the store around it — the flow ``tuner recommend`` and the daemon's worker share.
 
 The store is opened first, so that one that cannot be read stops the session before anything is probed (its
-:class:`~tuner.store.StoreError` is raised). The session (:func:`tuner.runner.recommend`: journal, servers, guard,
+:class:`~tuner.store.StoreError` is raised). The session (:func:`tuner.session.runner.recommend`: journal, servers, guard,
 families, report, everything put back) holds the store's lock on its target while it probes, and may warm-start
 from it. Its report is then saved with its fingerprint; a store that fails at that point is returned, not raised:
 the report exists, and the operator must still get it.
@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.config import Config
+from tuner.settings.config import Config
 from tuner.log import get_logger
-from tuner.model import Report
-from tuner.policy import Policy
-from tuner.runner import recommend
+from tuner.report.model import Report
+from tuner.settings.policy import Policy
+from tuner.session.runner import recommend
 from tuner.store import SessionSummary, StoreError, open_store, target_history
 
 log = get_logger("tuner.store")
@@ -35,7 +35,7 @@ class StoredSession:
 
 async def run_stored(cfg: Config, policy: Policy, *, store: bool = True, kind: str = "recommend",
                      history: bool = False, **session: Any) -> StoredSession:
-    """Run one session (``session``: :func:`tuner.runner.recommend`'s keywords) and save its report as ``kind``
+    """Run one session (``session``: :func:`tuner.session.runner.recommend`'s keywords) and save its report as ``kind``
     in the configured store (none with ``store=False`` or ``[store] enabled = false``). With ``history``, the
     stored sessions of its target come back too (None when they cannot be read: only a report's history section
     needs them)."""

@@ -13,17 +13,17 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from tuner.config import Config
+from tuner.settings.config import Config
 from tuner.core.tune import tune
 from tuner.core.decide import recommendation
 from tuner.families import REGISTRY
 from tuner.families.base import FamilyContext, FamilyResult, Needs
-from tuner.model import FamilyOutcome, Trial
+from tuner.report.model import FamilyOutcome, Trial
 from tuner.optimiser import Dimension
-from tuner.policy import load_policy
+from tuner.settings.policy import load_policy
 from tuner.store import open_store, target_id
 from tuner.stored import run_stored
-from tuner.testing import SyntheticProbe
+from tests.support.synthetic import SyntheticProbe
 
 from .conftest import Running
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.configured import load_config
+from tuner.settings.config_load import load_config
 from tuner.daemon.service import check, read_token, targets_of
 from tuner.errors import ConfigError
 from tuner.store import open_store

@@ -11,7 +11,7 @@ from tests.unit.hostile import Input
 
 import pytest
 
-from tuner.configured import load_config
+from tuner.settings.config_load import load_config
 from tuner.daemon.service import Daemon
 from tuner.daemon.session_request import allowed, parse
 from tuner.errors import DaemonError

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from tuner.families import REGISTRY
 from tuner.families.base import FamilyContext, FamilyResult, Needs, Registry, unmet_needs
 from tuner.emit.json import parse
-from tuner.model import Report
+from tuner.report.model import Report
 
 
 def _family(name: str, after: tuple[str, ...] = ()) -> type:

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tuner.configured import load_config
+from tuner.settings.config_load import load_config
 from tuner.daemon.api import make_runner
 from tuner.daemon.service import Daemon
 

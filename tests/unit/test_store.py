@@ -17,8 +17,8 @@ from click.testing import CliRunner
 
 from tuner import emit
 from tuner.cli import main
-from tuner.configured import load_config
-from tuner.model import EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
+from tuner.settings.config_load import load_config
+from tuner.report.model import EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
 from tuner.store import StoreError, open_store, schema
 from tuner.store.sqlite import SqliteStore
 from tuner.store.views import diff, diff_text, history_text

@@ -16,15 +16,15 @@ from tuner import emit
 from tuner import log as tlog
 from tuner.cli.common import (COLOR_OPTION, CONFIG_HELP, CONFIG_TEXT, EXIT_TEXT, Sectioned, echo_report,
                               require_target, terminal)
-from tuner.config import SEED_MAX, Config
-from tuner.configured import load_config
+from tuner.settings.config import SEED_MAX, Config
+from tuner.settings.config_load import load_config
 from tuner.emit import FORMATS
 from tuner.errors import ConfigError, TunerError
 from tuner.families import REGISTRY
-from tuner.files import check_directory
-from tuner.policy import load_policy
-from tuner.progress import TerminalProgress, most_probes
-from tuner.stop import STOP
+from tuner.fs.atomic import check_directory
+from tuner.settings.policy import load_policy
+from tuner.cli.progress_bar import TerminalProgress, most_probes
+from tuner.session.stop import STOP
 from tuner.store import store_location
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.config import Config, state_dir
+from tuner.settings.config import Config, state_dir
 from tuner.daemon.metrics import Metrics
 from tuner.daemon.systemd import Notifier
 from tuner.errors import ConfigError

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from tuner.emit import host as host_emit
 from tuner.emit import quote, sql
 from tuner.emit.twin import label
-from tuner.model import Recommendation, Report
+from tuner.report.model import Recommendation, Report
 
 MANAGED_BY = "managed by tuner"
 

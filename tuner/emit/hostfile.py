@@ -10,7 +10,7 @@ from functools import partial
 
 from tuner.emit import changes as ch
 from tuner.emit import quote
-from tuner.model import Recommendation, Report
+from tuner.report.model import Recommendation, Report
 
 BY_KERNEL_NAME = ("matched by kernel name: the device has no WWID or serial, and kernel names can change across "
                   "reboots")

@@ -24,7 +24,7 @@ from tuner.emit import host as host_emit
 from tuner.emit import ranges, sql, wording
 from tuner.emit.tableout import Out, Row, TextTable
 from tuner.emit.terminal import Terminal
-from tuner.model import Recommendation, Report
+from tuner.report.model import Recommendation, Report
 
 
 def _header(report: Report, out: Out) -> None:

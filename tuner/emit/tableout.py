@@ -40,7 +40,7 @@ class Row:
 
 @dataclass(frozen=True)
 class TextTable:
-    """A table a family's report section asks for (:meth:`tuner.model.ReportSection.table`): plain cells, printed
+    """A table a family's report section asks for (:meth:`tuner.report.model.ReportSection.table`): plain cells, printed
     by :meth:`Out.table` to the terminal's width like the report's own tables."""
 
     title: str | None

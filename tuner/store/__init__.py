@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from tuner.store.base import StoredPrior, SessionSummary, Store, StoreError, TargetBusyError, lock_key, target_id
 
 if TYPE_CHECKING:
-    from tuner.config import Config
-    from tuner.model import Report
+    from tuner.settings.config import Config
+    from tuner.report.model import Report
 
 __all__ = [
     "StoredPrior", "SessionSummary", "Store", "StoreError", "TargetBusyError", "lock_key", "open_store",
@@ -35,7 +35,7 @@ def store_location(cfg: Config) -> str:
 
 
 def _sqlite_path(cfg: Config) -> Path:
-    from tuner.config import resolve_path, state_dir
+    from tuner.settings.config import resolve_path, state_dir
     from tuner.store.sqlite import FILE_NAME
 
     return resolve_path(cfg, cfg.store.path) if cfg.store.path else state_dir(cfg) / FILE_NAME

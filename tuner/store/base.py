@@ -22,8 +22,8 @@ from pydantic import ValidationError
 from tuner import __version__
 from tuner.errors import ConfigError, StoreError, TunerError
 from tuner.log import get_logger
-from tuner.model import Report
-from tuner.report_check import check
+from tuner.report.model import Report
+from tuner.report.validate import check
 from tuner.store import schema
 from tuner.store.in_force import Decided, in_force
 from tuner.store.listing import (Listing, RowProblem, SessionSummary, daemon_run, drift_event, readable_rows,
