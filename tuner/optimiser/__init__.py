@@ -34,7 +34,7 @@ tolerance box, untouched by this (``BaseOptimiser._answer``).
 Modules: ``space`` (knobs, configurations, the answer, the history), ``design`` (where a search starts),
 ``base`` (shared bookkeeping, random search), ``prior`` (earlier sessions' observations: kept, compressed,
 calibrated), ``gp`` (the Bayesian optimiser; the only module that imports scikit-optimize), ``posterior`` (the
-fitted GP it mixes in: fit and predictions, at a bounded cost per probe), ``rules`` and ``rulebase`` (the rules it
+fitted GP it mixes in: fit and predictions, at a bounded cost per probe), ``rules`` and ``rule_api`` (the rules it
 holds, one object each, with its constants and its reason), ``near`` (what the answer reports: its near-optimal ranges, the plateau).
 """
 
