@@ -14,7 +14,7 @@ from tuner.report import file as report_file
 from tuner.cli.common import (COLOR_OPTION, STORE_CONFIG_TEXT, STORE_EXIT_TEXT, STORE_TEXT, echo_report,
                               store_config, target_history, terminal, with_store, with_store_options)
 from tuner.emit import FORMATS, quote
-from tuner.emit.tableout import listing
+from tuner.emit.terminal import listing
 from tuner.errors import ConfigError, StoreError
 from tuner.fs.atomic import write_files
 from tuner.report.validate import ReportError

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from tuner.settings.config import Section
-from tuner.emit.tableout import TextTable
+from tuner.emit.terminal import TextTable
 from tuner.report.model import ReportSection, _Frozen
 from tuner.settings.policy import VALUES_MAX
 
