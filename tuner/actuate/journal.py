@@ -5,7 +5,7 @@ directory). It names its owner (pid, the process's start time — so a recycled 
 tuner — host and session) and, per changed object, the value it had before tuner first touched it. Restoring
 writes those values back, checks them, and removes the entries; an empty journal is deleted.
 
-* one tuner at a time: a session holds ``<state_dir>/journal.lock`` (:mod:`.lock`) from its start to its end,
+* one tuner at a time: a session holds ``<state_dir>/journal.lock`` (:mod:`.journal_lock`) from its start to its end,
   and ``tuner restore`` while it works; a second one is refused with one sentence;
 * an entry is on disk before its change is made: when the journal cannot be written (a full disk), the change is
   not made and the session ends with one sentence;
