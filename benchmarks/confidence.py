@@ -31,11 +31,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import tuner.families  # noqa: E402,F401  # the families' registry, which a policy needs to read their tables
-from tuner.policy import load_policy  # noqa: E402
+from tuner.settings.policy import load_policy  # noqa: E402
 from tuner.core.decide import confirmation_test  # noqa: E402
 from tuner.core.loops import confirm  # noqa: E402
 from tuner.core.stats import SequentialTest  # noqa: E402
-from tuner.testing import SyntheticProbe  # noqa: E402
+from tests.support.synthetic import SyntheticProbe  # noqa: E402
 
 EFFECTS = (1.0, 1.03, 1.05, 1.08, 1.10, 1.20, 1.50, 2.00)
 NOISE_CVS = (0.02, 0.05, 0.10, 0.15)

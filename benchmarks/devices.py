@@ -47,12 +47,12 @@ from benchmarks import devices_2d as d2  # noqa: E402
 from benchmarks import devices_pg18 as d18  # noqa: E402
 from benchmarks import devices_score as sc  # noqa: E402
 from benchmarks.devices_run import recommend_json, run_session, state_dir  # noqa: E402
-from tuner.configured import load_config  # noqa: E402
+from tuner.settings.config_load import load_config  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, skipped  # noqa: E402
 from tuner.families.concurrency import KNOB, cold_probe  # noqa: E402  (the family's own probe, not a copy)
-from tuner.model import FamilyOutcome, Trial  # noqa: E402
-from tuner.policy import load_policy  # noqa: E402
+from tuner.report.model import FamilyOutcome, Trial  # noqa: E402
+from tuner.settings.policy import load_policy  # noqa: E402
 from tuner.probes import workload  # noqa: E402
 from tuner.probes.cache import CacheControl, choose_os_method  # noqa: E402
 
@@ -116,7 +116,7 @@ def _load() -> float:
 
 def sweep(profile: str, scale: int, repeats: int) -> dict[str, Any]:
     """The truth for one profile: the sweep's probes, grouped by value."""
-    from tuner.runner import recommend  # heavy: the whole session machinery
+    from tuner.session.runner import recommend  # heavy: the whole session machinery
 
     Sweep.repeats = repeats
     REGISTRY.register(Sweep)

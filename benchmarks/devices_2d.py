@@ -29,8 +29,8 @@ from benchmarks.devices_run import in_sandbox, md_table, recommend_json, resume,
 from benchmarks.devices_run import load as _load
 from tuner.families import readahead as ra
 from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, skipped
-from tuner.knobs.devices import discover, postgres_paths
-from tuner.model import FamilyOutcome, Trial
+from tuner.hostfacts.blockdev import discover, postgres_paths
+from tuner.report.model import FamilyOutcome, Trial
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
 

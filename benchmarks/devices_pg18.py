@@ -21,10 +21,10 @@ from typing import Any, ClassVar
 from benchmarks import devices_score as sc
 from benchmarks.devices_run import in_sandbox, load, md_table, recommend_json, resume, scored, scored_profile, state_dir
 from tuner.families import aio
-from tuner.knobs import iouring
+from tuner.hostfacts import iouring
 from tuner.families import concurrency as cc
 from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, skipped
-from tuner.model import FamilyOutcome, Trial
+from tuner.report.model import FamilyOutcome, Trial
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
 from tuner.probes.coldprobe import SystemKnobs

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from tuner.configured import load_config
+from tuner.settings.config_load import load_config
 from tuner.families import REGISTRY
 from tuner.families.base import Family
-from tuner.model import Report
-from tuner.policy import load_policy
+from tuner.report.model import Report
+from tuner.settings.policy import load_policy
 
 STATE_ROOT = "/var/lib/tuner-bench"
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +43,7 @@ def run_session(coro: Any) -> Report:
     """Run a session coroutine (``recommend(...)``) the way ``tuner recommend`` does: SIGTERM, Ctrl-C and SIGHUP
     cancel it, so its sandbox (servers, loop device, device profile) and its journaled changes are put back before
     the benchmark exits — a ``timeout`` or a ``kill`` of the benchmark must not leave a sandbox behind."""
-    from tuner.stop import STOP
+    from tuner.session.stop import STOP
 
     async def guarded() -> Report:
         loop, task = asyncio.get_running_loop(), asyncio.current_task()
@@ -69,7 +69,7 @@ def run_session(coro: Any) -> Report:
 def in_sandbox(family: type[Family], profile: str, scale: int, part: str, *, pg_version: int | None = None) -> tuple[Report, dict[str, Any]]:
     """Run ``family`` (a class, registered for this call only) on a sandbox with ``profile``; the report and the
     run's wall time and load average before and after."""
-    from tuner.runner import recommend  # heavy: the whole session machinery
+    from tuner.session.runner import recommend  # heavy: the whole session machinery
 
     env = {"TUNER_SANDBOX__DEVICE": profile, "TUNER_SANDBOX__SCALE": str(scale),
            "TUNER_TUNER__STATE_DIR": state_dir(profile, part)}

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from tuner.actuate import Journal  # noqa: E402
 from tuner.actuate.journal import JOURNAL_NAME  # noqa: E402
 from tuner.actuate.sysfs import SysfsWriter  # noqa: E402
-from tuner.files import atomic_write  # noqa: E402
+from tuner.fs.atomic import atomic_write  # noqa: E402
 from tuner.log import configure  # noqa: E402
 
 TARGET_RATIO = 25.0

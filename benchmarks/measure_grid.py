@@ -35,8 +35,8 @@ from tuner.probes import workload  # noqa: E402
 from tuner.probes.cache import drop_caches  # noqa: E402
 from tuner.probes.explain import parse  # noqa: E402
 from tuner.target.connection import connect  # noqa: E402
-from tuner.target.sandbox import Sandbox  # noqa: E402
-from tuner.testing import LoopDisk  # noqa: E402
+from tuner.sandbox import Sandbox  # noqa: E402
+from tuner.sandbox.loopdisk import LoopDisk  # noqa: E402
 
 EIC = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)
 READ_AHEAD_KB = (0, 16, 128, 512, 2048, 8192)

@@ -69,13 +69,13 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.knobs.devices import readahead_quantum_kb  # noqa: E402
+from tuner.hostfacts.blockdev import readahead_quantum_kb  # noqa: E402
 from tuner.optimiser import BayesianOptimiser, Dimension, RandomOptimiser  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
 import tuner.families  # noqa: E402,F401  # the families' registry, which a policy needs to read their tables
-from tuner.policy import load_policy  # noqa: E402
+from tuner.settings.policy import load_policy  # noqa: E402
 from tuner.core.loops import build_optimiser, search  # noqa: E402
-from tuner.testing import SyntheticProbe  # noqa: E402
+from tests.support.synthetic import SyntheticProbe  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SURFACES = sorted((HERE / "surfaces").glob("*.csv"))

@@ -104,10 +104,10 @@ def replay(paths: list[Path]) -> list[dict[str, Any]]:
 
     from tuner.core import decide as decide_mod
     from tuner.core.loops import build_optimiser
-    from tuner.model import Trial
+    from tuner.report.model import Trial
     from tuner.optimiser import Dimension
     import tuner.families  # noqa: F401  # the families' registry, which a policy needs to read their tables
-    from tuner.policy import load_policy
+    from tuner.settings.policy import load_policy
 
     knob = "effective_io_concurrency"
     rows = []

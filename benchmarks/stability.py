@@ -5,7 +5,7 @@
 
 Starts one sandbox (a primary and its hot standby, on a loop device of its own) and keeps it; then runs
 ``--sessions`` sessions of the read path (readahead and concurrency) against its standby, one after another, each
-through the same flow as ``tuner recommend`` (:func:`tuner.stored_session.run_stored`: the store's accepted set
+through the same flow as ``tuner recommend`` (:func:`tuner.session.stored.run_stored`: the store's accepted set
 reaches the plateau rule, the report is saved). Nothing is applied between sessions (the journal puts the device back
 at the end of each), so the standby is the same one every time: what changes is noise.
 
@@ -30,12 +30,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.devices_run import load, run_session  # noqa: E402
-from tuner.configured import load_config  # noqa: E402
+from tuner.settings.config_load import load_config  # noqa: E402
 from tuner.core.progress import NullProgress  # noqa: E402
-from tuner.policy import load_policy  # noqa: E402
-from tuner.report_check import check  # noqa: E402
+from tuner.settings.policy import load_policy  # noqa: E402
+from tuner.report.validate import check  # noqa: E402
 from tuner.store import open_store, target_id  # noqa: E402
-from tuner.stored_session import run_stored  # noqa: E402
+from tuner.session.stored import run_stored  # noqa: E402
 from tuner.target.server import servers  # noqa: E402
 
 FAMILIES = ("readahead", "concurrency")

@@ -47,8 +47,8 @@ from optimiser import CURRENT, SUCCESS, NoiseStream, Surface, expand_surfaces, r
 
 from tuner.core.loops import build_optimiser, search  # noqa: E402
 import tuner.families  # noqa: E402,F401  # the families' registry, which a policy needs to read their tables
-from tuner.policy import load_policy  # noqa: E402
-from tuner.testing import SyntheticProbe  # noqa: E402
+from tuner.settings.policy import load_policy  # noqa: E402
+from tests.support.synthetic import SyntheticProbe  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SURFACES = sorted((HERE / "surfaces").glob("*.csv")) + sorted((HERE / "surfaces" / "dev").glob("*.csv"))

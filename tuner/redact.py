@@ -28,6 +28,13 @@ _PGPASSWORD = re.compile(r"(PGPASSWORD\s*=\s*)", re.IGNORECASE)
 _URI_END = " \t\r\n\"'`;|&<>()"
 
 
+def dsn(value: str | None) -> str:
+    """A connection string (a DSN or URI) with any password replaced by :data:`MASK`; none is the PG* environment."""
+    if not value:
+        return "(PG* environment)"
+    return text(value)
+
+
 def text(value: str) -> str:
     """``value`` with every password it holds replaced by :data:`MASK`."""
     value = _uris(value)

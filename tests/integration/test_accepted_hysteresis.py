@@ -1,5 +1,5 @@
 """The same answer when nothing changed (issue #53), through the flow ``tuner recommend`` and the daemon's worker
-share (:func:`tuner.stored_session.run_stored`: a real store, a real hot standby, the runner): a value accepted
+share (:func:`tuner.session.stored.run_stored`: a real store, a real hot standby, the runner): a value accepted
 before is kept while a new session finds it inside its near-optimal range, and replaced once it lies outside.
 
 The family here is a test family on ``maintenance_io_concurrency`` whose probe is the package's synthetic probe (pure logic, seeded:
@@ -13,18 +13,18 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from tuner.config import Config
+from tuner.settings.config import Config
 from tuner.core.tune import tune
 from tuner.core.decide import recommendation
 from tuner.families import REGISTRY
 from tuner.families.base import Family, FamilyContext, FamilyResult, Needs
-from tuner.model import FamilyOutcome, Trial
+from tuner.report.model import FamilyOutcome, Trial
 from tuner.optimiser import Dimension
-from tuner.policy import load_policy
-from tuner.report_check import check
+from tuner.settings.policy import load_policy
+from tuner.report.validate import check
 from tuner.store import open_store, target_id
-from tuner.stored_session import run_stored
-from tuner.testing import SyntheticProbe
+from tuner.session.stored import run_stored
+from tests.support.synthetic import SyntheticProbe
 
 from .conftest import Running
 

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from tuner.actuate import boot_id
-from tuner.config import Config
-from tuner.policy import load_policy
-from tuner.runner import recommend
+from tuner.settings.config import Config
+from tuner.settings.policy import load_policy
+from tuner.session.runner import recommend
 from tuner.target.connection import connect
-from tuner.target.sandbox import Binaries, Sandbox
+from tuner.sandbox import Binaries, Sandbox
 from tuner.target.server import Servers
 
 from .conftest import Running, _own_dir, running, sandbox_servers, standby_method_knobs, wait_for

@@ -33,8 +33,8 @@ from tests.unit.test_hostile_output import CORPUS
 from tuner.emit import ansible as ansible_emit
 from tuner.emit import quote
 from tuner.emit.json import to_json
-from tuner.model import DeviceRef, EffectOut, Recommendation, Report, SessionOut, TargetOut
-from tuner.target.sandbox import Binaries
+from tuner.report.model import DeviceRef, EffectOut, Recommendation, Report, SessionOut, TargetOut
+from tuner.sandbox import Binaries
 
 from .conftest import PG15_BIN, StoreServer, wait_for
 
@@ -45,7 +45,7 @@ EFFECT = EffectOut(metric="execution_time_ms", improvement=3.1, ci95=(2.8, 3.4),
                    p_value=0.001, looks=1, method="t")
 # A tablespace name that Ansible would render as a template, running a command, if tuner wrote it untagged; with
 # quotes of both kinds for the SQL and YAML around it (41 bytes: a PostgreSQL name holds 63). A line break in a
-# name is refused before any format is written (tuner.report_check, issue #44; tests/unit/test_report_check.py).
+# name is refused before any format is written (tuner.report.validate, issue #44; tests/unit/test_report_check.py).
 HOSTILE_TS = "x'\"{{ lookup('pipe', 'touch INJECTED') }}"
 SETTINGS = ("effective_io_concurrency", "commit_delay", "wal_compression", "wal_buffers")
 

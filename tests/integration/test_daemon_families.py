@@ -18,11 +18,11 @@ import pytest
 from tests.integration.conftest import tuner_env, wait_for
 from tests.integration.test_daemon import TOKEN, Daemon, _free_port, _sql
 from tests.integration.test_interlock_bypass import Bare, _bare
-from tuner.configured import load_config
+from tuner.settings.config_load import load_config
 from tuner.emit.json import parse as parse_report
-from tuner.report_check import check
+from tuner.report.validate import check
 from tuner.store import open_store
-from tuner.target.sandbox import Binaries
+from tuner.sandbox import Binaries
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "reports" / "sandbox-all-families.json"
 

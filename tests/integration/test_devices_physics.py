@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from tuner.target.sandbox import loopdisk
-from tuner.target.sandbox.device import DeviceStack, parse_profile
-from tuner.target.sandbox.loopdisk import LoopDisk
+from tuner.sandbox import loopdisk
+from tuner.sandbox.device import DeviceStack, parse_profile
+from tuner.sandbox.loopdisk import LoopDisk
 
 IO = str(Path(__file__).with_name("devices_io.py"))
 SIZE_MB = 256

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.integration.conftest import processes_under, tuner_env, wait_for
-from tuner.target.sandbox import loopdisk
-from tuner.target.sandbox.device.throttle import cgroup_root
+from tuner.sandbox import loopdisk
+from tuner.sandbox.device.throttle import cgroup_root
 
 
 def _left(base_dir: Path, sandbox: str) -> list[object]:

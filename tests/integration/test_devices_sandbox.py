@@ -13,9 +13,9 @@ from pathlib import Path
 
 from tests.integration.conftest import processes_under, stopped_by, tuner_env, wait_for
 from tuner.target.connection import connect
-from tuner.target.sandbox import Binaries, Sandbox, cleanup_stale, loopdisk, server_pids
-from tuner.target.sandbox.device import parse_profile
-from tuner.target.sandbox.device.throttle import cgroup_root
+from tuner.sandbox import Binaries, Sandbox, cleanup_stale, loopdisk, server_pids
+from tuner.sandbox.device import parse_profile
+from tuner.sandbox.device.throttle import cgroup_root
 
 READ_IOPS = 100
 
@@ -87,8 +87,8 @@ def test_a_profile_left_by_a_killed_tuner_is_removed_next_time(base_dir: Path, p
     script = (
         "import asyncio\n"
         "from pathlib import Path\n"
-        "from tuner.target.sandbox import Sandbox, find_binaries\n"
-        "from tuner.target.sandbox.device import parse_profile\n"
+        "from tuner.sandbox import Sandbox, find_binaries\n"
+        "from tuner.sandbox.device import parse_profile\n"
         "async def main():\n"
         f"    sb = Sandbox(base_dir=Path({str(base_dir)!r}), scale=1, binaries=find_binaries(Path({str(pg15.bin_dir)!r})),\n"
         "                 device=parse_profile('ram,latency=1ms,iops=300'))\n"

@@ -18,17 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from tuner.config import Config
-from tuner.model import Trial
-from tuner.policy import load_policy
+from tuner.settings.config import Config
+from tuner.report.model import Trial
+from tuner.settings.policy import load_policy
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
 from tuner.probes.coldprobe import ColdProbe
-from tuner.runner import recommend
+from tuner.session.runner import recommend
 from tuner.target import facts as target_facts
 from tuner.target.connection import connect
 from tuner.target.facts import TargetFacts
-from tuner.target.sandbox import Binaries, Sandbox
+from tuner.sandbox import Binaries, Sandbox
 
 from .conftest import Running, _own_dir, running
 

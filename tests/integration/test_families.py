@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tuner.config import Config
+from tuner.settings.config import Config
 from tuner.emit import sql
 from tuner.families import REGISTRY
 from tuner.emit.json import parse, to_json
 from tuner.emit.table import to_table
-from tuner.policy import SHIPPED_POLICY_DIR, load_policy
-from tuner.runner import recommend
+from tuner.settings.policy import SHIPPED_POLICY_DIR, load_policy
+from tuner.session.runner import recommend
 
 from .conftest import Running
 from .toy_family import Toy

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tuner.target.connection import connect
-from tuner.target.sandbox import Binaries, Sandbox
+from tuner.sandbox import Binaries, Sandbox
 
 from .conftest import Running, execute, tuner_env
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.target.sandbox import Binaries
+from tuner.sandbox import Binaries
 
 from .conftest import execute, tuner_env
 

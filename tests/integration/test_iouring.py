@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tuner.errors import TunerError
-from tuner.knobs import iouring
+from tuner.hostfacts import iouring
 from tuner.target.connection import connect
-from tuner.target.sandbox import Binaries
+from tuner.sandbox import Binaries
 
 from .conftest import Running, _own_dir, running, standby_method_knobs
 

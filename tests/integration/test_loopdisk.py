@@ -6,7 +6,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from tuner.target.sandbox.loopdisk import LoopDisk
+from tuner.sandbox.loopdisk import LoopDisk
 
 
 def test_a_deferred_detach_still_ends_at_the_readahead_the_device_had(tmp_path: Path) -> None:

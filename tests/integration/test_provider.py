@@ -1,4 +1,4 @@
-"""The PostgreSQL provider (tuner/target/sandbox/provider.py): versions built on first use into a cache, reused,
+"""The PostgreSQL provider (tuner/sandbox/provider.py): versions built on first use into a cache, reused,
 built once when two ask at the same time, and one sentence when a version cannot be had.
 
 The builds here go into a cache of the test's own (cold, as on a fresh machine); the version matrix and the sandbox
@@ -19,8 +19,8 @@ import pytest
 import structlog.testing
 
 from tuner.errors import ConfigError, SandboxError
-from tuner.target.sandbox import debsuite, provider
-from tuner.target.sandbox.provider import Wheel, provide, sandbox_binaries
+from tuner.sandbox import debsuite, provider
+from tuner.sandbox.provider import Wheel, provide, sandbox_binaries
 
 
 @contextmanager

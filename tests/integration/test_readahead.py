@@ -14,7 +14,7 @@ from pathlib import Path
 
 from scipy.stats import mannwhitneyu
 
-from tuner.knobs.devices import discover, postgres_paths
+from tuner.hostfacts.blockdev import discover, postgres_paths
 from tuner.target.connection import connect
 
 from .conftest import Clone, clone_env, wait_for

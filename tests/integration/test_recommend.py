@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tuner.target.sandbox import Binaries, cleanup_stale
+from tuner.sandbox import Binaries, cleanup_stale
 
 from .conftest import processes_under, tuner_env, wait_for
 
@@ -184,7 +184,7 @@ def test_a_sandbox_left_by_a_killed_tuner_is_removed_next_time(base_dir: Path, t
     script = (
         "import asyncio, sys\n"
         "from pathlib import Path\n"
-        "from tuner.target.sandbox import Sandbox, find_binaries\n"
+        "from tuner.sandbox import Sandbox, find_binaries\n"
         "async def main():\n"
         f"    sb = Sandbox(base_dir=Path({str(base_dir)!r}), scale=1, binaries=find_binaries(Path({str(pg15.bin_dir)!r})))\n"
         "    await sb.start()\n"

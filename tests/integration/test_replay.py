@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from tuner.config import Config
+from tuner.settings.config import Config
 from tuner.families.replay_sections import Report as ReplayReport
-from tuner.policy import load_policy
-from tuner.runner import recommend
+from tuner.settings.policy import load_policy
+from tuner.session.runner import recommend
 from tuner.target.connection import connect
-from tuner.target.sandbox import Binaries, Sandbox
+from tuner.sandbox import Binaries, Sandbox
 from tuner.target.server import Servers
 
 from .conftest import Running, _own_dir, execute, processes_under, running, sandbox_servers, tuner_env

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from tests.unit.test_store import EIC, T0, fp, make_report
-from tuner.configured import load_config
-from tuner.report_check import check
+from tuner.settings.config_load import load_config
+from tuner.report.validate import check
 from tuner.store import StoreError, TargetBusyError, migrations, open_store
-from tuner.target.sandbox import Binaries
+from tuner.sandbox import Binaries
 
 from .conftest import Clone, StoreServer, clone_env, wait_for
 
@@ -243,7 +243,7 @@ def test_the_fingerprint_names_the_file_that_sets_a_setting_and_a_conf_export_sa
     store_server: StoreServer,
 ) -> None:
     from tuner import emit
-    from tuner.model import TargetOut
+    from tuner.report.model import TargetOut
     from tuner.target.fingerprint import fingerprint
     from tuner.target.connection import connect
     from tuner.target.facts import gather

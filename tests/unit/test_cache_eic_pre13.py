@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tuner.model import EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut
+from tuner.report.model import EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut
 from tuner.emit.diff import diff, diff_text
 
 EIC = "effective_io_concurrency"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tuner.cli.cmd_check import render
-from tuner.policy import load_policy
-from tuner.preflight import estimate
-from tuner.preview import Check, ColdStart, FamilyPlan, Grant, Preflight
+from tuner.settings.policy import load_policy
+from tuner.session.check import estimate
+from tuner.report.preflight import Check, ColdStart, FamilyPlan, Grant, Preflight
 from tuner.target.privileges import missing
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,8 +163,8 @@ def test_an_unreachable_target_is_one_sentence_exit_1(tmp_path: Path) -> None:
 
 def _host_checks_with_a_journal(state: Path) -> list[Check]:
     from tuner.actuate import Journal
-    from tuner.config import Config
-    from tuner.preflight import host_checks
+    from tuner.settings.config import Config
+    from tuner.session.check import host_checks
     from tuner.target.facts import TargetFacts
 
     facts = TargetFacts(server_version_num=150018, server_version="15.18", in_recovery=True, database="d", user="u",

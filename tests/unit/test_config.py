@@ -10,8 +10,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from tuner.config import Config, state_dir
-from tuner.configured import env_overrides, load_config
+from tuner.settings.config import Config, state_dir
+from tuner.settings.config_load import env_overrides, load_config
 from tuner.errors import ConfigError
 from tuner.target.connection import connect, to_uri
 

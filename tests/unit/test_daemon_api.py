@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tuner.daemon.api import build_app
 from tuner.daemon.metrics import Metrics
-from tuner.model import EffectOut, Recommendation
+from tuner.report.model import EffectOut, Recommendation
 
 TOKEN = "0123456789abcdef0123"
 

@@ -13,9 +13,9 @@ from tuner.core.decide import confirmation_test
 from tuner.core.loops import confirm
 from tuner.core.stats import SequentialTest
 from tuner.errors import ConfigError
-from tuner.policy import SHIPPED_POLICY_DIR, Daemon, load_policy
-from tuner.testing import SyntheticProbe
-from tuner.tomlfile import read_toml
+from tuner.settings.policy import SHIPPED_POLICY_DIR, Daemon, load_policy
+from tests.support.synthetic import SyntheticProbe
+from tuner.settings.tomlfile import read_toml
 
 HEAD = """[policy]
 name = "x"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tuner.configured import load_config
+from tuner.settings.config_load import load_config
 from tuner.daemon.service import check, read_token, targets_of
 from tuner.errors import ConfigError
-from tuner.report_check import check as report_check
+from tuner.report.validate import check as report_check
 from tuner.store import open_store
 
 TOKEN = "0123456789abcdef0123456789abcdef"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tuner.actuate.lock import LOCK_NAME as JOURNAL_LOCK_NAME
-from tuner.actuate.lock import JournalLock
-from tuner.daemon.lockfile import LOCK_NAME, DaemonLock
+from tuner.actuate.journal_lock import LOCK_NAME as JOURNAL_LOCK_NAME
+from tuner.actuate.journal_lock import JournalLock
+from tuner.daemon.daemon_lock import LOCK_NAME, DaemonLock
 from tuner.errors import TunerError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 TRY_LOCK = (
     "import sys\n"
     "from pathlib import Path\n"
-    "from tuner.daemon.lockfile import DaemonLock\n"
+    "from tuner.daemon.daemon_lock import DaemonLock\n"
     "from tuner.errors import TunerError\n"
     "try:\n"
     "    with DaemonLock(Path(sys.argv[1])):\n"
@@ -35,7 +35,7 @@ TRY_LOCK = (
 HOLD_LOCK = (
     "import subprocess, sys, time\n"
     "from pathlib import Path\n"
-    "from tuner.daemon.lockfile import DaemonLock\n"
+    "from tuner.daemon.daemon_lock import DaemonLock\n"
     "with DaemonLock(Path(sys.argv[1])):\n"
     "    child = subprocess.Popen(['sleep', '120'])  # a program the daemon started, like a restart_command\n"
     "    print(child.pid, flush=True)\n"

@@ -20,14 +20,14 @@ from aiohttp.test_utils import TestClient, TestServer
 from tests.support import chromium
 from tests.unit.test_daemon_api import TOKEN, Backend, call
 from tests.unit.test_store import T0, fp, make_report
-from tuner.configured import load_config
+from tuner.settings.config_load import load_config
 from tuner.daemon.api import build_app, make_runner
 from tuner.daemon.drift import server_values
 from tuner.daemon.metrics import Metrics
 from tuner.daemon.queries import Queries
 from tuner.daemon.state import DaemonState, Target
 from tuner.daemon.worker import Worker
-from tuner.report_check import check
+from tuner.report.validate import check
 from tuner.store import open_store, target_id
 
 EIC = "effective_io_concurrency"

@@ -11,7 +11,7 @@ from tests.unit.hostile import Input
 
 import pytest
 
-from tuner.configured import load_config
+from tuner.settings.config_load import load_config
 from tuner.daemon.service import Daemon
 from tuner.daemon.session_request import allowed, parse
 from tuner.errors import DaemonError
@@ -59,7 +59,7 @@ def test_the_daemon_refuses_an_excluded_family_and_queues_nothing(tmp_path: Path
     d = _daemon(tmp_path)
 
     async def go() -> list[dict]:
-        from tuner.report_check import check
+        from tuner.report.validate import check
         from tuner.store import open_store
 
         with pytest.raises(DaemonError, match="does not allow the family readahead"):
@@ -89,7 +89,7 @@ def test_a_scheduled_revalidation_is_not_queued_for_a_family_the_target_excludes
     """Issue 59, item 1: the store holds an accepted WAL change on a target that allows only concurrency; the
     weekly re-validation finds nothing it may re-validate and queues nothing (a real SQLite store)."""
     from tuner.emit.json import parse as parse_report
-    from tuner.report_check import check
+    from tuner.report.validate import check
     from tuner.store import open_store, target_id
 
     d = _daemon(tmp_path)

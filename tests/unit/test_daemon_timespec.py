@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuner.durations import format_duration, parse_duration
-from tuner.timespec import (
+from tuner.settings.durations import format_duration, parse_duration
+from tuner.settings.schedule import (
     DAY_NAMES,
     Window,
     Windows,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tuner.daemon.upcoming import first_inside, lines, never_inside
-from tuner.timespec import parse_crontab, parse_windows
+from tuner.settings.schedule import parse_crontab, parse_windows
 
 NOW = datetime(2026, 12, 6, 17, 0, tzinfo=UTC)  # a Sunday
 

@@ -1,9 +1,9 @@
-"""Which packages a Debian suite's PostgreSQL needs (tuner/target/sandbox/debsuite.py): apt-cache's answer read
+"""Which packages a Debian suite's PostgreSQL needs (tuner/sandbox/debsuite.py): apt-cache's answer read
 right, and only the libraries kept. Pure parsing of apt-cache's output as it prints it (postgresql-19, 19~rc1-1)."""
 
 from __future__ import annotations
 
-from tuner.target.sandbox.debsuite import DebianSuite, _depends, _library
+from tuner.sandbox.debsuite import DebianSuite, _depends, _library
 
 APT_CACHE = """postgresql-19
  |Depends: locales

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tuner.configured import load_config
+from tuner.settings.config_load import load_config
 from tuner.errors import ConfigError
-from tuner.target.sandbox import Sandbox
-from tuner.target.sandbox.device import LOCAL, DeviceProfile, ProfileError, parse_profile
+from tuner.sandbox import Sandbox
+from tuner.sandbox.device import LOCAL, DeviceProfile, ProfileError, parse_profile
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tuner.knobs.devices import device_of, group, mount_of, place, Placement
+from tuner.hostfacts.blockdev import device_of, group, mount_of, place, Placement
 
 MOUNTINFO = """\
 22 27 0:21 / /proc rw,relatime - proc proc rw

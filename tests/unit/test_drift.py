@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tuner.daemon.drift import Action, Change, action, changes_json, compare
-from tuner.knobs import hostfacts
+from tuner.hostfacts import limits as hostfacts
 from tuner.target.fingerprint import recommendation_key, size_band
 
 GIB = 1 << 30

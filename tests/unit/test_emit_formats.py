@@ -25,7 +25,7 @@ from tuner import emit
 from tuner.cli import main
 from tuner.emit import ansible, cnpg, conf, host, patroni, tuned, udev, zalando
 from tuner.emit.json import to_json
-from tuner.model import DeviceRef, EffectOut, Recommendation, Report, SessionOut, TargetOut
+from tuner.report.model import DeviceRef, EffectOut, Recommendation, Report, SessionOut, TargetOut
 
 GOLDEN = Path(__file__).parent.parent / "fixtures" / "golden" / "export"
 UPDATE = os.environ.get("TUNER_UPDATE_GOLDEN") == "1"
@@ -110,7 +110,7 @@ def test_files_match_golden(case: str, fmt: str) -> None:
 
 def test_every_new_format_is_a_choice_of_recommend_show_and_export() -> None:
     from tuner.cli import export, recommend, show
-    from tuner.configured import load_config
+    from tuner.settings.config_load import load_config
 
     assert set(NEW) <= set(emit.FORMATS)
     for command in (recommend, show, export):

@@ -10,8 +10,8 @@ import pytest
 from tuner.emit import host, sql, write_outputs
 from tuner.emit.json import parse, to_json
 from tuner.emit.table import to_table
-from tuner.files import atomic_write
-from tuner.model import CacheEvidence, DeviceRef, EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
+from tuner.fs.atomic import atomic_write
+from tuner.report.model import CacheEvidence, DeviceRef, EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
 
 GOLDEN = Path(__file__).parent.parent / "fixtures" / "golden"
 UPDATE = os.environ.get("TUNER_UPDATE_GOLDEN") == "1"
@@ -112,7 +112,7 @@ def test_family_outcome_carries_how_the_cache_was_made_cold() -> None:
 def readahead_report(tmp_path: Path) -> Report:
     """A device change on a loop device plus an eic change for its tablespace (to run on the primary)."""
     from tuner.families.readahead import device_ref
-    from tuner.knobs.devices import BlockDevice
+    from tuner.hostfacts.blockdev import BlockDevice
 
     dev = BlockDevice(name="loop3", kind="loop", majmin="7:3", description="loop device loop3",
                       sys_dir=tmp_path / "block" / "loop3",
@@ -204,7 +204,7 @@ def test_a_tablespace_with_a_value_of_its_own_rolls_back_to_it() -> None:
 def plateau_report() -> Report:
     """The README's first command on a plateau: effective_io_concurrency level with the best from 8 to 1000 (the
     knob's own maximum), and a readahead window whose best is the top of a policy's range (8192)."""
-    from tuner.model import NearRange
+    from tuner.report.model import NearRange
 
     base = report("change")
     eic = base.recommendations[0].model_dump() | {

@@ -4,7 +4,7 @@ import pytest
 
 from tuner.probes.explain import parse
 from tuner.probes.workload import Candidate, choose, parse_bounds, range_query, row_fraction_for_pages
-from tuner.target.connection import redact
+from tuner.redact import dsn as redact
 
 
 def _bhs(read_key: str) -> list[dict]:

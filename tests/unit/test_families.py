@@ -8,12 +8,12 @@ from typing import ClassVar
 import pytest
 from pydantic import ValidationError
 
-from tuner import sections
+from tuner.report import by_family as sections
 from tuner.families import REGISTRY
 from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, Registry, unmet_needs
 from tuner.emit.json import parse
-from tuner.model import Report
-from tuner.policy import load_policy
+from tuner.report.model import Report
+from tuner.settings.policy import load_policy
 
 
 def _family(name: str, after: tuple[str, ...] = ()) -> type[Family]:
@@ -94,7 +94,7 @@ def test_the_registry_refuses_a_class_that_is_not_a_whole_family() -> None:
 
 
 def test_policies_and_reports_are_read_through_the_registry_passed_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    """tuner.families hands its registry to tuner.sections; without it, reading a policy is refused in one sentence
+    """tuner.families hands its registry to tuner.report.by_family; without it, reading a policy is refused in one sentence
     (it would lose the families' tables), never done by importing a module by name."""
     assert sections.types("policy") == REGISTRY.section_types("policy")
     monkeypatch.setattr(sections, "_source", None)

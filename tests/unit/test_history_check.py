@@ -1,5 +1,5 @@
 """``tuner history`` lists what a stored report says (each session's decisions), so a report ``tuner show`` would
-refuse (tuner.report_check) is listed with the same sentence instead of its decisions — never rendered — in text
+refuse (tuner.report.validate) is listed with the same sentence instead of its decisions — never rendered — in text
 and in JSON, and the listing still shows every other session."""
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from tuner.emit import udev as udev_emit
 from tuner.emit.json import parse, to_json
 from tuner.emit.table import to_table
 from tuner.families.readahead_sections import DeviceOut
-from tuner.model import (
+from tuner.report.model import (
     DeviceRef,
     EffectOut,
     FamilyOutcome,
@@ -45,7 +45,7 @@ from tuner.model import (
     TargetOut,
     Trial,
 )
-from tuner.report_check import ReportError
+from tuner.report.validate import ReportError
 
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 
@@ -467,7 +467,7 @@ def test_json_says_why_a_change_has_no_statement(s: str) -> None:
 
 def _behind_the_check(rep: Report, fmt: str) -> dict[str, str]:
     """What an emitter writes for ``rep`` when nothing stops it first. tuner.emit.render refuses every hostile
-    report of this module (tuner.report_check, issue #44); the quoting is tested as the second line of defence,
+    report of this module (tuner.report.validate, issue #44); the quoting is tested as the second line of defence,
     for a report that got past the check."""
     return dict(emit.EMITTERS[fmt].render(rep))
 

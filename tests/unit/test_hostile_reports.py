@@ -26,7 +26,7 @@ from tests.unit.test_hostile_output import _raw_unsafe
 from tests.unit.test_store import save
 from tuner.emit import FORMATS
 from tuner.emit.json import parse
-from tuner.report_file import MAX_REPORT_BYTES
+from tuner.report.file import MAX_REPORT_BYTES
 
 FIXTURE = REPO / "tests" / "fixtures" / "reports" / "sandbox-all-families.json"
 PWNED = "/bin/touch PWNED"

@@ -27,7 +27,7 @@ from structlog.testing import capture_logs
 
 from tuner import redact
 from tuner.actuate.alter_system import strip_password
-from tuner.configured import load_config
+from tuner.settings.config_load import load_config
 from tuner.daemon.service import Daemon
 from tuner.emit import tuned as tuned_emit
 from tuner.emit import udev as udev_emit

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tuner.configured import load_config
+from tuner.settings.config_load import load_config
 from tuner.daemon.api import make_runner
 from tuner.daemon.service import Daemon
 
@@ -450,7 +450,7 @@ async def _answer(d: Daemon, case: Api, port: int) -> tuple[int, bytes, int]:
         await w.drain()
         data = await asyncio.wait_for(r.read(), 60)
         w.close()
-        from tuner.report_check import check
+        from tuner.report.validate import check
         from tuner.store import open_store
 
         async with open_store(d.cfg, check=check) as db:

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from tuner.errors import SandboxError
-from tuner.target.sandbox import provider
+from tuner.sandbox import provider
 
 from .hostile import Input, case_inputs, describe
 from .test_hostile_inputs import Case, check_case

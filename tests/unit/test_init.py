@@ -11,7 +11,7 @@ import pytest
 
 from tests.unit.test_cli import run
 from tests.unit.test_systemd_unit import needs_verify, verify
-from tuner.samples import SAMPLES, SAMPLES_DIR
+from tuner.cli.samples import SAMPLES, SAMPLES_DIR
 
 NAMES = ["grafana-dashboard.json", "prometheus-rules.yml", "tuner.service", "tuner.toml"]
 
@@ -49,7 +49,7 @@ def test_a_directory_that_cannot_be_written_is_one_sentence(tmp_path: Path) -> N
 
 @needs_verify
 def test_the_written_unit_verifies(tmp_path: Path) -> None:
-    from tuner.samples import text_of
+    from tuner.cli.samples import text_of
 
     tuner = Path(sys.executable).parent / "tuner"
     unit = text_of(next(s for s in SAMPLES if s.name == "tuner.service"), tuner=tuner)

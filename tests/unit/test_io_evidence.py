@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from tuner.emit.html import to_html
 from tuner.families.concurrency_figures import io_rows
-from tuner.model import CacheEvidence, FamilyOutcome, Report, SessionOut, TargetOut, Trial
+from tuner.report.model import CacheEvidence, FamilyOutcome, Report, SessionOut, TargetOut, Trial
 from tuner.probes import explain
 from tuner.probes.statio import StatIo
 

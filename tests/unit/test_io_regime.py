@@ -20,14 +20,14 @@ from pathlib import Path
 import pytest
 
 from tuner.core.regime import assess, classify
-from tuner.device_profile import parse_profile
+from tuner.sandbox.device.profile import parse_profile
 from tuner.emit.html import to_html
 from tuner.emit.json import parse, to_dict
 from tuner.emit.table import TableReport
-from tuner.model import FamilyOutcome, IoRegimeOut, Report, SessionOut, TargetOut, Trial
+from tuner.report.model import FamilyOutcome, IoRegimeOut, Report, SessionOut, TargetOut, Trial
 from tuner.probes import diskstat
 from tuner.probes.diskstat import DiskReader, DiskStat, DiskWindow, data_disk, figures
-from tuner.report_check import ReportError, check
+from tuner.report.validate import ReportError, check
 
 T0 = datetime(2026, 12, 6, 17, 0, tzinfo=UTC)
 # /sys/block/loop3/stat as Linux 6.18 writes it (17 fields), read on this machine.

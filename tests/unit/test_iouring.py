@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.knobs.iouring import IoUringFacts, blocker, read_facts
+from tuner.hostfacts.iouring import IoUringFacts, blocker, read_facts
 
 BOTH = ("sync", "worker", "io_uring")
 CLEAR = IoUringFacts(offered=BOTH, disabled=0, group=-1, gids=frozenset({104}), seccomp=0, nofile_hard=1048576,

@@ -11,11 +11,11 @@ import pytest
 
 from tuner.core.decide import decide, recommendation
 from tuner.core.loops import build_optimiser
-from tuner.model import Recommendation
+from tuner.report.model import Recommendation
 from tuner.optimiser import BayesianOptimiser, Dimension
-from tuner.model import NearOptimal, NearRange
-from tuner.policy import load_policy
-from tuner.testing import SyntheticProbe
+from tuner.report.model import NearOptimal, NearRange
+from tuner.settings.policy import load_policy
+from tests.support.synthetic import SyntheticProbe
 
 EIC = "effective_io_concurrency"
 RA = "read_ahead_kb"
@@ -214,7 +214,7 @@ def test_reading_noise_pools_the_spread_within_each_arm() -> None:
     from datetime import UTC, datetime
 
     from tuner.core.decide import reading_noise
-    from tuner.model import Trial
+    from tuner.report.model import Trial
 
     def t(arm: str, v: float | None) -> Trial:
         return Trial(config={EIC: 1}, value=v, status="ok" if v else "failed", phase="confirm", arm=arm,  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from tuner.optimiser import BayesianOptimiser, Dimension, RandomOptimiser
 from tuner.optimiser.rules import Coverage, Duel, Edge, Flank, HalfStep
 from tuner.core.loops import search
-from tuner.testing import SyntheticProbe, seed_like_surface
+from tests.support.synthetic import SyntheticProbe, seed_like_surface
 
 EIC = "effective_io_concurrency"
 DIM = Dimension(EIC, 0, 1000)
@@ -400,7 +400,7 @@ def test_the_ladder_is_powers_of_two_and_their_half_steps() -> None:
 
 
 def test_a_joint_search_starts_from_at_most_three_values_per_knob() -> None:
-    from tuner.policy import load_policy
+    from tuner.settings.policy import load_policy
     from tuner.core.loops import build_optimiser
 
     opt = build_optimiser(load_policy("default"), [Dimension(EIC, 0, 256), Dimension(RA, 0, 8192, quantum=4)],
@@ -431,7 +431,7 @@ def test_after_the_re_measurements_a_joint_answer_is_the_dip_the_model_smooths_a
 def test_a_joint_search_follows_an_optimum_past_its_starting_values_to_the_bound() -> None:
     """Readahead still helps at 16384 KiB, the starting values stop at 2048 and concurrency does not matter:
     the search probes a factor of four further out from the incumbent, then the bound."""
-    from tuner.policy import load_policy
+    from tuner.settings.policy import load_policy
     from tuner.core.loops import build_optimiser
 
     dims = [Dimension(EIC, 0, 256), Dimension(RA, 0, 16384, quantum=4)]
@@ -486,7 +486,7 @@ def test_default_policy_stops_once_the_answer_and_its_neighbour_are_measured(see
     """The EBS seed's curve (0 far ahead, 1 the worst): the five starts, then 0's only neighbour (1, today's
     value, which the default policy leaves to the model), and the search stops: a seventh probe would buy
     nothing. The sweep reads all ten values."""
-    from tuner.policy import load_policy
+    from tuner.settings.policy import load_policy
     from tuner.core.loops import build_optimiser
 
     curve = {0: 40_263.0, 1: 98_126.0, 2: 55_344.0, 4: 52_506.0, 8: 54_954.0, 16: 54_346.0, 32: 55_197.0,
@@ -502,7 +502,7 @@ def test_default_policy_stops_once_the_answer_and_its_neighbour_are_measured(see
 
 
 def test_a_policy_may_leave_todays_value_to_the_model_in_one_knob_searches_only() -> None:
-    from tuner.policy import load_policy
+    from tuner.settings.policy import load_policy
     from tuner.core.loops import build_optimiser
 
     policy = load_policy("default")

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from tuner.optimiser import BayesianOptimiser, rules
-from tuner.optimiser.rulebase import GapRule, Rule
+from tuner.optimiser.rule_api import GapRule, Rule
 
 ROOT = Path(__file__).resolve().parents[2]
 TUNER = ROOT / "tuner"

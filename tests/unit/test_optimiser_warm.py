@@ -11,8 +11,8 @@ import pytest
 from tuner.core.loops import build_optimiser, search
 from tuner.optimiser import BayesianOptimiser, Dimension, RandomOptimiser
 from tuner.optimiser.posterior import FULL_FIT_POINTS, REFIT_GROWTH
-from tuner.policy import load_policy
-from tuner.testing import SyntheticProbe, seed_like_surface
+from tuner.settings.policy import load_policy
+from tests.support.synthetic import SyntheticProbe, seed_like_surface
 
 EIC, RA = "effective_io_concurrency", "read_ahead_kb"
 DIM = Dimension(EIC, 0, 1000)

@@ -1,4 +1,4 @@
-"""The one own-sandbox rule (tuner.target.sandbox.own.is_own_sandbox): the concurrency family's ALTER SYSTEM screen
+"""The one own-sandbox rule (tuner.sandbox.own.is_own_sandbox): the concurrency family's ALTER SYSTEM screen
 and the journal's write-back ask it, so its edges are pinned here on real directories."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.target.sandbox.own import OWNER_FILE, PREFIX, is_own_sandbox
+from tuner.sandbox.own import OWNER_FILE, PREFIX, is_own_sandbox
 
 
 def _sandbox(parent: Path, name: str) -> Path:

@@ -7,8 +7,8 @@ import tomllib
 from pathlib import Path
 
 import tuner
-from tuner.policy import SHIPPED_POLICY_DIR
-from tuner.samples import SAMPLES, SAMPLES_DIR
+from tuner.settings.policy import SHIPPED_POLICY_DIR
+from tuner.cli.samples import SAMPLES, SAMPLES_DIR
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]

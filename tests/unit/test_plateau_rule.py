@@ -11,10 +11,10 @@ from typing import Any
 from tuner.core.plateau import settle
 from tuner.core.progress import NullProgress
 from tuner.core.tune import tune
-from tuner.model import NearRange
+from tuner.report.model import NearRange
 from tuner.optimiser import Dimension
-from tuner.policy import load_policy
-from tuner.testing import SyntheticProbe
+from tuner.settings.policy import load_policy
+from tests.support.synthetic import SyntheticProbe
 
 EIC = "effective_io_concurrency"
 RA = "read_ahead_kb"

@@ -7,7 +7,7 @@ from structlog.testing import capture_logs
 
 from tuner.core.decide import confirmation_test
 from tuner.errors import ConfigError
-from tuner.policy import DEPRECATED, SHIPPED_POLICY_DIR, find_policy, load_policy
+from tuner.settings.policy import DEPRECATED, SHIPPED_POLICY_DIR, find_policy, load_policy
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "policies"
 

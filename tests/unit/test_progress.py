@@ -4,8 +4,8 @@ earlier). The sandbox's setup steps are not probes."""
 
 from __future__ import annotations
 
-from tuner.policy import load_policy
-from tuner.progress import SANDBOX_PHASE, TerminalProgress, most_probes
+from tuner.settings.policy import load_policy
+from tuner.cli.progress_bar import SANDBOX_PHASE, TerminalProgress, most_probes
 
 
 def test_the_most_probes_are_each_families_search_and_longest_confirmation() -> None:

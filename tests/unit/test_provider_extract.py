@@ -1,4 +1,4 @@
-"""Unpacking a PostgreSQL tarball (tuner/target/sandbox/provider.py ``_extract``) on a Python without PEP 706's
+"""Unpacking a PostgreSQL tarball (tuner/sandbox/provider.py ``_extract``) on a Python without PEP 706's
 extraction filters (3.11.0-3.11.3): links inside the tree are kept, anything reaching outside it is refused."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tuner.errors import SandboxError
-from tuner.target.sandbox.provider import _extract
+from tuner.sandbox.provider import _extract
 
 
 def _tarball(*entries: tuple[str, str | None]) -> tarfile.TarFile:

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from tuner.families.readahead import DevicePlan, cold_probe
-from tuner.policy import load_policy
+from tuner.settings.policy import load_policy
 from tuner.probes.cache import CacheControl
 from tuner.probes.statio import StatIo
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tuner import report_file
+from tuner.report import file as report_file
 from tuner.emit.table import to_table
 
 ROOT = Path(__file__).resolve().parents[2]

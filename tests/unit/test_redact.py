@@ -12,7 +12,7 @@ import pytest
 
 from tuner import log as tlog
 from tuner import redact
-from tuner.target.connection import redact as redact_dsn
+from tuner.redact import dsn as redact_dsn
 
 from .test_cli import run
 

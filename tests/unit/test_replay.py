@@ -17,8 +17,8 @@ from tuner.actuate.alter_system import settings
 from tuner.families import REGISTRY
 from tuner.families.base import Endpoint, FamilyContext
 from tuner.knobs import catalog
-from tuner.model import Trial
-from tuner.policy import load_policy
+from tuner.report.model import Trial
+from tuner.settings.policy import load_policy
 from tuner.probes.replayload import cold_problem, curve, stream_pages, wal_problem
 from tuner.target.facts import Setting, TargetFacts
 

@@ -21,11 +21,11 @@ from tuner.cli import main
 from tuner.emit import quote
 from tuner.emit.json import parse, to_json
 from tuner.knobs import catalog
-from tuner.knobs.devices import MATCH_KEYS, MATCH_SHAPES, device_of
-from tuner.model import Report
-from tuner.placeholders import template_problem
-from tuner.report_check import ReportError, check
-from tuner.report_file import MAX_REPORT_BYTES
+from tuner.hostfacts.blockdev import MATCH_KEYS, MATCH_SHAPES, device_of
+from tuner.report.model import Report
+from tuner.settings.placeholders import template_problem
+from tuner.report.validate import ReportError, check
+from tuner.report.file import MAX_REPORT_BYTES
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "reports" / "sandbox-all-families.json"
 FORMATS = tuple(emit.EMITTERS)

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from tests.unit.test_hostile_output import _raw_unsafe, _statements, _udev_tokens, _UnsafeLoader, _value
 from tuner import emit
 from tuner.knobs import catalog
-from tuner.knobs.devices import MATCH_KEYS, MATCH_SHAPES
-from tuner.model import DeviceRef, EffectOut, Recommendation, Report, SessionOut, TargetOut
-from tuner.report_check import SOURCES, ReportError, check
+from tuner.hostfacts.blockdev import MATCH_KEYS, MATCH_SHAPES
+from tuner.report.model import DeviceRef, EffectOut, Recommendation, Report, SessionOut, TargetOut
+from tuner.report.validate import SOURCES, ReportError, check
 
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 CAT = catalog.load()

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tuner import report_file
+from tuner.report import file as report_file
 from tuner.emit import wording
 from tuner.emit.html import to_html
 from tuner.emit.json import parse, to_json
 from tuner.emit.svg import esc
 from tuner.emit.table import to_table
 from tuner.emit.terminal import detect
-from tuner.model import Report
+from tuner.report.model import Report
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "reports" / "example-report.json"
 

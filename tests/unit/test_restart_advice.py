@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tuner.config import Config
-from tuner.policy import load_policy
-from tuner.preflight import RESTART_EXAMPLE, _restart
+from tuner.settings.config import Config
+from tuner.settings.policy import load_policy
+from tuner.session.check import RESTART_EXAMPLE, _restart
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DOCS = [ROOT / "README.md", ROOT / "tuner.toml", *sorted((ROOT / "docs").glob("*.md")),

@@ -4,7 +4,7 @@ import asyncio
 
 from tuner.core.loops import confirm
 from tuner.core.stats import SequentialTest
-from tuner.testing import SyntheticProbe, seed_like_surface
+from tests.support.synthetic import SyntheticProbe, seed_like_surface
 
 EIC = "effective_io_concurrency"
 

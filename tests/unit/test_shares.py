@@ -8,8 +8,8 @@ import asyncio
 
 from tuner.core.decide import decide, shares
 from tuner.families.readahead_sections import Combination
-from tuner.policy import load_policy
-from tuner.testing import SyntheticProbe
+from tuner.settings.policy import load_policy
+from tests.support.synthetic import SyntheticProbe
 
 RA, EIC = "read_ahead_kb", "effective_io_concurrency"
 POLICY = load_policy("default")

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from tuner.stop import to_the_end
+from tuner.session.stop import to_the_end
 
 STEPS = ("servers stopped", "loop device detached", "directory removed")
 

@@ -17,11 +17,11 @@ from click.testing import CliRunner
 
 from tuner import emit
 from tuner.cli import main
-from tuner.configured import load_config
-from tuner.model import EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
+from tuner.settings.config_load import load_config
+from tuner.report.model import EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
 from tuner.emit.diff import diff, diff_text
 from tuner.emit.history import history_text
-from tuner.report_check import check
+from tuner.report.validate import check
 from tuner.store import Store, StoreError, migrations, open_store
 from tuner.store.sqlite import SqliteBackend
 

@@ -15,7 +15,7 @@ from rich.cells import cell_len
 
 from tests.unit.test_emitters import plateau_report, report
 from tests.unit.test_store import make_report, save
-from tuner import report_file
+from tuner.report import file as report_file
 from tuner.emit import text as emit_text
 from tuner.emit.table import to_table
 from tuner.emit.terminal import FILE_WIDTH, MIN_WIDTH, Terminal, detect, wrap

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import Field
 
-from tuner.config import Section
+from tuner.settings.config import Section
 from tuner.emit.html import to_html
 from tuner.emit.json import parse, to_json
 from tuner.emit.svg import Figures, esc
@@ -22,8 +22,8 @@ from tuner.emit.table import to_table
 from tuner.errors import ConfigError
 from tuner.families import REGISTRY
 from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, skipped
-from tuner.model import Report, ReportSection
-from tuner.policy import SHIPPED_POLICY_DIR, load_policy
+from tuner.report.model import Report, ReportSection
+from tuner.settings.policy import SHIPPED_POLICY_DIR, load_policy
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "reports" / "sandbox-all-families.json"
 

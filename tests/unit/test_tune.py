@@ -14,9 +14,9 @@ from tuner.core.loops import build_optimiser, search
 from tuner.core.tune import tune
 from tuner.families.base import Pin
 from tuner.optimiser import Dimension
-from tuner.policy import load_policy
+from tuner.settings.policy import load_policy
 from tuner.store.priors import StoredPrior
-from tuner.testing import SyntheticProbe, seed_like_surface
+from tests.support.synthetic import SyntheticProbe, seed_like_surface
 
 EIC = "effective_io_concurrency"
 DIM = Dimension(EIC, 0, 1000)

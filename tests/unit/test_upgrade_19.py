@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from tuner.knobs.successors import io_workers_pair, upgrade_note
-from tuner.model import FamilyOutcome, Recommendation, Report, SessionOut, TargetOut
+from tuner.report.model import FamilyOutcome, Recommendation, Report, SessionOut, TargetOut
 from tuner.emit.diff import diff, diff_text
 
 

@@ -13,7 +13,7 @@ from tuner.emit.json import parse
 from tuner.families import wal_figures, wal_legacy
 from tuner.families.wal_sections import Report as WalSection
 from tuner.families.wal_sections import WalScalingOut
-from tuner.model import EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
+from tuner.report.model import EffectOut, FamilyOutcome, Recommendation, Report, SessionOut, TargetOut, Trial
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "reports" / "sandbox-all-families.json"
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)

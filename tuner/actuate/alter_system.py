@@ -37,7 +37,7 @@ from typing import Any
 from tuner.actuate.entry import NOT_SET, JournalError, Restored
 from tuner.errors import RefusedError, TunerError
 from tuner.redact import LIBPQ_SPACE
-from tuner.target.sandbox.own import is_own_sandbox
+from tuner.sandbox.own import is_own_sandbox
 
 _AUTO_CONF = "postgresql.auto.conf"
 FIELDS = {"kind", "name", "original", "device", "dsn", "system_identifier", "port", "sandbox_dir", "recorded_at",

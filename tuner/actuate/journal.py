@@ -39,16 +39,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tuner import trust
+from tuner.fs import trust
 from tuner.actuate import journal_check
 from tuner.actuate.alter_system import alter, alter_entry, put_back, replay_entry, scratch_entry
 from tuner.actuate.batch import batches, restore_batch
 from tuner.actuate.entry import JournalError, JournalInvalid, Restored, not_restored
-from tuner.actuate.lock import JournalLock
+from tuner.actuate.journal_lock import JournalLock
 from tuner.actuate.owner import boot_id, owner_alive, process_start
 from tuner.actuate.sysfs import SysfsWriter, sysfs_entry, value_problem
 from tuner.errors import ConfigError
-from tuner.files import atomic_write
+from tuner.fs.atomic import atomic_write
 from tuner.log import get_logger
 
 log = get_logger("tuner.journal")
@@ -92,7 +92,7 @@ class Journal:
 
     # -- reading ------------------------------------------------------------------------------------
     def _raw(self, *, acted_on: bool = True) -> bytes | None:
-        """The journal's bytes, or None; one that is ``acted_on`` must be tuner's own (:mod:`tuner.trust`): a
+        """The journal's bytes, or None; one that is ``acted_on`` must be tuner's own (:mod:`tuner.fs.trust`): a
         journal another user could have planted or changed would have root write what that user chose."""
         try:
             # Without blocking, checked on the descriptor: a FIFO in the journal's place must not hang restore.

@@ -1,4 +1,4 @@
-"""A journal file read back is checked like user input (as :mod:`tuner.report_check` checks a report read back):
+"""A journal file read back is checked like user input (as :mod:`tuner.report.validate` checks a report read back):
 what it must look like to be read at all, and to be acted on.
 
 A journal tells tuner what to write where, as root, when it is restored; so one that tuner did not write — damaged

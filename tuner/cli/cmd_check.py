@@ -14,12 +14,12 @@ import click
 
 from tuner import log as tlog
 from tuner.cli.common import CONFIG_HELP, CONFIG_TEXT, require_target
-from tuner.configured import load_config
+from tuner.settings.config_load import load_config
 from tuner.errors import ConfigError
 from tuner.families import REGISTRY
-from tuner.policy import load_policy
-from tuner.preflight import run as run_preflight
-from tuner.preview import Preflight
+from tuner.settings.policy import load_policy
+from tuner.session.check import run as run_preflight
+from tuner.report.preflight import Preflight
 
 CHECK_EXIT_TEXT = """\b
 Exit status:

@@ -7,10 +7,11 @@ from typing import Any
 
 import click
 
-from tuner import redact, tomlwriter
+from tuner import redact
+from tuner.settings import tomlwriter
 from tuner.cli.common import CONFIG_HELP, CONFIG_TEXT
-from tuner.configured import load_config
-from tuner.policy import load_policy
+from tuner.settings.config_load import load_config
+from tuner.settings.policy import load_policy
 
 
 @click.group()

@@ -11,7 +11,7 @@ import click
 
 from tuner import log as tlog
 from tuner.cli.common import CONFIG_HELP, CONFIG_TEXT
-from tuner.configured import load_config
+from tuner.settings.config_load import load_config
 from tuner.errors import ConfigError
 
 

@@ -1,4 +1,4 @@
-"""``tuner init DIR``: the samples a pip install starts from, written from the package (:mod:`tuner.samples`)."""
+"""``tuner init DIR``: the samples a pip install starts from, written from the package (:mod:`tuner.cli.samples`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from tuner import samples
+from tuner.cli import samples
 
 INIT_EXIT_TEXT = """\b
 Exit status:

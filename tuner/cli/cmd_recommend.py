@@ -16,15 +16,15 @@ from tuner import emit
 from tuner import log as tlog
 from tuner.cli.common import (COLOR_OPTION, CONFIG_HELP, CONFIG_TEXT, EXIT_TEXT, Sectioned, echo_report,
                               require_target, terminal)
-from tuner.config import SEED_MAX, Config
-from tuner.configured import load_config
+from tuner.settings.config import SEED_MAX, Config
+from tuner.settings.config_load import load_config
 from tuner.emit import FORMATS
 from tuner.errors import ConfigError, TunerError
 from tuner.families import REGISTRY
-from tuner.files import check_directory
-from tuner.policy import load_policy
-from tuner.progress import TerminalProgress, most_probes
-from tuner.stop import STOP
+from tuner.fs.atomic import check_directory
+from tuner.settings.policy import load_policy
+from tuner.cli.progress_bar import TerminalProgress, most_probes
+from tuner.session.stop import STOP
 from tuner.store import store_location
 
 
@@ -159,7 +159,7 @@ def _run(cfg: Config, policy: Any, *, sandbox: bool, budget: int | None, store: 
     """The session, where it was stored (None: not stored; an error: storing it failed), and its target's stored
     sessions, newest first (None where it was not stored or they could not be read)."""
     # The session stack (scikit-optimize, scikit-learn, scipy) takes seconds to import: only a session pays for it.
-    from tuner.stored_session import run_stored
+    from tuner.session.stored import run_stored
 
     async def guarded() -> Any:
         loop = asyncio.get_running_loop()

@@ -13,10 +13,10 @@ from tuner import log as tlog
 from tuner.actuate import Journal, JournalError, SysfsWriter
 from tuner.cli.common import (CONFIG_HELP, CONFIG_TEXT, STORE_CONFIG_TEXT, STORE_EXIT_TEXT, STORE_TEXT, store_config,
                               with_store, with_store_options)
-from tuner.config import Config
-from tuner.config import state_dir as configured_state_dir
-from tuner.configured import load_config
-from tuner.durations import parse_duration
+from tuner.settings.config import Config
+from tuner.settings.config import state_dir as configured_state_dir
+from tuner.settings.config_load import load_config
+from tuner.settings.durations import parse_duration
 from tuner.errors import ConfigError, RefusedError
 
 

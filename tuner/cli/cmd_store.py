@@ -9,14 +9,15 @@ from typing import Any
 
 import click
 
-from tuner import emit, report_file
+from tuner import emit
+from tuner.report import file as report_file
 from tuner.cli.common import (COLOR_OPTION, STORE_CONFIG_TEXT, STORE_EXIT_TEXT, STORE_TEXT, echo_report,
                               store_config, target_history, terminal, with_store, with_store_options)
 from tuner.emit import FORMATS, quote
-from tuner.emit.tableout import listing
+from tuner.emit.terminal import listing
 from tuner.errors import ConfigError, StoreError
-from tuner.files import write_files
-from tuner.report_check import ReportError
+from tuner.fs.atomic import write_files
+from tuner.report.validate import ReportError
 from tuner.emit.diff import diff as session_diff, diff_text
 from tuner.emit.history import history_json, history_lines
 from tuner.store import store_location
@@ -62,7 +63,7 @@ def history(config_path: Path | None, state_dir: Path | None, target: str | None
 
 
 async def _unusable(store: Any, session_id: str) -> str | None:
-    """Why ``tuner show`` would refuse this stored session's report (tuner.report_check), or None. The listing's
+    """Why ``tuner show`` would refuse this stored session's report (tuner.report.validate), or None. The listing's
     decisions come from the same report, so a session whose report tuner could not have written is listed with
     that sentence instead of them — as in a shared [store] url that another writer tampered with."""
     try:

@@ -12,11 +12,11 @@ from typing import Any
 import click
 
 from tuner import log as tlog
-from tuner.config import Config
-from tuner.configured import load_config
+from tuner.settings.config import Config
+from tuner.settings.config_load import load_config
 from tuner.emit.terminal import COLOR_CHOICES, Terminal, detect
 from tuner.errors import ConfigError, TunerError
-from tuner.report_check import check
+from tuner.report.validate import check
 from tuner.store import open_store, store_location, target_history  # noqa: F401 (the commands import it from here)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from tuner.knobs import catalog
 from tuner.knobs.catalog import KnobSpec
 from tuner.optimiser import Dimension
-from tuner.policy import Policy
+from tuner.settings.policy import Policy
 from tuner.target.facts import TargetFacts
 
 

@@ -12,9 +12,9 @@ from typing import Any, Literal
 
 from tuner.core.loops import NullProgress, Probe, Progress, confirm, effect_out
 from tuner.core.stats import Look, SequentialTest
-from tuner.model import EffectOut, NearOptimal, NearRange, Recommendation, Trial
+from tuner.report.model import EffectOut, NearOptimal, NearRange, Recommendation, Trial
 from tuner.optimiser.space import pooled_sd
-from tuner.policy import Policy
+from tuner.settings.policy import Policy
 
 Values = dict[str, Any]
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from tuner.log import get_logger
-from tuner.stop import STOP
-from tuner.model import EffectOut, Trial
+from tuner.session.stop import STOP
+from tuner.report.model import EffectOut, Trial
 from tuner.optimiser import BaseOptimiser, BayesianOptimiser, Dimension, Suggestion, initial_design
-from tuner.policy import Policy
+from tuner.settings.policy import Policy
 from tuner.core.progress import NullProgress, Progress
 from tuner.core.stats import Look, SequentialTest, abba_blocks, log_ratio
 

@@ -34,8 +34,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tuner.device_profile import DeviceProfile
-from tuner.model import IoRegimeOut, Trial
+from tuner.sandbox.device.profile import DeviceProfile
+from tuner.report.model import IoRegimeOut, Trial
 from tuner.probes.diskstat import BUSY as BUSY_KEY
 from tuner.probes.diskstat import IN_FLIGHT, IOPS, KIB_PER_READ, LATENCY_MS, MIB_S, READS
 

@@ -5,9 +5,9 @@ PostgreSQL major, a new device, a hand-edited setting, growth) and answers it wi
 it calls for, re-validates stored recommendations, and serves what it knows over HTTP for config management. It
 never applies a recommendation itself.
 
-Modules (durations, windows and crontab are below config, in ``tuner.durations`` and ``tuner.timespec``):
-``systemd`` (sd_notify), ``lockfile`` (one daemon per state
-directory), ``drift`` (the drift fingerprint and what a change calls for; ``hostfacts`` its device and cgroup reads), ``api`` (HTTP), ``metrics``
+Modules (durations, windows and crontab are below config, in ``tuner.settings.durations`` and ``tuner.settings.schedule``):
+``systemd`` (sd_notify), ``daemon_lock`` (one daemon per state
+directory), ``drift`` (the drift fingerprint and what a change calls for; :mod:`tuner.hostfacts` its device and cgroup reads), ``api`` (HTTP), ``metrics``
 (Prometheus), ``service`` (lifecycle, signals, schedule, reload), ``worker`` (the queue, its store handle and the
 runs), ``queries`` (what the API asks), ``watch`` (drift orchestration), ``pins`` (which family owns a
 recommendation and honours pins), ``state`` (what those parts share).

@@ -78,7 +78,7 @@ class Metrics:
             self.runs.remove(*labels)
 
     def set_recommendations(self, target: str, recs: Iterable[Any]) -> None:
-        """Replace the target's recommendation gauges with ``recs`` (:class:`tuner.model.Recommendation`)."""
+        """Replace the target's recommendation gauges with ``recs`` (:class:`tuner.report.model.Recommendation`)."""
         for gauge in (self.recommended, self.improvement, self.ci_low, self.ci_high):
             for labels in [k for k in _label_sets(gauge) if k[0] == target]:
                 gauge.remove(*labels)

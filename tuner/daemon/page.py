@@ -22,7 +22,7 @@ from tuner.emit.evidence import DEFAULT_MIN_EFFECT, by_knob, knob_label, min_eff
 from tuner.emit.figures import history_figure
 from tuner.emit.html import CSS, summary
 from tuner.emit.svg import Figures, as_value, esc, ratio
-from tuner.model import Recommendation, Report
+from tuner.report.model import Recommendation, Report
 from tuner.store import SessionSummary
 
 # The page's own additions to the report's style sheet.

@@ -10,7 +10,7 @@ from typing import Any
 from tuner.daemon.drift import knob_families
 from tuner.families import REGISTRY
 from tuner.families.base import Pin
-from tuner.model import Recommendation
+from tuner.report.model import Recommendation
 from tuner.target.fingerprint import recommendation_key
 
 

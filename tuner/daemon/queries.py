@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tuner import emit
-from tuner.config import is_loopback, listen_address
+from tuner.settings.config import is_loopback, listen_address
 from tuner.daemon import page, session_request
 from tuner.daemon.state import DaemonState, label
 from tuner.daemon.worker import Worker

@@ -23,11 +23,11 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from tuner.actuate import Journal, SysfsWriter
-from tuner.config import Config, is_loopback, listen_address, state_dir
-from tuner.configured import load_config
+from tuner.settings.config import Config, is_loopback, listen_address, state_dir
+from tuner.settings.config_load import load_config
 from tuner.daemon import upcoming
 from tuner.daemon.api import make_runner
-from tuner.daemon.lockfile import DaemonLock
+from tuner.daemon.daemon_lock import DaemonLock
 from tuner.daemon.queries import Queries
 from tuner.daemon.state import DaemonState, Target, daemon_owner, label, shown, targets_of
 from tuner.daemon.token import read_token
@@ -35,9 +35,9 @@ from tuner.daemon.watch import DriftWatch
 from tuner.daemon.worker import Worker
 from tuner.errors import ConfigError, DaemonError, TunerError
 from tuner.log import get_logger
-from tuner.policy import load_policy
+from tuner.settings.policy import load_policy
 from tuner.target.server import servers
-from tuner.timespec import local_timezone
+from tuner.settings.schedule import local_timezone
 
 log = get_logger("tuner.daemon")
 

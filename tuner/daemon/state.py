@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.config import Config, state_dir
+from tuner.settings.config import Config, state_dir
 from tuner.daemon.metrics import Metrics
 from tuner.daemon.systemd import Notifier
 from tuner.errors import ConfigError
 from tuner.store import target_id
-from tuner.target.connection import redact
+from tuner.redact import dsn as redact
 
 
 @dataclass

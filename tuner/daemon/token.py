@@ -9,7 +9,7 @@ import os
 import stat
 from pathlib import Path
 
-from tuner.config import Config, resolve_path
+from tuner.settings.config import Config, resolve_path
 from tuner.errors import ConfigError
 
 MAX_CHARS = 4096

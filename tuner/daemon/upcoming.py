@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from tuner.timespec import Windows, local_timezone
+from tuner.settings.schedule import Windows, local_timezone
 
 HORIZON = timedelta(days=400)  # over a year: a yearly crontab fires at least once, against weekly windows
 MAX_STEPS = 2000  # each step passes at least one window's opening: ~50 a year per weekly window

@@ -10,16 +10,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tuner.config import state_dir
+from tuner.settings.config import state_dir
 from tuner.daemon import pins as pinning
 from tuner.daemon.drift import Action, action, changes_json, compare, server_values
 from tuner.target.fingerprint import observe, recommendation_key
 from tuner.daemon.state import DaemonState, Target, label, store_id
 from tuner.daemon.worker import Worker
 from tuner.errors import TunerError
-from tuner.files import atomic_write
+from tuner.fs.atomic import atomic_write
 from tuner.log import get_logger
-from tuner.model import Recommendation
+from tuner.report.model import Recommendation
 
 log = get_logger("tuner.daemon")
 

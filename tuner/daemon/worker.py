@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tuner.actuate import Journal, SysfsWriter
-from tuner.config import state_dir
+from tuner.settings.config import state_dir
 from tuner.daemon import pins as pinning
 from tuner.daemon import session_request
 from tuner.daemon.residency import LockNotice, lock_working_set
@@ -29,11 +29,11 @@ from tuner.errors import ConfigError, DaemonError, TunerError
 from tuner.families import REGISTRY
 from tuner.families.base import Pin
 from tuner.log import get_logger
-from tuner.policy import load_policy
-from tuner.report_check import check
-from tuner.stop import STOP
+from tuner.settings.policy import load_policy
+from tuner.report.validate import check
+from tuner.session.stop import STOP
 from tuner.store import Store, StoreError, open_store
-from tuner.timespec import Windows, local_timezone
+from tuner.settings.schedule import Windows, local_timezone
 
 log = get_logger("tuner.daemon")
 
@@ -290,7 +290,7 @@ class Worker:
         locked = await asyncio.to_thread(lock_working_set)
         self._locked_notice(locked)
         # The optimiser stack, imported above in a thread: on the event loop it would stall the API.
-        from tuner.stored_session import run_stored
+        from tuner.session.stored import run_stored
 
         cfg = target.cfg
         policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
@@ -370,7 +370,7 @@ class Worker:
 
 
 def _import_session_stack() -> None:
-    for name in ("tuner.stored_session", "tuner.runner", "tuner.optimiser.gp", "skopt", "sklearn.gaussian_process",
+    for name in ("tuner.session.stored", "tuner.session.runner", "tuner.optimiser.gp", "skopt", "sklearn.gaussian_process",
                  "scipy.stats"):
         importlib.import_module(name)
     for family in REGISTRY.names():

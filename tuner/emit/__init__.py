@@ -27,9 +27,9 @@ from tuner.emit.terminal import Terminal
 from tuner.emit.tuned import Tuned
 from tuner.emit.udev import Udev
 from tuner.emit.zalando import Zalando
-from tuner.files import write_files
-from tuner.model import Report
-from tuner.report_check import check
+from tuner.fs.atomic import write_files
+from tuner.report.model import Report
+from tuner.report.validate import check
 
 if TYPE_CHECKING:
     from tuner.store import SessionSummary
@@ -53,7 +53,7 @@ def render(report: Report, fmt: str, *, history: list[SessionSummary] | None = N
     """Format ``fmt``'s files (name → text, the main one first). ``history`` — the stored sessions of the report's
     target, newest first, or None when there is none to give (a report read from a file) — goes to an emitter
     whose class says ``wants_history = True``. A report tuner could not have written is refused first
-    (:func:`tuner.report_check.check`: one :class:`~tuner.report_check.ReportError` sentence, nothing rendered)."""
+    (:func:`tuner.report.validate.check`: one :class:`~tuner.report.validate.ReportError` sentence, nothing rendered)."""
     check(report)
     emitter: Any = EMITTERS[fmt]
     if getattr(type(emitter), "wants_history", False):

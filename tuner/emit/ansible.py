@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 from tuner.emit import changes as ch
 from tuner.emit import quote, sql, udev, yamldoc
 from tuner.emit.twin import ApplyRollback
-from tuner.model import Recommendation, Report
+from tuner.report.model import Recommendation, Report
 
 VARS_FILE = "ansible/tuner-vars.yml"
 PLAYBOOK_FILE = "ansible/tuner.yml"

@@ -5,17 +5,23 @@ pairs, session and date, every number as the report has it — and a provenance 
 back today's values. "Keep what you have" is an empty change set that says so. A change a format cannot express
 (a tablespace's setting in a server-wide file, a device's readahead on a database server) is named in a comment
 with where it goes instead; a name or value that cannot be written safely is named with the reason.
+
+The files that set readahead on the host (udev, tuned) share their body and its rollback twin's
+(:func:`device_entries`): one entry per device change, each under its evidence (or, in the rollback, the value it
+goes back to), a change meant for PostgreSQL named with where it goes instead, and a sentence where nothing is
+written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 from tuner.emit import host as host_emit
 from tuner.emit import quote, sql
 from tuner.emit.twin import label
-from tuner.model import Recommendation, Report
+from tuner.report.model import Recommendation, Report
 
 MANAGED_BY = "managed by tuner"
 
@@ -158,3 +164,51 @@ def parameter_set(report: Report, what: str, *, refuse: Mapping[str, str] | None
                                                       else f"from {came}: the key is removed"))
     out.notes += out.refused
     return out
+
+
+BY_KERNEL_NAME = ("matched by kernel name: the device has no WWID or serial, and kernel names can change across "
+                  "reboots")
+
+
+def by_kernel_name(rec: Recommendation) -> bool:
+    """Whether the device is matched by its kernel name only (it has no WWID, serial or other stable key)."""
+    match = rec.device.match if rec.device else {}
+    return set(match) == {"KERNEL"} and not match["KERNEL"].endswith("*")
+
+
+def device_entries(report: Report, out: list[str], *, rollback: bool, what: str, reopen: str,
+                   entry: Callable[[Recommendation, int], list[str]]) -> list[str]:
+    """``out`` (the file's header, which ends with a blank line) and then the entries: ``entry(rec, n)`` gives the
+    lines that set the ``n``-th written device (from 1) to its recommended value, or back to today's with
+    ``rollback``; it raises :class:`quote.Unrenderable` for one it cannot write. ``what`` names the file in
+    sentences; ``reopen`` says how the value reaches PostgreSQL's open files."""
+    top = len(out)
+    written = 0
+    refused: list[str] = []
+    for rec in changes(report):
+        if rec.scope != "device":
+            if not rollback:
+                out += [*quote.comment(elsewhere(rec, what)), ""]
+            continue
+        lines, why = quote.attempt(partial(entry, rec, written + 1))
+        head = (f"{label(rec)}: back to {rec.current} (today's value, from the {rec.source})" if rollback
+                else evidence(rec, report))
+        out += quote.comment(head)
+        if lines is None:
+            out += quote.comment(f"not written: {why}")
+            refused.append(f"{label(rec)} ({why})")
+        else:
+            if by_kernel_name(rec):
+                out += quote.comment(BY_KERNEL_NAME)
+            if not rollback:
+                out += quote.comment(reopen)
+            out += lines
+            written += 1
+        out.append("")
+    if not written:
+        note = ("nothing to roll back." if rollback and not refused else
+                f"this file sets nothing: tuner refused to write {'; '.join(refused)}, so today's value is kept"
+                if refused else empty(report, what, "device"))
+        out[top:top] = [*quote.comment(note), ""]
+    return out
+

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from tuner.emit import changes as ch
 from tuner.emit import yamldoc
 from tuner.emit.twin import ApplyRollback
-from tuner.model import Report
+from tuner.report.model import Report
 
 FILE = "cnpg/cluster-patch.yaml"
 WHAT = "a CloudNativePG Cluster"

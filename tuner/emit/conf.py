@@ -18,7 +18,7 @@ from typing import ClassVar
 from tuner.emit import changes as ch
 from tuner.emit import quote
 from tuner.emit.twin import ROLLBACK_DIR, ApplyRollback, file_text
-from tuner.model import Recommendation, Report
+from tuner.report.model import Recommendation, Report
 
 FILE = "conf.d/99-tuner.conf"
 ROLLBACK_FILE = ROLLBACK_DIR + FILE

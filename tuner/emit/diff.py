@@ -7,7 +7,7 @@ from typing import Any
 
 from tuner.emit import quote
 from tuner.knobs import catalog, successors
-from tuner.model import Recommendation, Report
+from tuner.report.model import Recommendation, Report
 
 
 def _key(r: Recommendation) -> tuple[str, str | None]:

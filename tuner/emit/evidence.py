@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.emit.svg import as_value, esc, finite, num
-from tuner.model import Recommendation, Report, Trial
+from tuner.report.model import Recommendation, Report, Trial
 
 DEFAULT_MIN_EFFECT = 1.05
 _MIN_EFFECT = re.compile(r"minimum effect (\d{1,3}(?:\.\d{1,6})?)x")

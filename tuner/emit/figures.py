@@ -33,7 +33,7 @@ from tuner.emit.svg import (
     short,
     knob_scale,
 )
-from tuner.model import Recommendation
+from tuner.report.model import Recommendation
 
 
 def _decision_label(r: Recommendation | None, value: Any) -> tuple[str, str]:

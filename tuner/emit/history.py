@@ -36,7 +36,7 @@ def history_lines(sessions: list[SessionSummary], where: str,
                   refused: Mapping[str, str] | None = None) -> list[tuple[str, str | None]]:
     """The listing for people, each line with what it says for a terminal's colours: "change", "keep", "skipped"
     (a session not shown) or None. A session in ``refused`` (id → the sentence of
-    :func:`tuner.report_check.check`) is listed with that sentence instead of its decisions, as `tuner show`
+    :func:`tuner.report.validate.check`) is listed with that sentence instead of its decisions, as `tuner show`
     would refuse it."""
     refused = refused or {}
     if not sessions:

@@ -11,7 +11,7 @@ import shlex
 from typing import ClassVar
 
 from tuner.emit import quote
-from tuner.model import DeviceRef, HostCommands, Recommendation, Report
+from tuner.report.model import DeviceRef, HostCommands, Recommendation, Report
 
 UDEV_RULE_FILE = "/etc/udev/rules.d/99-tuner-readahead.rules"
 

@@ -26,7 +26,7 @@ from tuner.emit.figures import confirmation_figure, effects_figure, history_figu
 from tuner.emit.svg import Figures, esc, finite, num, ratio
 from tuner.families import REGISTRY
 from tuner.families.base import objective_unit
-from tuner.model import Recommendation, Report
+from tuner.report.model import Recommendation, Report
 
 
 CSS = """

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tuner.emit.svg import STYLE, VERMILLION, Figures, Linear, Svg, esc
-from tuner.model import IoRegimeOut, Report, Trial
+from tuner.report.model import IoRegimeOut, Report, Trial
 from tuner.probes.diskstat import BUSY, IN_FLIGHT, IOPS, KIB_PER_READ, LATENCY_MS, MIB_S, READS
 
 # (metric, heading, decimals) of the per-probe table

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from tuner.emit import host as host_emit
 from tuner.emit import quote, sql, wording
-from tuner.model import Report
+from tuner.report.model import Report
 
 RENDERED_KEYS = ("apply_sql", "rollback_sql", "host", "not_rendered")
 # The report's own rendered lines (tuner.emit.wording), beside its data: what "improvement" is a ratio of, where

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from tuner.emit import changes as ch
 from tuner.emit import yamldoc
 from tuner.emit.twin import ApplyRollback
-from tuner.model import Report
+from tuner.report.model import Report
 
 YAML_FILE = "patroni/patroni-config.yaml"
 JSON_FILE = "patroni/patch-config.json"

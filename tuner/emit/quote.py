@@ -28,11 +28,11 @@ import unicodedata
 from collections.abc import Callable
 from typing import TypeVar
 
-from tuner.knobs.devices import MATCH_KEYS
-from tuner.text import escape as _escape
-from tuner.text import one_line as one_line  # re-exported: every emitter quotes through this module
-from tuner.text import shown as shown
-from tuner.text import unsafe as unsafe
+from tuner.hostfacts.blockdev import MATCH_KEYS
+from tuner.report.text import escape as _escape
+from tuner.report.text import one_line as one_line  # re-exported: every emitter quotes through this module
+from tuner.report.text import shown as shown
+from tuner.report.text import unsafe as unsafe
 
 T = TypeVar("T")
 

@@ -5,7 +5,7 @@ own way."""
 
 from __future__ import annotations
 
-from tuner.model import Recommendation
+from tuner.report.model import Recommendation
 
 
 def cell(rec: Recommendation) -> str:

@@ -7,7 +7,7 @@ from typing import ClassVar
 from tuner.emit import host as host_emit
 from tuner.emit import quote, ranges, wording
 from tuner.emit.twin import label
-from tuner.model import Recommendation, Report
+from tuner.report.model import Recommendation, Report
 
 
 def alter_system(knob: str, value: int | str) -> str:

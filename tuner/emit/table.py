@@ -2,7 +2,7 @@
 itself), what was put back.
 
 It is a list of sections (:data:`SECTIONS`), each a function that writes its part of one report to a
-:class:`~tuner.emit.tableout.Out`; a new part of the report is one function and one entry in the list.
+:class:`~tuner.emit.terminal.Out`; a new part of the report is one function and one entry in the list.
 
 Everything fits the width it is given (:class:`tuner.emit.terminal.Terminal`): lines wrap with a hanging indent,
 and a table too wide even with its wrappable cells folded is printed as one stanza per row instead of with cut
@@ -22,9 +22,8 @@ from typing import ClassVar
 
 from tuner.emit import host as host_emit
 from tuner.emit import ranges, sql, wording
-from tuner.emit.tableout import Out, Row, TextTable
-from tuner.emit.terminal import Terminal
-from tuner.model import Recommendation, Report
+from tuner.emit.terminal import Out, Row, Terminal, TextTable
+from tuner.report.model import Recommendation, Report
 
 
 def _header(report: Report, out: Out) -> None:

@@ -24,9 +24,9 @@ from typing import ClassVar
 from tuner.emit import changes as ch
 from tuner.emit import host as host_emit
 from tuner.emit import quote
-from tuner.emit.hostfile import device_entries
+from tuner.emit.changes import device_entries
 from tuner.emit.twin import ROLLBACK_DIR, ApplyRollback, file_text
-from tuner.model import DeviceRef, Recommendation, Report
+from tuner.report.model import DeviceRef, Recommendation, Report
 
 FILE = "tuned/tuned.conf"
 ROLLBACK_FILE = ROLLBACK_DIR + FILE

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Protocol
 
-from tuner.model import Recommendation, Report
+from tuner.report.model import Recommendation, Report
 
 ROLLBACK_DIR = "rollback/"
 

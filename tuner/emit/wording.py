@@ -6,7 +6,7 @@ why it did not win. A change is said as ``old -> new``. Plain text; each emitter
 
 from __future__ import annotations
 
-from tuner.model import Recommendation, Report
+from tuner.report.model import Recommendation, Report
 
 
 def kept(rec: Recommendation, *, why: bool = True) -> str:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from tuner.emit import changes as ch
 from tuner.emit import cnpg, patroni, yamldoc
 from tuner.emit.twin import ApplyRollback
-from tuner.model import Report
+from tuner.report.model import Report
 
 FILE = "zalando/postgresql-patch.yaml"
 WHAT = "a Zalando postgresql resource"

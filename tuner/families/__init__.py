@@ -1,7 +1,7 @@
 """Knob families, one module each. A new family is one module plus one line here (``name: "module:Class"``);
 the order here is only the order of the report when the families' ``after`` leaves a choice."""
 
-from tuner import sections
+from tuner.report import by_family as sections
 from tuner.families.base import Registry
 
 REGISTRY = Registry({

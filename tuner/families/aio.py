@@ -1,21 +1,21 @@
 """Which of PostgreSQL 18's server-wide asynchronous-I/O settings the concurrency family may search on this target,
 and why not where it may not: ``io_workers`` (reload) and ``io_method`` (restart) are changed with ALTER SYSTEM,
 which tuner writes back only where its journal may; ``io_method = io_uring`` is screened only where nothing stops
-the server from running it (:mod:`tuner.knobs.iouring`)."""
+the server from running it (:mod:`tuner.hostfacts.iouring`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from tuner import sqlfiles
+from tuner.fs import sqlfiles
 from tuner.core import bounds
-from tuner.knobs import iouring
+from tuner.hostfacts import iouring
 from tuner.families.base import FamilyContext
-from tuner.model import Trial
+from tuner.report.model import Trial
 from tuner.optimiser import Dimension
 from tuner.probes import workload
-from tuner.target.sandbox.own import is_own_sandbox
+from tuner.sandbox.own import is_own_sandbox
 
 WORKERS = "io_workers"
 METHOD = "io_method"

@@ -22,18 +22,18 @@ from pydantic import BaseModel
 
 from tuner.core.decide import Decision
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome, Recommendation, Report, ReportSection, Trial
-from tuner.preview import FamilyPlan
+from tuner.report.model import FamilyOutcome, Recommendation, Report, ReportSection, Trial
+from tuner.report.preflight import FamilyPlan
 from tuner.store import StoredPrior, Store, StoreError
 from tuner.target.guard import Guard
 from tuner.target.server import Restart
 
 if TYPE_CHECKING:
     from tuner.actuate import Journal
-    from tuner.config import Config, Section
+    from tuner.settings.config import Config, Section
     from tuner.core.progress import Progress
     from tuner.emit.svg import Figures
-    from tuner.policy import Policy
+    from tuner.settings.policy import Policy
     from tuner.probes.diskstat import DiskReader
     from tuner.target.facts import TargetFacts
 
@@ -293,7 +293,7 @@ class Registry:
 
     def section_types(self, kind: Literal["policy", "report"]) -> dict[str, type[BaseModel]]:
         """Per family that declares one, the model of its policy table or report section, in registry order
-        (what :mod:`tuner.sections` asks; the families are imported for it)."""
+        (what :mod:`tuner.report.by_family` asks; the families are imported for it)."""
         out: dict[str, type[BaseModel]] = {}
         for name in self.names():
             family = self.get(name)

@@ -13,7 +13,7 @@ Per version (PostgreSQL 17 and 18 release notes; 18's docs on asynchronous I/O, 
   confirmed against the best other value it measured.
 * **18+**: ``io_workers`` (reload) is searched under ``io_method = worker`` at the values found above, and
   ``io_method`` (restart) is screened against today's where :mod:`tuner.families.aio` allows it (io_uring only where
-  nothing stops it: :mod:`tuner.knobs.iouring`): ALTER SYSTEM, journaled first and put back at the end.
+  nothing stops it: :mod:`tuner.hostfacts.iouring`): ALTER SYSTEM, journaled first and put back at the end.
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ from tuner.core.decide import Decision, decide, recommendation
 from tuner.core.loops import Probe
 from tuner.core.tune import Tuned, tune
 from tuner.errors import ProbeError
-from tuner.families import aio, concurrency_figures, concurrency_sections, previews
+from tuner.families import aio, concurrency_figures, concurrency_sections, plans as previews
 from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, skipped
 from tuner.families.handover import Fixed, from_finding, settled_value
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome, NearOptimal, Recommendation, Trial
+from tuner.report.model import FamilyOutcome, NearOptimal, Recommendation, Trial
 from tuner.optimiser import Dimension
-from tuner.policy import Policy
+from tuner.settings.policy import Policy
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
 from tuner.probes.coldprobe import ColdProbe, SystemKnobs

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tuner.emit.svg import Figures, esc
-from tuner.model import Report, Trial
+from tuner.report.model import Report, Trial
 
 # (metric, column heading), in the order shown; a column appears only where some trial carries it
 COLUMNS = (

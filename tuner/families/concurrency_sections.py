@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from tuner.config import Section
+from tuner.settings.config import Section
 
 IO_METHODS = ("sync", "worker", "io_uring")  # PostgreSQL 18's io_method values (io_uring only in some builds)
 

@@ -10,7 +10,7 @@ from tuner.core import bounds
 from tuner.core.decide import recommendation
 from tuner.core.loops import Probe
 from tuner.families.base import Finding
-from tuner.model import Recommendation, Trial
+from tuner.report.model import Recommendation, Trial
 
 
 def from_finding(finding: Finding, facts: Any) -> Recommendation:

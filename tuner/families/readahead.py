@@ -25,18 +25,18 @@ from typing import Any, ClassVar
 
 import asyncpg
 
-from tuner import sqlfiles
-from tuner.config import Config
+from tuner.fs import sqlfiles
+from tuner.settings.config import Config
 from tuner.core import bounds
 from tuner.core.decide import TODAY_IN_OPTIMUM, Decision, decide, shares
 from tuner.core.tune import tune
-from tuner.families import previews, readahead_figures, readahead_sections
+from tuner.families import plans as previews, readahead_figures, readahead_sections
 from tuner.families.base import OBJECTIVE_UNIT, Family, FamilyContext, FamilyResult, Finding, Needs, skipped
 from tuner.families.readahead_sections import Combination, DeviceOut
-from tuner.knobs.devices import BlockDevice, DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
+from tuner.hostfacts.blockdev import BlockDevice, DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
 from tuner.log import get_logger
-from tuner.model import DeviceRef, FamilyOutcome, Recommendation, Trial
-from tuner.policy import Policy
+from tuner.report.model import DeviceRef, FamilyOutcome, Recommendation, Trial
+from tuner.settings.policy import Policy
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
 from tuner.probes.rawread import raw_read_mb_s

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from tuner.emit.svg import GREEN, GREY, ORANGE, W, Figures, Linear, Svg, esc, short
 from tuner.families.readahead_sections import DeviceOut
 from tuner.families.readahead_sections import Report as Section
-from tuner.model import Recommendation, Report
+from tuner.report.model import Recommendation, Report
 
 
 def html_sections(report: Report, figures: Figures) -> list[tuple[str, str, str]]:

@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from tuner.config import Section
-from tuner.model import EffectOut, ReportSection, _Frozen
+from tuner.settings.config import Section
+from tuner.report.model import EffectOut, ReportSection, _Frozen
 
 
 class Policy(Section):

@@ -23,14 +23,14 @@ from tuner.core import bounds
 from tuner.core.decide import Decision, recommendation
 from tuner.core.tune import tune
 from tuner.errors import ProbeError, RefusedError, TunerError
-from tuner.families import previews, replay_sections
+from tuner.families import plans as previews, replay_sections
 from tuner.families.base import Endpoint, Family, FamilyContext, FamilyResult, Needs, skipped
 from tuner.families.replay_sections import ReplayOut
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome, Trial
+from tuner.report.model import FamilyOutcome, Trial
 from tuner.probes import replayload, workload
 from tuner.probes.cache import CacheControl, choose_os_method
-from tuner.target.connection import redact
+from tuner.redact import dsn as redact
 
 log = get_logger("tuner.replay")
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import Field
 
-from tuner.config import Section
-from tuner.model import ReportSection, _Frozen
+from tuner.settings.config import Section
+from tuner.report.model import ReportSection, _Frozen
 from tuner.probes.replayload import ReplayPointOut
 
 

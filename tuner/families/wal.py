@@ -32,16 +32,16 @@ from tuner.core.decide import decide, recommendation
 from tuner.core.loops import Progress
 from tuner.core.tune import tune
 from tuner.errors import ProbeError, RefusedError, TunerError
-from tuner.families import previews, wal_figures, wal_legacy, wal_sections
+from tuner.families import plans as previews, wal_figures, wal_legacy, wal_sections
 from tuner.families.base import Endpoint, Family, FamilyContext, FamilyResult, Needs, skipped
 from tuner.families.wal_sections import WalContentionOut, WalScalingOut
 from tuner.knobs import catalog
 from tuner.log import get_logger
-from tuner.model import FamilyOutcome, Recommendation, Trial
-from tuner.policy import Policy
+from tuner.report.model import FamilyOutcome, Recommendation, Trial
+from tuner.settings.policy import Policy
 from tuner.probes import walload
-from tuner.stop import STOP
-from tuner.target.connection import redact
+from tuner.session.stop import STOP
+from tuner.redact import dsn as redact
 
 log = get_logger("tuner.wal")
 

@@ -9,7 +9,7 @@ from tuner.emit.svg import (
     BLACK, BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILLION, YELLOW, Categories, Figures, Linear, Svg, W, esc, finite,
 )
 from tuner.families.wal_sections import Report as Section
-from tuner.model import Report
+from tuner.report.model import Report
 
 
 def html_sections(report: Report, figures: Figures) -> list[tuple[str, str, str]]:

@@ -11,7 +11,7 @@ scaling runs; anything else is left as it was stored.
 from __future__ import annotations
 
 from tuner.families.wal_sections import Report as Section
-from tuner.model import Report, Trial
+from tuner.report.model import Report, Trial
 
 FAMILY = "wal"
 

@@ -7,10 +7,10 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from tuner.config import Section
-from tuner.emit.tableout import TextTable
-from tuner.model import ReportSection, _Frozen
-from tuner.policy import VALUES_MAX
+from tuner.settings.config import Section
+from tuner.emit.terminal import TextTable
+from tuner.report.model import ReportSection, _Frozen
+from tuner.settings.policy import VALUES_MAX
 
 
 class Policy(Section):

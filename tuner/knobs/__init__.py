@@ -1,4 +1,3 @@
-"""Knobs: the catalogue of settings tuner knows (as data) and the search spaces built from it — and the one place
-that reads what the host under a local PostgreSQL says about them: its block devices (:mod:`~tuner.knobs.devices`,
-sysfs), the cgroup limits and memory (:mod:`~tuner.knobs.hostfacts`) and what would stop io_uring
-(:mod:`~tuner.knobs.iouring`). Files only (and one io_uring_setup of tuner's own); nothing on the host is written."""
+"""Knobs: the catalogue of settings tuner knows (as data: ``catalog.toml``, read by :mod:`.catalog`) — each
+setting's range, context and default per PostgreSQL version — and how a setting a major version removed reads in
+the versions after it (:mod:`.successors`). What the host says about them is :mod:`tuner.hostfacts`."""

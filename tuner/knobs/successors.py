@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.model import Report
+from tuner.report.model import Report
 
 REMOVED_IN = 190000
 POOL_MAX_DEFAULT = 8

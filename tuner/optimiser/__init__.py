@@ -19,7 +19,7 @@ The model works on log(time) (multiplicative noise becomes additive), over each 
 (``log2p1``: log2(1 + value), so 0 is reachable and 1, 3, 7, 15 … are evenly spaced). The recommendation
 comes from the model's posterior mean, not from the luckiest observation (winner's curse).
 
-The near-optimal range (``Suggestion.near_optimal``, a ``tuner.model.NearOptimal`` of per-knob
+The near-optimal range (``Suggestion.near_optimal``, a ``tuner.report.model.NearOptimal`` of per-knob
 ``NearRange``s) is the values the measurements cannot tell apart from the best by more than the policy's
 minimum effect, at its ``1 − alpha``: a value measured in this session is left out only where its readings'
 mean exceeds the best's by more than log(``min_effect``) plus that interval (the model's noise per reading); a
@@ -34,7 +34,7 @@ tolerance box, untouched by this (``BaseOptimiser._answer``).
 Modules: ``space`` (knobs, configurations, the answer, the history), ``design`` (where a search starts),
 ``base`` (shared bookkeeping, random search), ``prior`` (earlier sessions' observations: kept, compressed,
 calibrated), ``gp`` (the Bayesian optimiser; the only module that imports scikit-optimize), ``posterior`` (the
-fitted GP it mixes in: fit and predictions, at a bounded cost per probe), ``rules`` and ``rulebase`` (the rules it
+fitted GP it mixes in: fit and predictions, at a bounded cost per probe), ``rules`` and ``rule_api`` (the rules it
 holds, one object each, with its constants and its reason), ``near`` (what the answer reports: its near-optimal ranges, the plateau).
 """
 

@@ -16,7 +16,7 @@ import numpy as np
 from tuner.optimiser.base import BaseOptimiser
 from tuner.optimiser.near import RangeFinder
 from tuner.optimiser.posterior import Posterior
-from tuner.optimiser.rulebase import GapRule, Rule
+from tuner.optimiser.rule_api import GapRule, Rule
 from tuner.optimiser.rules import GAP_RULES, RULES, AgreeWindow, Duel, HalfStepBelowChord, KeepPrevious, StartWindow
 from tuner.optimiser.space import Point, Suggestion, key_of, pooled_sd
 

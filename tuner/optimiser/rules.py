@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from tuner.optimiser.rulebase import GapRule, Rule, Searcher, around_incumbent, lowest_predicted, round_neighbours
+from tuner.optimiser.rule_api import GapRule, Rule, Searcher, around_incumbent, lowest_predicted, round_neighbours
 from tuner.optimiser.space import Point, key_of
 
 

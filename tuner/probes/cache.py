@@ -28,7 +28,7 @@ from typing import Literal
 
 import asyncpg
 
-from tuner import sqlfiles
+from tuner.fs import sqlfiles
 from tuner.log import get_logger
 from tuner.target.facts import TargetFacts
 from tuner.target.server import Restart

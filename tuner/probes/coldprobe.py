@@ -20,7 +20,7 @@ import asyncpg
 
 from tuner.errors import RefusedError, TargetError, TunerError
 from tuner.log import get_logger
-from tuner.model import CacheEvidence, Trial
+from tuner.report.model import CacheEvidence, Trial
 from tuner.probes import explain
 from tuner.probes.cache import CacheControl
 from tuner.probes.diskstat import DiskReader, DiskWindow

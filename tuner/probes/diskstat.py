@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuner.knobs.devices import read_text
+from tuner.hostfacts.blockdev import read_text
 
 SECTOR_BYTES = 512  # stat.rst: "sectors" are 512-byte units regardless of the device's own sector size
 

@@ -36,11 +36,11 @@ from typing import Any, Literal
 import asyncpg
 from pydantic import Field
 
-from tuner import sqlfiles
+from tuner.fs import sqlfiles
 from tuner.actuate import Journal
 from tuner.errors import ProbeError, RefusedError, TunerError
 from tuner.log import get_logger
-from tuner.model import CacheEvidence, Trial, _Frozen
+from tuner.report.model import CacheEvidence, Trial, _Frozen
 from tuner.probes import walload
 from tuner.probes.cache import CacheControl
 

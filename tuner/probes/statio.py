@@ -15,7 +15,7 @@ from pathlib import Path
 
 import asyncpg
 
-from tuner import sqlfiles
+from tuner.fs import sqlfiles
 
 _SQL = str(Path(__file__).parent)
 FIRST = 160000  # pg_stat_io is new in 16

@@ -25,7 +25,7 @@ from typing import Literal
 
 import asyncpg
 
-from tuner import sqlfiles
+from tuner.fs import sqlfiles
 from tuner.errors import ProbeError
 
 _SQL = str(Path(__file__).parent)

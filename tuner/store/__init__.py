@@ -9,7 +9,7 @@ drift events — in SQLite in the state directory (the default), or in a Postgre
 A :class:`Store` is one back-end (:mod:`~tuner.store.backend`: the connection, its SQL dialect, the schema and its
 migrations, transactions, the per-target lock; :mod:`~tuner.store.sqlite` or :mod:`~tuner.store.postgres`) and the
 repositories a reader asks for, each over that back-end. A report read back is checked by the ``check`` its opener
-gives (:func:`tuner.report_check.check`). Nothing here renders: what ``tuner history`` and ``tuner diff`` print is
+gives (:func:`tuner.report.validate.check`). Nothing here renders: what ``tuner history`` and ``tuner diff`` print is
 :mod:`tuner.emit.history` and :mod:`tuner.emit.diff`.
 """
 
@@ -32,8 +32,8 @@ from tuner.store.sessions import ReportCheck, Sessions
 from tuner.store.targets import Targets, lock_key, target_id
 
 if TYPE_CHECKING:
-    from tuner.config import Config
-    from tuner.model import Report
+    from tuner.settings.config import Config
+    from tuner.report.model import Report
 
 __all__ = [
     "ReportCheck", "SessionSummary", "Store", "StoreBackend", "StoreError", "StoredPrior", "TargetBusyError",
@@ -58,14 +58,14 @@ class Store:
 def store_location(cfg: Config) -> str:
     """Where the store is, for messages (a URL without its password)."""
     if cfg.store.url:
-        from tuner.target.connection import redact
+        from tuner.redact import dsn as redact
 
         return redact(cfg.store.url)
     return str(_sqlite_path(cfg))
 
 
 def _sqlite_path(cfg: Config) -> Path:
-    from tuner.config import resolve_path, state_dir
+    from tuner.settings.config import resolve_path, state_dir
     from tuner.store.sqlite import FILE_NAME
 
     return resolve_path(cfg, cfg.store.path) if cfg.store.path else state_dir(cfg) / FILE_NAME
@@ -74,7 +74,7 @@ def _sqlite_path(cfg: Config) -> Path:
 @contextlib.asynccontextmanager
 async def open_store(cfg: Config, *, check: ReportCheck, enabled: bool = True) -> AsyncIterator[Store | None]:
     """The configured store, its schema checked (and migrated forward) — or None when storing is off. ``check``
-    is what a report read back from it must pass (:func:`tuner.report_check.check`)."""
+    is what a report read back from it must pass (:func:`tuner.report.validate.check`)."""
     if not enabled or not cfg.store.enabled:
         yield None
         return

@@ -7,7 +7,7 @@ from typing import Any
 
 from tuner.errors import StoreError
 from tuner.log import get_logger
-from tuner.model import Recommendation, Report
+from tuner.report.model import Recommendation, Report
 from tuner.store.backend import Repository, StoreBackend
 from tuner.store.in_force import Decided, in_force
 from tuner.store.rows import RowProblem, readable, timestamp, unreadable

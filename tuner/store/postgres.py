@@ -20,7 +20,8 @@ from tuner.errors import StoreError, TargetError
 from tuner.store import migrations
 from tuner.store.backend import StoreBackend, TargetBusyError
 from tuner.store.targets import lock_key
-from tuner.target.connection import connect, redact
+from tuner.target.connection import connect
+from tuner.redact import dsn as redact
 
 SCHEMA = "tuner"
 _MIGRATE_LOCK = 0x7475_6E65_7200_0001  # "tuner\0\0\1": one migrator at a time across the fleet

@@ -3,7 +3,7 @@ listed newest first (``tuner history``, the daemon's page and API), found by id 
 
 A report read back is checked like user input before anything uses it (a shared ``[store] url`` is written by
 every tuner of a fleet); the check is given by whoever opens the store (:class:`ReportCheck`:
-:func:`tuner.report_check.check`), so the store itself knows nothing of what a report may say.
+:func:`tuner.report.validate.check`), so the store itself knows nothing of what a report may say.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from tuner import __version__
 from tuner.errors import ConfigError, StoreError
 from tuner.log import get_logger
-from tuner.model import Report
+from tuner.report.model import Report
 from tuner.store.backend import DATED, Repository, StoreBackend, iso, now
 from tuner.store.rows import Listing, RowProblem, SessionSummary, readable, summary, unreadable
 from tuner.store.targets import target_id

@@ -5,7 +5,7 @@ A DSN is read by libpq's own parser and checked keyword by keyword before anythi
 give way to ``[target] connect_timeout_s`` and tuner's own name; a keyword asyncpg cannot honour is refused with
 one sentence naming it, never silently dropped — ``keepalives`` or ``require_auth`` may matter to someone.
 
-Passwords never reach a log line or an error message: use :func:`redact` for anything printed, and errors say
+Passwords never reach a log line or an error message: use :func:`tuner.redact.dsn` for anything printed, and errors say
 where a DSN is wrong (a keyword, libpq's own message with every quoted fragment but keyword names hidden), never
 what it says there.
 """
@@ -22,7 +22,7 @@ import asyncpg
 
 from tuner.errors import ConfigError, NoServerOfKind, TargetError
 from tuner.target import conninfo
-from tuner.redact import text as redact_text
+from tuner.redact import dsn as redact
 from tuner.log import get_logger
 
 log = get_logger("tuner.connection")
@@ -32,13 +32,6 @@ _SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"
 _DSN_HINT = conninfo.HINT
 _NO_HOST = "a host that is no host name: longer than 253 characters, or a part between dots empty or longer than 63"
 _HOST_HINT = "give a host name, an IP address or a socket directory"
-
-
-def redact(dsn: str | None) -> str:
-    """The DSN with any password replaced by ``***``."""
-    if not dsn:
-        return "(PG* environment)"
-    return redact_text(dsn)
 
 
 def _bad(message: str, hint: str = _DSN_HINT) -> ConfigError:

@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 from pydantic import BaseModel, ConfigDict
 
-from tuner import sqlfiles
+from tuner.fs import sqlfiles
 from tuner.target import loaded
 
 _SQL = str(Path(__file__).parent)

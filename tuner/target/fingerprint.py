@@ -22,9 +22,10 @@ from typing import Any
 
 import asyncpg
 
-from tuner import sqlfiles
-from tuner.knobs import catalog, hostfacts
-from tuner.knobs.devices import device_facts, discover, place, postgres_paths, read_fact
+from tuner.fs import sqlfiles
+from tuner.knobs import catalog
+from tuner.hostfacts import limits as hostfacts
+from tuner.hostfacts.blockdev import device_facts, discover, place, postgres_paths, read_fact
 from tuner.target.connection import connect
 from tuner.target.facts import TargetFacts, gather
 

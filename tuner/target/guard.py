@@ -12,7 +12,8 @@ import asyncpg
 from tuner.errors import NoServerOfKind, RoleChangedError
 from tuner.log import get_logger
 from tuner.target import interlock
-from tuner.target.connection import connect, redact
+from tuner.target.connection import connect
+from tuner.redact import dsn as redact
 from tuner.target import facts as facts_module
 from tuner.target.facts import TargetFacts
 

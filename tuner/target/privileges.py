@@ -17,8 +17,8 @@ from typing import Any
 
 import asyncpg
 
-from tuner import sqlfiles
-from tuner.preview import Grant
+from tuner.fs import sqlfiles
+from tuner.report.preflight import Grant
 from tuner.target.facts import TargetFacts
 
 _SQL = str(Path(__file__).parent)

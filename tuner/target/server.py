@@ -12,10 +12,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tuner.config import Config
+from tuner.settings.config import Config
 from tuner.errors import TunerError
-from tuner.target.sandbox import Sandbox
-from tuner.target.sandbox.provider import sandbox_binaries
+from tuner.sandbox import Sandbox
+from tuner.sandbox.provider import sandbox_binaries
 
 if TYPE_CHECKING:  # (core.loops imports the optimiser stack: the daemon's idle footprint stays without it)
     from tuner.core.loops import Progress

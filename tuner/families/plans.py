@@ -1,0 +1,124 @@
+"""What each family would do on a target, found the way its ``run`` finds it but changing nothing: the
+families' ``preflight`` hooks, which ``tuner check`` (:mod:`tuner.session.check`) calls for every family that would
+run. Each reuses the family's own planning code (the workload plan, the OS cache method, the asynchronous-I/O
+screening, the device discovery), so a check cannot say yes where a session would say no."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import asyncpg
+
+from tuner.errors import ProbeError
+from tuner.families import aio
+from tuner.families.base import FamilyContext
+from tuner.hostfacts.blockdev import discover, postgres_paths
+from tuner.report.preflight import Check, FamilyPlan
+from tuner.probes import workload
+from tuner.probes.cache import choose_os_method
+
+# A check must not hold a staging server for long: one warm run of the workload, at most this long.
+TIMED_RUN_MAX_S = 60.0
+NO_OS_METHOD = "cannot empty the OS page cache: run tuner as root, or as a user who can read the relation files"
+SeqScan = Callable[[Any, FamilyContext, list[workload.ProbeQuery]], Awaitable[list[workload.ProbeQuery]]]
+
+
+async def timed_run(conn: asyncpg.Connection, queries: list[workload.ProbeQuery], timeout_s: float) -> float | None:
+    """Seconds one run of ``queries`` takes, in a read-only transaction (warm: nothing is evicted first); None when
+    it does not finish within ``timeout_s``."""
+    try:
+        async with conn.transaction(readonly=True):
+            await conn.execute(f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")
+            t0 = time.monotonic()
+            for q in queries:
+                await conn.fetch(q.sql)
+            return round(time.monotonic() - t0, 3)
+    except (asyncpg.QueryCanceledError, asyncio.TimeoutError):
+        return None
+
+
+async def scans(ctx: FamilyContext, name: str, with_seq_scan: SeqScan | None) -> FamilyPlan:
+    """A family that probes cold scans on the target: its workload (with a sequential scan where ``with_seq_scan``
+    adds one, 17+), how the OS page cache is emptied for its files, and (17+) which asynchronous-I/O settings it
+    would search or screen, and why not the others."""
+    facts, local = ctx.facts, ctx.facts.local_data_directory()
+    async with ctx.connection() as conn:
+        try:
+            queries = await workload.plan(conn, custom=ctx.cfg.workload.queries, relations=ctx.cfg.workload.relations,
+                                          pages_fraction=ctx.cfg.workload.pages_fraction)
+        except ProbeError as exc:
+            return FamilyPlan(family=name, runs=False, reason=f"{exc} ({exc.hint})" if exc.hint else str(exc))
+        io: dict[str, dict[str, Any]] = {}
+        if with_seq_scan is not None:
+            io = await aio.io_settings(conn)
+            queries = await with_seq_scan(conn, ctx, queries)
+        files = [f for q in queries if q.relation and local
+                 for f in await workload.relation_files(conn, local, q.relation)]
+        probe_s = await timed_run(conn, queries, min(ctx.policy.guardrails.statement_timeout_s, TIMED_RUN_MAX_S))
+    sql = [q.sql for q in queries]
+    os_method = choose_os_method(local, files)
+    if os_method == "none":
+        return FamilyPlan(family=name, runs=False, reason=NO_OS_METHOD, workload=sql)
+    checks = [Check(name="OS page cache", status="ok",
+                    detail=f"emptied before each probe with {os_method} ({len(files)} relation files)")]
+    if probe_s is None:
+        checks.append(Check(name="timed run", status="warn", detail=f"one run of the workload took longer than "
+                            f"{min(ctx.policy.guardrails.statement_timeout_s, TIMED_RUN_MAX_S):g} s"))
+    if io:
+        notes: list[str] = []
+        refusal = aio.alter_system_refusal(ctx)
+        workers = aio.workers_dimension(ctx, io, refusal, notes)
+        methods = aio.method_alternatives(ctx, io, refusal, notes)
+        if workers is not None:
+            checks.append(Check(name=f"{workers.name} (18+)", status="ok",
+                                detail=f"searched in {workers.low}..{workers.high} (ALTER SYSTEM + reload, journaled)"))
+        if methods:
+            checks.append(Check(name=f"{aio.METHOD} (18+)", status="ok",
+                                detail=f"screened: {', '.join(methods)} against today's {io[aio.METHOD]['setting']}"))
+        checks += [Check(name="asynchronous I/O", status="skip", detail=n) for n in notes]
+    return FamilyPlan(family=name, runs=True, reason=f"{len(queries)} cold-cache "
+                      f"{'query' if len(queries) == 1 else 'queries'} per probe", workload=sql,
+                      checks=checks, probe_s=probe_s)
+
+
+def devices(ctx: FamilyContext, name: str) -> FamilyPlan:
+    """A family that writes each device's readahead: the devices under the target's directories, and whether
+    tuner may write each one's ``read_ahead_kb`` (the journal's own writer decides, as in a session)."""
+    facts, cfg = ctx.facts, ctx.cfg
+    local = facts.local_data_directory()
+    assert local is not None  # the family needs the local host: why_skipped checked it
+    groups, untunable = discover(postgres_paths(local, {ts.name: ts.location for ts in facts.tablespaces}))
+    checks = [Check(name=p.role, status="skip", detail=p.reason or "no block device") for p in untunable]
+    if ctx.sandbox and not cfg.readahead.devices:
+        groups = [g for g in groups if g.device.node in ctx.own_devices]
+    if cfg.readahead.devices:
+        wanted = {d if d.startswith("/dev/") else f"/dev/{d}" for d in cfg.readahead.devices}
+        groups = [g for g in groups if g.device.node in wanted]
+    writable = 0
+    for g in groups:
+        path = g.device.read_ahead_path
+        if ctx.journal.writer.can_write(path):
+            writable += 1
+            how = "through [readahead] helper_command" if ctx.journal.writer.helper_command else "as this user"
+            checks.append(Check(name=g.device.node, status="ok", detail=f"{', '.join(g.roles)}: read_ahead_kb = "
+                                f"{g.device.read_ahead_kb()} today; writable {how} (journaled, put back)"))
+        else:
+            checks.append(Check(name=g.device.node, status="skip", detail=f"cannot write {path}",
+                                fix="run tuner as root, or set [readahead] helper_command"))
+    if not writable:
+        return FamilyPlan(family=name, runs=False, reason="no tunable block device tuner may write under the "
+                          "target's directories", checks=checks)
+    return FamilyPlan(family=name, runs=True, reason=f"{writable} device(s): a cold sequential scan of the largest "
+                      "table on each (with a sparse bitmap heap scan where one exists), fresh connections",
+                      checks=checks)
+
+
+def load(name: str, what: str, probe_s: float | None = None) -> FamilyPlan:
+    """A family that generates its own load (``what``, one sentence), whose probes last ``probe_s`` by its policy
+    (None: not known without running it)."""
+    how_long = f", {probe_s:g} s per probe by the policy" if probe_s is not None else ""
+    return FamilyPlan(family=name, runs=True, reason=f"generates its own load{how_long}", workload=[what],
+                      probe_s=probe_s, cold=False)

@@ -1,0 +1,406 @@
+"""Values that cross boundaries (probe → session → store → report): frozen pydantic models."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Literal, Self
+
+from pydantic import (BaseModel, ConfigDict, Field, SerializationInfo, SerializeAsAny, SerializerFunctionWrapHandler,
+                      model_serializer, model_validator)
+
+from tuner.report import by_family as sections
+
+SCHEMA_VERSION = 1
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, data: Any) -> Any:
+        """JSON ``true`` where a number belongs is refused: pydantic's lax mode reads a bool as 1 (its conversion
+        table), and a report that says ``"schema_version": true`` or ``"current": true`` was not written by tuner.
+        Strict mode would also refuse what a session hands over (numpy's integers), so only bools are refused."""
+        if isinstance(data, Mapping):
+            for name, info in cls.model_fields.items():
+                if _wants_number(info.annotation) and _has_bool(data.get(name)):
+                    raise ValueError(f"{name} is true or false where a number belongs")
+        return data
+
+
+def _wants_number(annotation: Any) -> bool:
+    """Whether a field's type (or a type inside it: a union, a tuple, a dict's values) is int or float, not bool."""
+    if annotation in (int, float):
+        return True
+    return any(_wants_number(a) for a in getattr(annotation, "__args__", ()) if a is not bool)
+
+
+def _has_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, Mapping):
+        return any(isinstance(v, bool) for v in value.values())
+    return isinstance(value, (list, tuple)) and any(isinstance(v, bool) for v in value)
+
+
+@dataclass(frozen=True)
+class NearRange:
+    """One knob's near-optimal range, ``low..high``, with what a report says about it: the range the search
+    covered (``searched``), whether either bound is the knob's own limit on this server (``limits``), whether the
+    measurements show a plateau across it (``plateau``: measured values at least a factor of four apart, level
+    with the best), and the knob's step (``step``: read_ahead_kb moves in whole pages).
+    :class:`Recommendation` takes those facts from it, so every family's recommendation carries them."""
+
+    low: int
+    high: int
+    searched: tuple[int, int] | None = None
+    limits: tuple[bool, bool] = (False, False)
+    plateau: bool = False
+    step: int = 1
+
+    def __post_init__(self) -> None:
+        if self.low > self.high:
+            raise ValueError(f"a range runs from low to high, not {self.low}..{self.high}")
+        object.__setattr__(self, "low", int(self.low))
+        object.__setattr__(self, "high", int(self.high))
+
+    def as_pair(self) -> tuple[int, int]:
+        return self.low, self.high
+
+    def __iter__(self) -> Iterator[int]:  # ``low, high = near``
+        return iter(self.as_pair())
+
+    def holds(self, value: int) -> bool:
+        return self.low <= value <= self.high
+
+    def without(self, value: int, *, keep: int) -> NearRange | None:
+        """The range cut short of ``value`` on the side of ``keep`` (a value paired trials told apart from the
+        recommendation): unchanged where ``value`` lies outside it (or is ``keep``), None where nothing is left."""
+        if not self.holds(value) or value == keep:
+            return self
+        low, high = (value + self.step, self.high) if keep > value else (self.low, value - self.step)
+        return replace(self, low=low, high=high) if low <= high else None
+
+
+@dataclass(frozen=True)
+class NearOptimal:
+    """Per knob, its :class:`NearRange`, and how the ranges widen once the noise of one reading is known better
+    than the search's model knew it (``widen``: the search's refit, given the standard deviation of log(time)
+    that repeated readings since measured; None where nothing can widen them — a pin's stored ranges). The ranges
+    only widen: the answer stays the one the search gave."""
+
+    ranges: Mapping[str, NearRange]
+    widen: Callable[[float], Mapping[str, NearRange]] | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of_pairs(cls, pairs: Mapping[str, tuple[int, int]]) -> NearOptimal:
+        """Stored ranges (a pin's), as plain pairs: nothing to widen them with."""
+        return cls({k: NearRange(lo, hi) for k, (lo, hi) in pairs.items()})
+
+    def __getitem__(self, knob: str) -> NearRange:
+        return self.ranges[knob]
+
+    def get(self, knob: str) -> NearRange | None:
+        return self.ranges.get(knob)
+
+    def pairs(self) -> dict[str, tuple[int, int]]:
+        return {k: r.as_pair() for k, r in self.ranges.items()}
+
+    def given_noise(self, noise_sd: float) -> NearOptimal:
+        """The ranges for a reading noise of ``noise_sd`` (where it exceeds what the search's model assumed)."""
+        if self.widen is None or not math.isfinite(noise_sd) or noise_sd <= 0:
+            return self
+        return NearOptimal(self.widen(noise_sd), self.widen)
+
+    def __reduce__(self) -> Any:  # a copy or a pickle (another process) keeps the ranges, not the optimiser
+        return (NearOptimal, (dict(self.ranges),))
+
+
+class CacheEvidence(_Frozen):
+    """What the probe's own counters say about the cache state it ran in (summed over its queries)."""
+
+    shared_read: int
+    shared_hit: int
+    heap_read: int
+    heap_hit: int
+    io_read_time_ms: float | None
+    method: str
+
+
+class Trial(_Frozen):
+    """One probe: one configuration, one run of the workload, one measured value (or a failure)."""
+
+    config: dict[str, int | str]
+    value: float | None = Field(
+        description="the family's objective, lower is better: execution_time_ms summed over the workload "
+        "(concurrency, readahead), ms per transaction (wal) or ms to replay the WAL stream (replay); None unless "
+        "status is ok")
+    status: Literal["ok", "failed", "rejected"]
+    phase: Literal["search", "confirm", "scaling"] = Field(
+        description="search: a probe the optimiser asked for; confirm: one arm of a paired confirmation; scaling: "
+        "a measurement at another load than the family's probes (the WAL family's throughput per client count), "
+        "which is neither a search observation nor evidence for a decision (reports before it stored these as "
+        "search)")
+    arm: Literal["baseline", "candidate"] | None = None
+    cache: CacheEvidence | None = None
+    reason: str | None = None
+    started_at: datetime
+    duration_s: float
+    metrics: dict[str, float] = Field(
+        default_factory=dict,
+        description="per-scan figures: seq_scan_ms, bitmap_scan_ms, seq_scan_mb_s (MB/s read from disk); I/O "
+        "evidence: stat_io_reads, stat_io_hits (16+), stat_io_bytes_per_read (18+), io_workers_running and EXPLAIN "
+        "(IO)'s <scan>_io_count, _io_waits, _prefetch_distance_max/_avg, _io_size_avg_blocks (19+); the data "
+        "device's counters over the scans: disk_reads, disk_read_iops, disk_read_mib_s, disk_read_kib_per_request, "
+        "disk_reads_in_flight, disk_read_latency_ms, disk_busy_share, disk_window_s",
+    )
+    family: str | None = Field(default=None, description="the family whose probe this was")
+    object: str | None = Field(
+        default=None, description="what the probe's knobs applied to besides the server: for readahead, the "
+        "directories on the probed device (data directory, pg_wal, tablespace NAME)")
+
+
+class EffectOut(_Frozen):
+    metric: str
+    improvement: float
+    ci95: tuple[float, float]
+    decision_ci: tuple[float, float] = Field(description="the wider interval the sequential rule decided on")
+    n_pairs: int
+    p_value: float
+    looks: int
+    method: str
+
+
+class HostCommands(_Frozen):
+    """How to apply a device-scope recommendation on the host, persist it, and take it back."""
+
+    apply_blockdev: str = Field(description="blockdev --setra counts 512-byte sectors: 2 x read_ahead_kb")
+    apply_sysfs: str
+    rollback_blockdev: str
+    rollback_sysfs: str
+    udev_rule: str = Field(description="a rule that persists the value across reboots and re-plugs")
+    udev_rule_file: str
+
+
+class DeviceRef(_Frozen):
+    """The block device a device-scope recommendation is about, as the host commands need it."""
+
+    node: str = Field(description="/dev/NAME")
+    name: str
+    sysfs_path: str = Field(description="/sys/block/NAME/queue/read_ahead_kb")
+    match: dict[str, str] = Field(description="udev keys that match this device by its most stable attribute")
+
+
+class Recommendation(_Frozen):
+    """One knob's recommendation as data. SQL, host commands and config-management formats are rendered from
+    it at output time (tuner/emit/); the JSON report carries ``apply_sql``, ``rollback_sql`` and ``host``
+    too, computed when it is written."""
+
+    knob: str
+    scope: Literal["system", "tablespace", "device"]
+    object: str | None
+    current: int | str
+    recommended: int | str
+    source: str = Field(
+        default="default",
+        description="where today's value comes from: pg_settings.source (default, configuration file, ...); "
+        "'server' for a tablespace that uses the server's value; 'kernel' for a device")
+    near_optimal: tuple[int, int] | None = Field(
+        description="the smallest and largest value the measurements cannot tell apart from the best by more "
+        "than the policy's minimum effect, at its confidence (95 % by default): measured values by their own readings, values between them by "
+        "the model; widened to the noise the confirmation measured, and cut short of today's value after a change")
+    plateau: bool = Field(
+        default=False, description="measured values at least a factor of four apart lie level with the best "
+        "across near_optimal; the recommendation is then the smallest such value that was measured")
+    searched: tuple[int, int] | None = Field(default=None, description="the range the search covered: the "
+                                             "policy's, within the knob's own limits on this server")
+    at_edge: Literal["lower", "upper"] | None = Field(
+        default=None, description="the recommended value is the lowest or highest value searched: the optimum "
+        "may lie beyond it")
+    edge_is_limit: bool = Field(default=False, description="at_edge's bound is the knob's own limit on this "
+                                "server, so no policy can widen the search there")
+    decision: Literal["change", "keep"]
+    reason: str
+    effect: EffectOut | None
+    requires: Literal["reload", "restart", "reopen"] = Field(
+        description="reload: pg_reload_conf(); restart: a server restart; reopen (readahead): files opened "
+        "afterwards use it, so restart PostgreSQL (or recycle its connections) to reach every backend"
+    )
+    run_on: Literal["target", "primary", "host"] = Field(
+        default="target",
+        description="target: ALTER SYSTEM on each server; primary: ALTER TABLESPACE (replicates); host: as root",
+    )
+    together_with: list[str] = Field(
+        default_factory=list, description="other knobs confirmed in the same paired trials: apply them together"
+    )
+    device: DeviceRef | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _range_facts(cls, data: Any) -> Any:
+        """A near-optimal range given as a :class:`NearRange` brings its facts along (``searched``, the knob's
+        limits, ``plateau``); where the searched range is known, ``at_edge`` follows from the recommended value.
+        Fields given explicitly win."""
+        if not isinstance(data, dict):
+            return data
+        near = data.get("near_optimal")
+        out = dict(data)
+        limits = (False, False)
+        if isinstance(near, NearRange):
+            out["near_optimal"] = near.as_pair()
+            out.setdefault("searched", near.searched)
+            out.setdefault("plateau", near.plateau)
+            limits = near.limits
+        searched, value = out.get("searched"), out.get("recommended")
+        if searched is not None and isinstance(value, int) and "at_edge" not in data:
+            edge = "upper" if value >= searched[1] else "lower" if value <= searched[0] else None
+            out["at_edge"] = edge
+            if edge is not None and "edge_is_limit" not in data:
+                out["edge_is_limit"] = bool(limits[1] if edge == "upper" else limits[0])
+        return out
+
+
+class FamilyOutcome(_Frozen):
+    family: str
+    status: Literal["done", "skipped", "failed"]
+    reason: str
+    workload: list[str] = Field(default_factory=list)
+    stop_reason: str | None = None
+    optimiser: str | None = None
+    cache: str | None = Field(default=None, description="how the cache was made cold for this family's probes")
+    warm_start: str | None = Field(
+        default=None, description="the stored session the search started from, and how its trials were used "
+        "(None: a cold start)")
+
+
+class ReportSection(_Frozen):
+    """A family's own part of the report: the model a family declares as its ``report_section``. Its fields are
+    top-level keys of the JSON report (``devices``, ``wal_scaling``, ...: readers depend on them), written flat
+    beside the shared ones and split back among the families when a report is read (:mod:`tuner.report.by_family`). A
+    section equal to its defaults is no section: the report keeps none, and writes the defaults' keys."""
+
+    def table(self) -> list[Any]:
+        """What the terminal report shows of this section, in order: lines (str) and rich renderables."""
+        return []
+
+    def trial_objects(self) -> dict[str, str]:
+        """Names of objects in recommendations (a device) mapped to the name the family's trials give the same
+        place (the directories on it), so a report's reader can pair the two."""
+        return {}
+
+    @classmethod
+    def of(cls, report: Report, family: str) -> Self:
+        """``family``'s section of ``report`` (its defaults when the report has none)."""
+        found = report.sections.get(family)
+        return found if isinstance(found, cls) else cls()
+
+
+class IoRegimeOut(_Frozen):
+    """What limited one workload's reads, from the data directory's block device counters around each probe
+    (tuner.probes.diskstat; the classification in tuner.core.regime). Figures are medians over the probes that
+    describe today's settings (the confirmation's baseline arm, else every probe with a reading)."""
+
+    family: str | None = Field(description="the family whose probes were read (None: no reading at all)")
+    regime: Literal["latency", "iops", "throughput", "cpu", "unmeasured"]
+    sentence: str = Field(description="the line the table, the HTML report and the API show")
+    device: str | None = Field(default=None, description="kernel names of the devices read, joined by + "
+                                  "(loop3; vda+loop5 with a tablespace on loop5)")
+    probes: int = Field(default=0, description="probes with a device reading")
+    read_iops: float | None = None
+    read_mib_s: float | None = None
+    kib_per_read: float | None = None
+    reads_in_flight: float | None = Field(default=None, description="read ticks over wall time (Little's law)")
+    read_latency_ms: float | None = None
+    busy_share: float | None = Field(default=None, description="io_ticks over wall time: part of the time with "
+                                     "any request in flight")
+    peak_read_iops: float | None = Field(default=None, description="the highest IOPS of any probe")
+    cap_iops: float | None = Field(default=None, description="the read IOPS cap the reads ran at")
+    cap_mib_s: float | None = Field(default=None, description="the read MiB/s cap the reads ran at")
+    cap_source: Literal["profile", "inferred"] | None = Field(
+        default=None, description="profile: the sandbox's device profile; inferred: rate flat across probes "
+        "whose reads in flight differed")
+
+
+class TargetOut(_Frozen):
+    server_version_num: int
+    server_version: str
+    in_recovery: bool
+    system_identifier: str | None
+    mode: str
+    dsn: str
+    sandbox: bool
+    fingerprint: dict[str, Any] | None = Field(
+        default=None, description="what the session ran against: versions, system identifier, data device, the "
+        "tuned settings and their sources (the store matches warm starts on it)")
+
+
+class SessionOut(_Frozen):
+    id: str
+    started_at: datetime
+    duration_s: float
+    probes: int
+    policy: str
+    seed: int
+    cache: str
+    host: str
+    kernel: str
+
+
+class Report(_Frozen):
+    schema_version: int = SCHEMA_VERSION
+    target: TargetOut
+    session: SessionOut
+    families: list[FamilyOutcome]
+    recommendations: list[Recommendation]
+    restored: list[str] = Field(default_factory=list, description="what tuner changed on the host and put back")
+    trials: list[Trial]
+    # The decision policy's values, carried so that a reader (the HTML report's minimum-effect line) need not
+    # recover them from the reasons' prose. Optional: reports written before they were carried still load.
+    min_effect: float | None = Field(default=None, description="the improvement ratio a change had to clear")
+    alpha: float | None = Field(default=None, description="the error rate of the sequential confirmation")
+    # Optional and additive like the two above: reports written before them still load.
+    device_profile: str | None = Field(default=None, description="the emulated disk a sandbox session ran on "
+                                       "(--device, e.g. iops=3000); None for a real target")
+    io_regime: list[IoRegimeOut] = Field(default_factory=list, description="what limited each workload's reads")
+    workload: Literal["generated", "yours"] | None = Field(
+        default=None, description="whose queries the scan probes ran: generated by tuner on the largest relations, "
+        "or yours ([workload] queries); a family that generates its own load (WAL inserts) does so either way. "
+        "None: a report written before it was carried")
+    # Per family, its own section (see ReportSection). Not a key of the JSON report: the sections' fields are.
+    sections: dict[str, SerializeAsAny[ReportSection]] = Field(default_factory=dict, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sections_from_keys(cls, data: Any) -> Any:
+        """The families' keys (flat, as the JSON report has them, or as ``sections``) into their sections."""
+        if not isinstance(data, dict):
+            return data
+        out = sections.sectioned(cls.__name__, data, cls.model_fields, "report", by_field=True, every=False, under=())
+        out["sections"] = {f: s for f, s in out["sections"].items() if s != type(s)()}  # a default one is none
+        return out
+
+    @model_serializer(mode="wrap")
+    def _sections_flat(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        """The sections' fields as top-level keys after the recommendations, every registered family's (its
+        defaults where it wrote nothing), so a report has the same keys whichever families ran."""
+        data = handler(self)
+        present: dict[str, BaseModel] = dict(self.sections)
+        for family, model in sections.types("report").items():
+            present.setdefault(family, model())
+        flat: dict[str, Any] = {}
+        for section in present.values():
+            flat.update(section.model_dump(mode=info.mode))
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out[key] = value
+            if key == "recommendations":
+                out.update(flat)
+        return out
+
+    def section(self, family: str) -> ReportSection | None:
+        """``family``'s section, None when it wrote none."""
+        return self.sections.get(family)
