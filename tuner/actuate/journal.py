@@ -15,7 +15,7 @@ writes those values back, checks them, and removes the entries; an empty journal
   restores it before doing anything else; ``tuner restore`` does the same on demand;
 * after a reboot: a kernel setting such as ``read_ahead_kb`` did not survive it, so that entry is dropped, not
   written (the device may even have another name now) — the journal records the boot it was written in;
-* a journal tuner would not have written (damaged, or crafted: :mod:`.schema`) is refused whole, nothing in it
+* a journal tuner would not have written (damaged, or crafted: :mod:`.journal_check`) is refused whole, nothing in it
   written; ``tuner restore --forget N|all`` drops entries an operator has dealt with by hand.
 
 Kinds of entry, each written and put back by its actuator: ``sysfs`` (:mod:`tuner.actuate.sysfs`, a block device's
@@ -121,7 +121,7 @@ class Journal:
             os.close(fd)
 
     def read(self) -> dict[str, Any] | None:
-        """The journal on disk, checked entry by entry (:mod:`.schema`), or None if there is none."""
+        """The journal on disk, checked entry by entry (:mod:`.journal_check`), or None if there is none."""
         raw = self._raw()
         if raw is None:
             return None
