@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tuner.daemon.drift import Action, Change, action, changes_json, compare
-from tuner.hostfacts import limits as hostfacts
+from tuner.hostfacts import limits
 from tuner.target.fingerprint import recommendation_key, size_band
 
 GIB = 1 << 30
@@ -309,7 +309,7 @@ def test_the_binding_cgroup_limits_are_the_tightest_along_the_path_up(tmp_path: 
         "system.slice/postgresql.service/cpu.max": "150000 100000", "system.slice/cpu.max": "50000 100000",
         "system.slice/postgresql.service/io.max": "", "system.slice/io.max": "8:0 rbps=1048576 wbps=max",
     })
-    assert hostfacts.cgroup(data, proc=proc) == {
+    assert limits.cgroup(data, proc=proc) == {
         "path": "/system.slice/postgresql.service", "memory.max": str(8 * GIB), "cpu.max": "50000 100000",
         "io.max": "8:0 rbps=1048576 wbps=max"}
 
@@ -317,22 +317,22 @@ def test_the_binding_cgroup_limits_are_the_tightest_along_the_path_up(tmp_path: 
 def test_unlimited_and_absent_cgroup_limits_are_max_and_none(tmp_path: Path) -> None:
     data, proc = _cgroup_tree(tmp_path, {"system.slice/postgresql.service/memory.max": "max",
                                          "system.slice/postgresql.service/io.max": ""})
-    assert hostfacts.cgroup(data, proc=proc) == {
+    assert limits.cgroup(data, proc=proc) == {
         "path": "/system.slice/postgresql.service", "memory.max": "max", "io.max": "max", "cpu.max": None}
 
 
 def test_no_cgroup2_mount_gives_no_cgroup(tmp_path: Path) -> None:
     data, proc = _cgroup_tree(tmp_path, {})
     (proc / "self" / "mountinfo").write_text("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n")
-    assert hostfacts.cgroup(data, proc=proc) is None
-    assert hostfacts.cgroup(tmp_path / "nowhere", proc=proc) is None
+    assert limits.cgroup(data, proc=proc) is None
+    assert limits.cgroup(tmp_path / "nowhere", proc=proc) is None
 
 
 def test_memory_is_the_cgroup_limit_when_lower_than_ram(tmp_path: Path) -> None:
     (tmp_path / "meminfo").write_text("MemTotal:       16777216 kB\nMemFree: 1 kB\n")
-    assert hostfacts.memory({"memory.max": str(4 * GIB)}, proc=tmp_path) == (4 * GIB, "cgroup memory.max")
-    assert hostfacts.memory({"memory.max": "max"}, proc=tmp_path) == (16 * GIB, "MemTotal")
-    assert hostfacts.memory(None, proc=tmp_path) == (16 * GIB, "MemTotal")
+    assert limits.memory({"memory.max": str(4 * GIB)}, proc=tmp_path) == (4 * GIB, "cgroup memory.max")
+    assert limits.memory({"memory.max": "max"}, proc=tmp_path) == (16 * GIB, "MemTotal")
+    assert limits.memory(None, proc=tmp_path) == (16 * GIB, "MemTotal")
 
 
 def test_a_kernel_change_reads_as_one() -> None:

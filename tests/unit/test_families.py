@@ -8,7 +8,7 @@ from typing import ClassVar
 import pytest
 from pydantic import ValidationError
 
-from tuner.report import by_family as sections
+from tuner.report import by_family
 from tuner.families import REGISTRY
 from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, Registry, unmet_needs
 from tuner.emit.json import parse
@@ -96,8 +96,8 @@ def test_the_registry_refuses_a_class_that_is_not_a_whole_family() -> None:
 def test_policies_and_reports_are_read_through_the_registry_passed_in(monkeypatch: pytest.MonkeyPatch) -> None:
     """tuner.families hands its registry to tuner.report.by_family; without it, reading a policy is refused in one sentence
     (it would lose the families' tables), never done by importing a module by name."""
-    assert sections.types("policy") == REGISTRY.section_types("policy")
-    monkeypatch.setattr(sections, "_source", None)
+    assert by_family.types("policy") == REGISTRY.section_types("policy")
+    monkeypatch.setattr(by_family, "_source", None)
     with pytest.raises(RuntimeError, match="import tuner.families first"):
         load_policy("default")
 

@@ -17,7 +17,7 @@ from tuner.daemon.metrics import Metrics
 from tuner.daemon.systemd import Notifier
 from tuner.errors import ConfigError
 from tuner.store import target_id
-from tuner.redact import dsn as redact
+from tuner import redact
 
 
 @dataclass
@@ -57,7 +57,7 @@ def targets_of(cfg: Config, *, sandbox: bool) -> list[Target]:
 
 
 def shown(dsn: str | None) -> str:
-    return " ".join(redact(dsn).split()) if dsn else "PG* environment"
+    return " ".join(redact.dsn(dsn).split()) if dsn else "PG* environment"
 
 
 def label(target: Target) -> str:

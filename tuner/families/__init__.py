@@ -1,7 +1,7 @@
 """Knob families, one module each. A new family is one module plus one line here (``name: "module:Class"``);
 the order here is only the order of the report when the families' ``after`` leaves a choice."""
 
-from tuner.report import by_family as sections
+from tuner.report import by_family
 from tuner.families.base import Registry
 
 REGISTRY = Registry({
@@ -12,4 +12,4 @@ REGISTRY = Registry({
 })
 
 # The policy and the report (below this layer) split their families' tables and keys by what the families declare.
-sections.install(REGISTRY)
+by_family.install(REGISTRY)

@@ -28,7 +28,7 @@ from tuner.core.decide import Decision, decide, recommendation
 from tuner.core.loops import Probe
 from tuner.core.tune import Tuned, tune
 from tuner.errors import ProbeError
-from tuner.families import aio, concurrency_figures, concurrency_sections, plans as previews
+from tuner.families import aio, concurrency_figures, concurrency_sections, plans
 from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, skipped
 from tuner.families.handover import Fixed, from_finding, settled_value
 from tuner.log import get_logger
@@ -63,8 +63,8 @@ class Concurrency(Family):
         dim = bounds.dimension(KNOB, ctx.policy, ctx.facts)
         return dim if isinstance(dim, str) else None
 
-    async def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:  # what `tuner check` shows; changes nothing
-        return await previews.scans(ctx, self.name, with_seq_scan if ctx.facts.server_version_num >= READ_STREAMS else None)
+    async def preflight(self, ctx: FamilyContext) -> plans.FamilyPlan:  # what `tuner check` shows; changes nothing
+        return await plans.scans(ctx, self.name, with_seq_scan if ctx.facts.server_version_num >= READ_STREAMS else None)
 
     async def run(self, ctx: FamilyContext) -> FamilyResult:
         facts, policy = ctx.facts, ctx.policy

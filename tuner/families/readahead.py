@@ -30,7 +30,7 @@ from tuner.settings.config import Config
 from tuner.core import bounds
 from tuner.core.decide import TODAY_IN_OPTIMUM, Decision, decide, shares
 from tuner.core.tune import tune
-from tuner.families import plans as previews, readahead_figures, readahead_sections
+from tuner.families import plans, readahead_figures, readahead_sections
 from tuner.families.base import OBJECTIVE_UNIT, Family, FamilyContext, FamilyResult, Finding, Needs, skipped
 from tuner.families.readahead_sections import Combination, DeviceOut
 from tuner.hostfacts.blockdev import BlockDevice, DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
@@ -157,9 +157,9 @@ class Readahead(Family):
             return f"the policy does not search {RA}"
         return None
 
-    async def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:
+    async def preflight(self, ctx: FamilyContext) -> plans.FamilyPlan:
         """What `tuner check` shows: the devices, and whether tuner may write each one's readahead."""
-        return previews.devices(ctx, self.name)
+        return plans.devices(ctx, self.name)
 
     async def run(self, ctx: FamilyContext) -> FamilyResult:
         cfg, policy, facts = ctx.cfg, ctx.policy, ctx.facts

@@ -23,14 +23,14 @@ from tuner.core import bounds
 from tuner.core.decide import Decision, recommendation
 from tuner.core.tune import tune
 from tuner.errors import ProbeError, RefusedError, TunerError
-from tuner.families import plans as previews, replay_sections
+from tuner.families import plans, replay_sections
 from tuner.families.base import Endpoint, Family, FamilyContext, FamilyResult, Needs, skipped
 from tuner.families.replay_sections import ReplayOut
 from tuner.log import get_logger
 from tuner.report.model import FamilyOutcome, Trial
 from tuner.probes import replayload, workload
 from tuner.probes.cache import CacheControl, choose_os_method
-from tuner.redact import dsn as redact
+from tuner import redact
 
 log = get_logger("tuner.replay")
 
@@ -71,9 +71,9 @@ class Replay(Family):
                     "startup process's I/O counters there")
         return None
 
-    async def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:
+    async def preflight(self, ctx: FamilyContext) -> plans.FamilyPlan:
         """What `tuner check` shows: the WAL stream each probe replays."""
-        return previews.load(self.name, f"one-row updates of {ctx.policy.section(self.name).pages} random heap pages on the "
+        return plans.load(self.name, f"one-row updates of {ctx.policy.section(self.name).pages} random heap pages on the "
                              "primary, replayed by the paused standby from a cold cache")
 
     async def run(self, ctx: FamilyContext) -> FamilyResult:
@@ -169,7 +169,7 @@ class Replay(Family):
                           f"{ctx.cfg.tuner.seed}) of {replayload.TABLE} ({layout.table_mb:g} MB, {layout.table_pages} "
                           "pages) on the primary, replayed by the standby from a cold cache")]
         place = ("the sandbox's hot standby and its primary" if ctx.sandbox_dir
-                 else f"{redact(standby.dsn)} and its primary ({standby.facts.server_version})")
+                 else f"{redact.dsn(standby.dsn)} and its primary ({standby.facts.server_version})")
         outcome: dict[str, Any] = {"family": FAMILY, "workload": workload_text, "cache": method}
         trials: list[Trial] = []
         if FAMILY not in ctx.pins:

@@ -32,7 +32,7 @@ from tuner.core.decide import decide, recommendation
 from tuner.core.loops import Progress
 from tuner.core.tune import tune
 from tuner.errors import ProbeError, RefusedError, TunerError
-from tuner.families import plans as previews, wal_figures, wal_legacy, wal_sections
+from tuner.families import plans, wal_figures, wal_legacy, wal_sections
 from tuner.families.base import Endpoint, Family, FamilyContext, FamilyResult, Needs, skipped
 from tuner.families.wal_sections import WalContentionOut, WalScalingOut
 from tuner.knobs import catalog
@@ -41,7 +41,7 @@ from tuner.report.model import FamilyOutcome, Recommendation, Trial
 from tuner.settings.policy import Policy
 from tuner.probes import walload
 from tuner.session.stop import STOP
-from tuner.redact import dsn as redact
+from tuner import redact
 
 log = get_logger("tuner.wal")
 
@@ -146,10 +146,10 @@ class Wal(Family):
     def applicable(self, ctx: FamilyContext) -> str | None:
         return None
 
-    async def preflight(self, ctx: FamilyContext) -> previews.FamilyPlan:
+    async def preflight(self, ctx: FamilyContext) -> plans.FamilyPlan:
         """What `tuner check` shows: the load, and how long each probe lasts by the policy."""
         wp = ctx.policy.section(self.name)
-        return previews.load(self.name, f"{wp.clients} clients inserting {wp.rows_per_tx}-row transactions into a "
+        return plans.load(self.name, f"{wp.clients} clients inserting {wp.rows_per_tx}-row transactions into a "
                              f"scratch schema ({wp.warmup_s:g} s warm-up, {wp.duration_s:g} s measured); then scaling runs at "
                              f"{', '.join(map(str, wp.scaling_clients))} clients", wp.warmup_s + wp.duration_s)
 
@@ -177,7 +177,7 @@ class Wal(Family):
             restored = await _put_back(probe, ctx.journal, where.restart)
         wp = ctx.policy.section(FAMILY)
         place = ("the sandbox's primary (tuner's own, marked staging)" if ctx.sandbox_dir
-                 else f"{redact(where.dsn)} ({where.facts.server_version})")
+                 else f"{redact.dsn(where.dsn)} ({where.facts.server_version})")
         knobs = _knobs(ctx, where, settings)
         return FamilyResult(
             FamilyOutcome(family=FAMILY, status="done",

@@ -11,7 +11,7 @@ from typing import Any, Literal, Self
 from pydantic import (BaseModel, ConfigDict, Field, SerializationInfo, SerializeAsAny, SerializerFunctionWrapHandler,
                       model_serializer, model_validator)
 
-from tuner.report import by_family as sections
+from tuner.report import by_family
 
 SCHEMA_VERSION = 1
 
@@ -379,7 +379,7 @@ class Report(_Frozen):
         """The families' keys (flat, as the JSON report has them, or as ``sections``) into their sections."""
         if not isinstance(data, dict):
             return data
-        out = sections.sectioned(cls.__name__, data, cls.model_fields, "report", by_field=True, every=False, under=())
+        out = by_family.sectioned(cls.__name__, data, cls.model_fields, "report", by_field=True, every=False, under=())
         out["sections"] = {f: s for f, s in out["sections"].items() if s != type(s)()}  # a default one is none
         return out
 
@@ -389,7 +389,7 @@ class Report(_Frozen):
         defaults where it wrote nothing), so a report has the same keys whichever families ran."""
         data = handler(self)
         present: dict[str, BaseModel] = dict(self.sections)
-        for family, model in sections.types("report").items():
+        for family, model in by_family.types("report").items():
             present.setdefault(family, model())
         flat: dict[str, Any] = {}
         for section in present.values():

@@ -26,7 +26,7 @@ from tuner.report.preflight import LIVE_SESSION, Check, ColdStart, Estimate, Fam
 from tuner.probes.cache import CacheControl, Eviction, can_drop_caches, eviction
 from tuner.target import privileges
 from tuner.target.connection import connect
-from tuner.redact import dsn as redact
+from tuner import redact
 from tuner.target.facts import TargetFacts
 from tuner.target.server import Servers, servers
 
@@ -63,7 +63,7 @@ async def run(cfg: Config, policy: Policy, *, use_sandbox: bool, families: Itera
 async def _check(cfg: Config, policy: Policy, where: Servers, chosen: list[Family], *, use_sandbox: bool,
                  budget: int | None, writes: bool, time_cold: bool) -> Preflight:
     started = time.monotonic()
-    label = "sandbox (created for the check, then removed)" if use_sandbox else " ".join(redact(where.dsn).split())
+    label = "sandbox (created for the check, then removed)" if use_sandbox else " ".join(redact.dsn(where.dsn).split())
     facts = await learn(cfg, where.dsn)
     checks = [_connection(facts)]
     missing = await _privileges(cfg, where.dsn, facts)

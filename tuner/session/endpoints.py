@@ -12,7 +12,7 @@ from tuner.families.base import Endpoint
 from tuner.log import get_logger
 from tuner.target import interlock
 from tuner.target.connection import connect
-from tuner.redact import dsn as redact
+from tuner import redact
 from tuner.target.facts import TargetFacts, gather
 from tuner.target.guard import Guard
 from tuner.target.server import Restart
@@ -62,7 +62,7 @@ def _guarded(restart: Restart, guard: Guard) -> Restart:
 
     async def checked() -> None:
         await guard.check()
-        log.debug("restart", dsn=redact(guard.dsn))
+        log.debug("restart", dsn=redact.dsn(guard.dsn))
         await restart()
 
     return checked

@@ -30,7 +30,7 @@ from tuner.session.stop import STOP
 from tuner.store import Store, StoreError, target_id
 from tuner.store.backend import no_lock
 from tuner.target.fingerprint import fingerprint, recommendation_key
-from tuner.redact import dsn as redact
+from tuner import redact
 from tuner.target.connection import server_address
 from tuner.target.server import Servers, servers
 
@@ -105,14 +105,14 @@ async def recommend(
             # store must not even connect while the first one restarts the server between probes. The lock on
             # its identity (system identifier + data directory) follows once the facts are in.
             address = server_address(where.dsn)
-            near = (store.backend.lock_target(f"address {address}", " ".join(redact(where.dsn).split()))
+            near = (store.backend.lock_target(f"address {address}", " ".join(redact.dsn(where.dsn).split()))
                     if store else no_lock())
             try:
                 await locks.enter_async_context(near)
                 allow = policy.guardrails.allow_restart
                 target, clearance = await endpoint(cfg, where.dsn, where.restart if allow else None, writable=False,
                                                     sandbox=use_sandbox)
-                log.info("target", dsn=redact(where.dsn), server_version=target.facts.server_version,
+                log.info("target", dsn=redact.dsn(where.dsn), server_version=target.facts.server_version,
                          mode=clearance.mode, reason=clearance.reason)
                 writable = None
                 if writes:
@@ -120,7 +120,7 @@ async def recommend(
                                                   where.writable_restart if allow else None, writable=True,
                                                   sandbox=use_sandbox)
                 label = (f"sandbox PostgreSQL {target.facts.major}" if use_sandbox
-                         else " ".join(redact(where.dsn).split()))
+                         else " ".join(redact.dsn(where.dsn).split()))
                 fp = fingerprint(target.facts, label=label)
                 history = WarmStart(store, fp, session_id) if store and warm_start and cfg.store.warm_start else None
                 # The data directory's device, read around every cold probe's scans (the report's I/O regime).
@@ -160,7 +160,7 @@ async def recommend(
         target=TargetOut(
             server_version_num=facts.server_version_num, server_version=facts.server_version,
             in_recovery=facts.in_recovery, system_identifier=facts.system_identifier, mode=clearance.mode,
-            dsn=redact(where.dsn) if not use_sandbox else "sandbox (the daemon's own)" if kept_sandbox else "sandbox (removed)",
+            dsn=redact.dsn(where.dsn) if not use_sandbox else "sandbox (the daemon's own)" if kept_sandbox else "sandbox (removed)",
             sandbox=use_sandbox,
             fingerprint=fp,
         ),

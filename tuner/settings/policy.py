@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SerializeAsAny, ValidationError, model_validator
 
-from tuner.report import by_family as sections
+from tuner.report import by_family
 from tuner.settings.config import Section, _describe
 from tuner.errors import ConfigError
 from tuner.knobs import catalog
@@ -219,8 +219,8 @@ class Policy(Section):
         """Each family's table into its section, its defaults where the file has none."""
         if not isinstance(data, dict):
             return data
-        data = _one_read_path(sections.split(data, cls.model_fields, "policy", by_field=False))
-        return sections.sectioned(cls.__name__, data, cls.model_fields, "policy", by_field=False, every=True)
+        data = _one_read_path(by_family.split(data, cls.model_fields, "policy", by_field=False))
+        return by_family.sectioned(cls.__name__, data, cls.model_fields, "policy", by_field=False, every=True)
 
     def section(self, family: str) -> Any:
         """``family``'s table, as the model the family declares (see :class:`tuner.families.base.Family`)."""

@@ -58,9 +58,9 @@ class Store:
 def store_location(cfg: Config) -> str:
     """Where the store is, for messages (a URL without its password)."""
     if cfg.store.url:
-        from tuner.redact import dsn as redact
+        from tuner import redact
 
-        return redact(cfg.store.url)
+        return redact.dsn(cfg.store.url)
     return str(_sqlite_path(cfg))
 
 

@@ -21,7 +21,7 @@ from tuner.store import migrations
 from tuner.store.backend import StoreBackend, TargetBusyError
 from tuner.store.targets import lock_key
 from tuner.target.connection import connect
-from tuner.redact import dsn as redact
+from tuner import redact
 
 SCHEMA = "tuner"
 _MIGRATE_LOCK = 0x7475_6E65_7200_0001  # "tuner\0\0\1": one migrator at a time across the fleet
@@ -30,7 +30,7 @@ _MIGRATE_LOCK = 0x7475_6E65_7200_0001  # "tuner\0\0\1": one migrator at a time a
 class PostgresBackend(StoreBackend):
     def __init__(self, url: str, *, timeout_s: float = 10.0) -> None:
         self.url = url
-        self.where = f"the store at {' '.join(redact(url).split())}"
+        self.where = f"the store at {' '.join(redact.dsn(url).split())}"
         self.timeout_s = timeout_s
         self._conn: asyncpg.Connection | None = None
 

@@ -22,7 +22,7 @@ import asyncpg
 
 from tuner.errors import ConfigError, NoServerOfKind, TargetError
 from tuner.target import conninfo
-from tuner.redact import dsn as redact
+from tuner import redact
 from tuner.log import get_logger
 
 log = get_logger("tuner.connection")
@@ -142,7 +142,7 @@ async def connect(
     # The PG* environment alone (no DSN) is read by libpq's rules too: a service, libpq-only variables.
     given = to_uri(dsn or "")
     uri = None if given == "postgresql://?" else given
-    where = " ".join(redact(dsn).split()) if dsn else "the server the PG* environment names"
+    where = " ".join(redact.dsn(dsn).split()) if dsn else "the server the PG* environment names"
     secrets = _secrets(uri)
     try:
         with warnings.catch_warnings(record=True) as said:

@@ -24,7 +24,7 @@ import asyncpg
 
 from tuner.fs import sqlfiles
 from tuner.knobs import catalog
-from tuner.hostfacts import limits as hostfacts
+from tuner.hostfacts import limits
 from tuner.hostfacts.blockdev import device_facts, discover, place, postgres_paths, read_fact
 from tuner.target.connection import connect
 from tuner.target.facts import TargetFacts, gather
@@ -148,8 +148,8 @@ async def observe(dsn: str | None, *, timeout_s: float) -> dict[str, Any]:
         groups, _ = discover(postgres_paths(local, {t.name: t.location for t in facts.tablespaces}))
         devices = {g.device.name: device_facts(g.device, g.roles)
                    for g in sorted(groups, key=lambda g: g.device.name)}
-        kernel, cgroup = kernel_release(), hostfacts.cgroup(local)
-    memory, basis = hostfacts.memory(cgroup) if local is not None else (None, "")
+        kernel, cgroup = kernel_release(), limits.cgroup(local)
+    memory, basis = limits.memory(cgroup) if local is not None else (None, "")
     if memory is None:  # a remote server's memory: what its planner is told
         memory, basis = extra["effective_cache_size_bytes"], "effective_cache_size"
     size = None

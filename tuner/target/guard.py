@@ -13,7 +13,7 @@ from tuner.errors import NoServerOfKind, RoleChangedError
 from tuner.log import get_logger
 from tuner.target import interlock
 from tuner.target.connection import connect
-from tuner.redact import dsn as redact
+from tuner import redact
 from tuner.target import facts as facts_module
 from tuner.target.facts import TargetFacts
 
@@ -47,7 +47,7 @@ class Guard:
             conn = await connect(self.dsn, timeout_s=timeout_s or self.timeout_s, server_settings=server_settings,
                                  session_attrs="standby" if self.mode == "hot_standby" else None)
         except NoServerOfKind:
-            self._stop(f"{redact(self.dsn)} is no longer a hot standby (it was promoted, or no standby answers)")
+            self._stop(f"{redact.dsn(self.dsn)} is no longer a hot standby (it was promoted, or no standby answers)")
         try:
             await self.verify(conn)
         except BaseException:
@@ -64,7 +64,7 @@ class Guard:
         row = await conn.fetchrow(_STATE)
         assert row is not None
         self.checks += 1
-        where = redact(self.dsn)
+        where = redact.dsn(self.dsn)
         if self.mode == "hot_standby" and not row["in_recovery"]:
             self._stop(f"{where} is no longer a hot standby (it was promoted, or another server answered)")
         if self.mode == "staging_clone":
