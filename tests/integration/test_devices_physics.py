@@ -97,6 +97,10 @@ def test_ram_reads_faster_than_local(base_dir: Path) -> None:
     with emulated("ram", base_dir) as disk:
         ram = disk.read("single", 400)
     with emulated("local", base_dir) as disk:
+        # The loop device's image is a file on the host: its pages stay in the host's page cache after the data
+        # is written, and reads served from there are as fast as ram's (a clean clone's CI: 0.062 vs 0.061 ms).
+        # Emptied, local reads reach the host's disk, which is what "local" stands for.
+        Path("/proc/sys/vm/drop_caches").write_text("1\n")
         local = disk.read("single", 400)
     assert ram["median_ms"] < local["median_ms"], (ram, local)
 
