@@ -98,11 +98,18 @@ class LatencyLayer:
             args += ["--write-bps", str(self.write_bps)]
         return args
 
-    def activate(self) -> None:
+    def activate(self, *, timeout_s: float = 10.0) -> None:
         """Switch the write side on (flush delay, write caps): SIGUSR1, whose handler the helper installs before
-        it mounts."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGUSR1)
+        it mounts. Returns once the helper says it is on (a signal arrives asynchronously: the first probe must
+        not run before it)."""
+        if self.proc is None or self.proc.poll() is not None:
+            raise SandboxError("the latency layer's helper is not running, so the write side cannot be switched on")
+        os.kill(self.proc.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + timeout_s
+        while self.stats().get("shaping") != 1:
+            if time.monotonic() > deadline:
+                raise SandboxError(f"the latency layer's helper did not switch its write side on within {timeout_s:.0f} s")
+            time.sleep(0.01)
 
     def stats(self) -> dict[str, int]:
         """The helper's counters: reads, writes, write_bytes, flushes (since it started) and shaping (1: the write
