@@ -153,16 +153,17 @@ def test_wmbps_caps_direct_writes_and_the_kernels_writeback_of_anyones(base_dir:
     with emulated("wmbps=20", base_dir) as disk:
         direct = disk.read("wrate", 1 << 20, 3, "direct")
         # 32 MiB dirtied in the page cache by this test's own process (in no cgroup of the profile's) and written
-        # back by `sync`: a cgroup v1 throttle would not have counted these writes; the layer does.
+        # back, partly by the kernel's flusher as dd goes, the rest by `sync`: a cgroup v1 throttle would not have
+        # counted the flusher's writes; the layer does. Timed from before dd.
+        before, t = disk.stack.layer_stats() or {}, time.monotonic()
         subprocess.run(["dd", "if=/dev/urandom", f"of={disk.dev}", "bs=1M", "count=32", "conv=notrunc", "status=none"],
                        check=True)
-        before, t = disk.stack.layer_stats() or {}, time.monotonic()
         subprocess.run(["sync", "--file-system", disk.dev], check=True)
         elapsed = time.monotonic() - t
         written = ((disk.stack.layer_stats() or {})["write_bytes"] - before["write_bytes"]) / 2**20
     print(direct, f"writeback {written:.1f} MiB in {elapsed:.2f} s")
     assert 17 <= direct["mib_s"] <= 23, direct
-    assert written >= 30, written
+    assert written >= 31, written
     assert written / elapsed <= 23, (written, elapsed)
 
 
