@@ -13,6 +13,7 @@ from tuner.settings.config_load import load_config
 from tuner.errors import ConfigError
 from tuner.sandbox import Sandbox
 from tuner.sandbox.device import LOCAL, SYNTAX, DeviceProfile, ProfileError, parse_profile
+from tuner.sandbox.device.latency import LatencyLayer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -132,3 +133,12 @@ def test_recommend_refuses_a_bad_device_in_one_sentence(tmp_path: Path, args: li
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 2 and says in lines[0] and lines[1].startswith("hint:"), proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_helper_is_told_the_write_side_in_its_own_units(tmp_path: Path) -> None:
+    layer = LatencyLayer(tmp_path / "latencyfs", tmp_path / "disk.img", tmp_path / "fuse", latency_us=0, hdd=True,
+                         flush_us=parse_profile("hdd").flush_delay_us, write_iops=3000, write_bps=125 * 2**20)
+    args = layer.args()
+    assert args[:4] == [str(tmp_path / "latencyfs"), str(tmp_path / "disk.img"), str(tmp_path / "fuse"), "0"]
+    assert args[4:] == ["--hdd", "--flush-us", "8333", "--write-iops", "3000", "--write-bps", str(125 * 2**20)]
+    assert LatencyLayer(tmp_path, tmp_path, tmp_path, latency_us=1000, hdd=False).args()[3:] == ["1000"]

@@ -99,6 +99,11 @@ class DeviceStack:
         """The latency layer's counters (reads, writes, write_bytes, flushes, shaping); None without the layer."""
         return self._layer.stats() if self._layer is not None else None
 
+    @property
+    def cgroup(self) -> Path | None:
+        """The profile's cgroup directory (``iops=``, ``mbps=``), or None."""
+        return self._throttle.path if self._throttle is not None else None
+
     def cgroup_members(self) -> list[int]:
         return self._throttle.members() if self._throttle is not None else []
 
