@@ -95,8 +95,8 @@ def test_postgres_commits_wait_for_the_emulated_flush(base_dir: Path, pg15: Bina
     async def scenario() -> tuple[int, float, int]:
         async with Sandbox(base_dir=base_dir, scale=1, binaries=pg15, device=parse_profile(f"flush={FLUSH_MS}ms")) as sb:
             _OURS.add(sb.root.name)
-            stack = sb._device
-            assert stack is not None and stack._throttle is None  # flush= needs the layer, no cgroup
+            stack = sb.device_stack
+            assert stack is not None and stack.cgroup is None  # flush= needs the layer, no cgroup
             conn = await connect(sb.dsn("primary"))
             try:
                 await conn.execute("CREATE TABLE commits (id int)")

@@ -108,7 +108,8 @@ class LatencyLayer:
         deadline = time.monotonic() + timeout_s
         while self.stats().get("shaping") != 1:
             if time.monotonic() > deadline:
-                raise SandboxError(f"the latency layer's helper did not switch its write side on within {timeout_s:.0f} s")
+                raise SandboxError(
+                    f"the latency layer's helper did not switch its write side on within {timeout_s:.0f} s")
             time.sleep(0.01)
 
     def stats(self) -> dict[str, int]:

@@ -32,9 +32,10 @@ _LATENCY = re.compile(r"^(\d+(?:\.\d+)?)(ms|us)$")
 _MAX_LATENCY_US = 1_000_000  # one second per read: beyond any disk, and a probe would never end
 _MAX_IOPS = 10_000_000
 _MAX_MBPS = 1_000_000
-# A 7,200 rpm spindle flushes its write cache in about one rotation (60 s / 7,200 = 8.33 ms): the WAL record just
-# written has passed under the head, so the next commit's write waits a whole turn — why a single client commits
-# at most ~120 times a second on such a disk (pg_test_fsync's "fdatasync" line on 7,200 rpm disks).
+# A 7,200 rpm spindle's flush takes about one rotation (60 s / 7,200 = 8.33 ms): the WAL sector just written has
+# passed under the head, so the next commit's write waits about a whole turn — at most ~120 commits a second from
+# one client, before any seek. Kind to a spindle, if anything: a public pg_test_fsync run on a SATA disk (WDC
+# WD2002FYPS, gist.github.com/pklaus/3f4756c3d1bd48fa960a558ce3103b6b) shows fdatasync at 82 a second.
 HDD_FLUSH_US = 8333
 
 
@@ -72,7 +73,8 @@ class DeviceProfile:
     @property
     def layered(self) -> bool:
         """Reads or writes pass through the latency layer (a FUSE file under the loop device)."""
-        return self.hdd or any(v is not None for v in (self.latency_us, self.flush_us, self.write_iops, self.write_mbps))
+        layer_parts = (self.latency_us, self.flush_us, self.write_iops, self.write_mbps)
+        return self.hdd or any(v is not None for v in layer_parts)
 
     @property
     def capped(self) -> bool:
