@@ -118,7 +118,8 @@ class Concurrency(Family):
                      queries=[q.name for q in queries], cache=cache.describe(),
                      budget=ctx.budget if ctx.budget is not None else policy.budget.probes)
         tuned = await tune(ctx, self.name, probe, [dim], current)
-        outcome: dict[str, Any] = dict(family=self.name, workload=workload_sql, cache=cache.describe())
+        outcome: dict[str, Any] = dict(family=self.name, workload=workload_sql, cache=cache.describe(),
+                                       statements=plans.statements(queries))
         if tuned.pinned:  # the daemon's re-validation: the stored recommendation against today, no search
             outcome.update(reason=tuned.warm_start)
         else:
@@ -239,7 +240,8 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
     trials: list[Trial] = []
     recs: list[Recommendation] = []
     restored: list[str] = []
-    outcome: dict[str, Any] = dict(family=name, workload=workload_sql, optimiser="bayesian", cache=cache.describe())
+    outcome: dict[str, Any] = dict(family=name, workload=workload_sql, optimiser="bayesian", cache=cache.describe(),
+                                   statements=plans.statements(queries))
     try:
         pinned = dict(current)  # a pin re-validates io_workers too, at today's value
         if workers_dim is not None:

@@ -16,7 +16,9 @@ from tuner.errors import ProbeError
 from tuner.families import aio
 from tuner.families.base import FamilyContext
 from tuner.hostfacts.blockdev import discover, postgres_paths
+from tuner.report.model import StatementOut
 from tuner.report.preflight import Check, FamilyPlan
+from tuner.report.text import shortened
 from tuner.probes import workload
 from tuner.probes.cache import choose_os_method
 
@@ -24,6 +26,16 @@ from tuner.probes.cache import choose_os_method
 TIMED_RUN_MAX_S = 60.0
 NO_OS_METHOD = "cannot empty the OS page cache: run tuner as root, or as a user who can read the relation files"
 SeqScan = Callable[[Any, FamilyContext, list[workload.ProbeQuery]], Awaitable[list[workload.ProbeQuery]]]
+
+
+def statements(queries: list[workload.ProbeQuery]) -> list[StatementOut]:
+    """The workload's queries as the report names them (once each, by name): what a family's per-query lines are
+    about (``FamilyOutcome.statements``)."""
+    seen: dict[str, StatementOut] = {}
+    for q in queries:
+        seen.setdefault(q.name, StatementOut(name=q.name, queryid=q.queryid, text=shortened(q.text or q.sql),
+                                             share=q.share, weight=q.weight))
+    return list(seen.values())
 
 
 async def timed_run(conn: asyncpg.Connection, queries: list[workload.ProbeQuery], timeout_s: float) -> float | None:

@@ -31,6 +31,7 @@ from tuner.core import bounds
 from tuner.core.decide import TODAY_IN_OPTIMUM, Decision, decide, shares
 from tuner.core.tune import tune
 from tuner.families import plans, readahead_figures, readahead_sections
+from tuner.families.plans import statements as workload_statements
 from tuner.families.base import OBJECTIVE_UNIT, Family, FamilyContext, FamilyResult, Finding, Needs, skipped
 from tuner.families.readahead_sections import Combination, DeviceOut
 from tuner.hostfacts.blockdev import BlockDevice, DeviceGroup, Placement, discover, postgres_paths, readahead_quantum_kb
@@ -217,9 +218,11 @@ class Readahead(Family):
             return skipped(FAMILY, "no device could be probed (see devices)", readahead_sections.Report(devices=devices))
         result = FamilyResult(FamilyOutcome(family=FAMILY, status="done", reason=""))
         workload_sql: list[str] = []
+        probed: list[workload.ProbeQuery] = []
         warm_notes: list[str] = []
         for plan, cache, before in plans:
             workload_sql.extend(q.sql for q in plan.queries)
+            probed.extend(plan.queries)
             recs, trials, out, note = await _probe_device(ctx, plan, cache, before)
             if note:
                 warm_notes.append(f"{plan.group.device.node}: {note}")
@@ -239,7 +242,7 @@ class Readahead(Family):
             result.outcome = FamilyOutcome(family=FAMILY, status="done",
                                            reason=f"searched and confirmed {measured} of {len(plans)} device(s)",
                                            workload=workload_sql, optimiser="bayesian", cache=plans[-1][1].describe(),
-                                           warm_start="; ".join(warm_notes) or None)
+                                           statements=workload_statements(probed), warm_start="; ".join(warm_notes) or None)
         result.section = readahead_sections.Report(devices=devices)
         return result
 

@@ -43,6 +43,11 @@ class ProbeQuery:
     # plan has no such node is rejected. None: the planner decides (custom queries).
     plan: Literal["bitmap", "seq"] | None = "bitmap"
     weight: float = 1.0  # its share of the probe's value: sum of weight x execution time
+    # Where the query came from pg_stat_statements: its fingerprint, its share of the workload's read I/O (0..1) and
+    # the statement's own (normalised) text; None for generated and hand-written queries.
+    queryid: int | None = None
+    share: float | None = None
+    text: str | None = None
 
 
 @dataclass(frozen=True)
