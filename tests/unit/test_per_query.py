@@ -10,6 +10,7 @@ import json
 import math
 import random
 import re
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -17,13 +18,17 @@ from typing import Literal
 from tuner.core import per_query
 from tuner.core.decide import decide
 from tuner.core.stats import SequentialTest, log_ratio
+from tuner.daemon.service import Daemon
 from tuner.emit.html import to_html
 from tuner.emit.json import parse, to_json
 from tuner.emit.table import to_table
 from tuner.emit.terminal import detect
 from tuner.report import file as report_file
 from tuner.report.model import LeftOutStatement, QueryEffect, Report, StatementOut, Trial
+from tuner.settings.config_load import load_config
 from tuner.settings.policy import load_policy
+
+from .test_store import make_report, save
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "reports" / "example-report.json"
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -144,3 +149,39 @@ def test_the_html_report_has_a_per_query_section_only_when_there_are_lines() -> 
     assert "SELECT count(*) FROM orders WHERE placed &gt; $1" in page and "[2.41, 3.02]" in page
     assert "left out: queryid 99" in page
     assert 'id="queries"' not in to_html(report_file.read(EXAMPLE))
+
+
+def test_the_daemons_recommendations_carry_the_per_query_lines_and_the_left_out(tmp_path: Path) -> None:
+    """GET /v1/recommendations' backend over a real store (SQLite) holding a session whose effect has lines."""
+    base = make_report("s1")
+    rec = base.recommendations[0]
+    assert rec.effect is not None
+    effect = rec.effect.model_copy(update={"queries": [
+        QueryEffect(name="q1", baseline_ms=80.0, candidate_ms=20.0, time_share=0.8, improvement=4.0, ci95=(3.5, 4.6),
+                    decision_ci=(3.3, 4.8), n_pairs=6),
+        QueryEffect(name="q2", baseline_ms=20.0, candidate_ms=19.0, time_share=0.2, improvement=1.05, ci95=(0.9, 1.2),
+                    decision_ci=(0.85, 1.3), n_pairs=6)]})
+    families = [base.families[0].model_copy(update={"statements": [
+        StatementOut(name="q1", queryid=7, text="SELECT 1", share=0.7), StatementOut(name="q2", text="SELECT 2")]})]
+    report = base.model_copy(update={
+        "recommendations": [rec.model_copy(update={"effect": effect})], "families": families,
+        "left_out": [LeftOutStatement(queryid=8, text="DELETE FROM t", share=0.1, reason="it writes")]})
+    state = tmp_path / "state"
+    state.mkdir()
+    save(state / "tuner.db", report)
+    cfg = tmp_path / "tuner.toml"
+    cfg.write_text(f'[tuner]\nstate_dir = "{state}"\nfamilies = ["concurrency"]\n[target]\ndsn = "host=/nowhere"\n')
+    d = Daemon(load_config(cfg, environ={}))
+    with sqlite3.connect(state / "tuner.db") as con:
+        [(sid,)] = con.execute("SELECT DISTINCT target_id FROM sessions").fetchall()
+    con.close()
+    for t in d.state.targets.values():
+        t.store_id = sid
+    served = asyncio.run(d.queries.recommendations(None))
+    [target] = served["targets"]
+    [group] = target["per_query"]
+    assert [(q["name"], q["queryid"], q["share"], q["share_of"]) for q in group["queries"]] == [
+        ("q1", 7, 0.7, "read I/O"), ("q2", None, 0.2, "time today")]
+    assert group["queries"][0]["ci95"] == [3.5, 4.6] and group["title"].startswith("per query: effective_io_concurrency")
+    assert target["left_out"] == [{"queryid": 8, "text": "DELETE FROM t", "share": 0.1, "reason": "it writes"}]
+    assert target["recommendations"][0]["effect"]["queries"][0]["improvement"] == 4.0
