@@ -19,6 +19,8 @@ from tuner.core import per_query
 from tuner.core.decide import decide
 from tuner.core.stats import SequentialTest, log_ratio
 from tuner.daemon.service import Daemon
+from tuner.families.readahead_sections import Combination
+from tuner.emit import query_lines
 from tuner.emit.html import to_html
 from tuner.emit.json import parse, to_json
 from tuner.emit.table import to_table
@@ -185,3 +187,23 @@ def test_the_daemons_recommendations_carry_the_per_query_lines_and_the_left_out(
     assert group["queries"][0]["ci95"] == [3.5, 4.6] and group["title"].startswith("per query: effective_io_concurrency")
     assert target["left_out"] == [{"queryid": 8, "text": "DELETE FROM t", "share": 0.1, "reason": "it writes"}]
     assert target["recommendations"][0]["effect"]["queries"][0]["improvement"] == 4.0
+
+
+def test_a_read_path_confirmed_as_one_has_its_own_group_before_the_knobs_shares() -> None:
+    """The readahead family's combination (today's values against the pair it recommends) is what each query
+    gains from the recommendation; a knob's share that carries the same effect is not repeated."""
+    report = _with_queries()
+    rec = report.recommendations[0]
+    assert rec.effect is not None
+    section = report.sections["readahead"]
+    devices = [d.model_copy(update={"combination": Combination(
+        today={"read_ahead_kb": 128, "effective_io_concurrency": 1},
+        candidate={"read_ahead_kb": 512, "effective_io_concurrency": 64}, decision="change", reason="clear",
+        effect=rec.effect)}) for d in section.devices]  # type: ignore[attr-defined]
+    report = report.model_copy(update={"sections": {**report.sections,
+                                                    "readahead": section.model_copy(update={"devices": devices})}})
+    [group] = query_lines.groups(report)
+    assert group.title == ("per query: read path on /dev/loop0: read_ahead_kb 128 -> 512, effective_io_concurrency "
+                           "1 -> 64 (change)")
+    assert [q.name for q in group.lines] == ["statement 1", "custom query 2"]
+    assert parse(to_json(report)) == report  # the combination's lines travel in the devices' key

@@ -61,15 +61,21 @@ def _title(recs: list[Recommendation]) -> str:
 
 
 def groups(report: Report) -> list[QueryGroup]:
-    """One group per distinct confirmed effect with per-query lines, in the recommendations' order (knobs that
-    share one confirmation share one group)."""
+    """One group per distinct confirmed effect with per-query lines: the families' sections' own first (a read path
+    confirmed as one, against today's: ``ReportSection.confirmed``), then the recommendations' in their order
+    (knobs that share one confirmation share one group)."""
     who = statements(report)
+    titled: dict[str, tuple[EffectOut, str]] = {}
+    for section in report.sections.values():
+        for title, effect in section.confirmed():
+            titled.setdefault(effect.model_dump_json(), (effect, title))
     by_effect: dict[str, tuple[EffectOut, list[Recommendation]]] = {}
     for r in report.recommendations:
-        if r.effect is not None and r.effect.queries:
+        if r.effect is not None and r.effect.queries and r.effect.model_dump_json() not in titled:
             by_effect.setdefault(r.effect.model_dump_json(), (r.effect, []))[1].append(r)
-    return [QueryGroup(_title(recs), [_line(q, who.get(q.name)) for q in effect.queries])
-            for effect, recs in by_effect.values()]
+    groups = [(effect, title) for effect, title in titled.values()]
+    groups += [(effect, _title(recs)) for effect, recs in by_effect.values()]
+    return [QueryGroup(title, [_line(q, who.get(q.name)) for q in effect.queries]) for effect, title in groups]
 
 
 def sentence(line: QueryLine) -> str:
