@@ -7,12 +7,16 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tuner.daemon.drift import action, compare
+from tuner.daemon.service import Daemon
+from tuner.daemon.watch import follows_statements
 from tuner.sandbox.binaries import Binaries
+from tuner.settings.config_load import load_config
 from tuner.target.connection import connect
 from tuner.target.fingerprint import observe
 
@@ -93,3 +97,38 @@ def test_without_statements_asked_for_or_without_the_extension_nothing_is_read(s
     assert "statements" not in asyncio.run(observe(dsn, timeout_s=30))
     plain = server.url("tunerstore")  # a database without CREATE EXTENSION: no view to read
     assert asyncio.run(observe(plain, timeout_s=30, statements=True))["statements"] is None
+
+
+def test_the_daemons_drift_check_records_a_workload_change_and_queues_a_reprobe(server: StoreServer,
+                                                                                 tmp_path: Path) -> None:
+    """The daemon's own drift check (DriftWatch, with its SQLite store) on a target that follows its statements:
+    the first check takes the baseline, a new mix is one drift event whose action re-probes, and the run is queued."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (tmp_path / "tuner.toml").write_text(f'[tuner]\nstate_dir = "{state}"\nfamilies = ["concurrency"]\n'
+                                         f'[target]\ndsn = "{server.url("postgres")}"\n')
+    d = Daemon(load_config(tmp_path / "tuner.toml", environ={}))
+    [target] = d.targets.values()
+    # [workload] from = "pg_stat_statements" comes with item 1 of issue #56 (WorkloadConfig is not edited here): the
+    # field set as the drift check reads it (tuner.daemon.watch.follows_statements).
+    target.cfg = target.cfg.model_copy(update={"workload": target.cfg.workload.model_copy(
+        update={"from_": "pg_stat_statements"})})
+    assert follows_statements(target.cfg)
+    dsn = server.url("postgres")
+
+    async def go() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        await _sql(dsn, "SELECT pg_stat_statements_reset()", *(_MIX_A * 3))
+        await d.watch.check(target.name)  # the baseline
+        await d.watch.check(target.name)  # the same workload: nothing
+        await _sql(dsn, "SELECT pg_stat_statements_reset()", *(_MIX_B * 3))
+        await d.watch.check(target.name)
+        async with d.worker.store() as db:
+            return await db.drift_events.recent(), await db.runs.find(d.state.owner, target=target.name)
+
+    events, runs = asyncio.run(go())
+    [event] = events
+    assert list(event["changes"]) == ["workload:top"], event
+    assert event["action"].startswith("reprobe: Re-probe every family, as the statements that read the most"), event
+    assert "workload changed: " in event["action"]
+    [run] = runs
+    assert run["kind"] == "reprobe" and run["reason"].startswith("drift: ") and run["status"] == "queued", run
