@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+import pytest
+
 from tuner.core import per_query
 from tuner.core.decide import decide
 from tuner.core.stats import SequentialTest, log_ratio
@@ -27,6 +29,7 @@ from tuner.emit.table import to_table
 from tuner.emit.terminal import detect
 from tuner.report import file as report_file
 from tuner.report.model import LeftOutStatement, QueryEffect, Report, StatementOut, Trial
+from tuner.report.validate import ReportError, check
 from tuner.settings.config_load import load_config
 from tuner.settings.policy import load_policy
 
@@ -207,3 +210,16 @@ def test_a_read_path_confirmed_as_one_has_its_own_group_before_the_knobs_shares(
                            "1 -> 64 (change)")
     assert [q.name for q in group.lines] == ["statement 1", "custom query 2"]
     assert parse(to_json(report)) == report  # the combination's lines travel in the devices' key
+
+
+def test_a_report_whose_per_query_line_is_not_finite_is_refused() -> None:
+    report = _with_queries()
+    rec = report.recommendations[0]
+    assert rec.effect is not None
+    bad = rec.effect.queries[0].model_copy(update={"ci95": (1.0, math.inf)})
+    effect = rec.effect.model_copy(update={"queries": [bad]})
+    hostile = report.model_copy(update={"recommendations": [rec.model_copy(update={"effect": effect}),
+                                                            *report.recommendations[1:]]})
+    check(report)
+    with pytest.raises(ReportError, match=r"recommendations\[0\]\.effect has a number that is not finite"):
+        check(hostile)
