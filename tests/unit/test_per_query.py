@@ -21,7 +21,8 @@ from tuner.core import per_query
 from tuner.core.decide import decide
 from tuner.core.stats import SequentialTest, log_ratio
 from tuner.daemon.service import Daemon
-from tuner.families.readahead_sections import Combination
+from tuner.families.readahead_sections import Combination, DeviceOut
+from tuner.families.readahead_sections import Report as Devices
 from tuner.emit import query_lines
 from tuner.emit.html import to_html
 from tuner.emit.json import parse, to_json
@@ -223,3 +224,15 @@ def test_a_report_whose_per_query_line_is_not_finite_is_refused() -> None:
     check(report)
     with pytest.raises(ReportError, match=r"recommendations\[0\]\.effect has a number that is not finite"):
         check(hostile)
+
+
+def test_a_read_path_title_names_what_moved_and_at_what_the_rest_stayed() -> None:
+    effect = _with_queries().recommendations[0].effect
+    assert effect is not None
+    section = Devices(devices=[DeviceOut(
+        device="/dev/loop3", description="loop", roles=["data directory"], read_ahead_kb=128, status="probed",
+        reason="", combination=Combination(today={"read_ahead_kb": 128, "effective_io_concurrency": 1},
+                                           candidate={"read_ahead_kb": 128, "effective_io_concurrency": 32},
+                                           decision="change", reason="clear", effect=effect))])
+    [(title, _)] = section.confirmed()
+    assert title == "per query: read path on /dev/loop3: effective_io_concurrency 1 -> 32 at read_ahead_kb 128 (change)"

@@ -92,8 +92,10 @@ class Report(ReportSection):
         for d in self.devices:
             c = d.combination
             if c is not None and c.effect is not None and c.effect.queries:
-                moved = ", ".join(f"{k} {c.today.get(k)} -> {v}" for k, v in c.candidate.items())
-                out.append((f"per query: read path on {d.device}: {moved} ({c.decision})", c.effect))
+                moved = ", ".join(f"{k} {c.today.get(k)} -> {v}" for k, v in c.candidate.items() if v != c.today.get(k))
+                kept = ", ".join(f"{k} {v}" for k, v in c.candidate.items() if v == c.today.get(k))
+                out.append((f"per query: read path on {d.device}: {moved}{f' at {kept}' if kept else ''} "
+                            f"({c.decision})", c.effect))
         return out
 
     def trial_objects(self) -> dict[str, str]:
