@@ -17,7 +17,7 @@ from tuner.families import aio
 from tuner.families.base import FamilyContext
 from tuner.hostfacts.blockdev import discover, postgres_paths
 from tuner.report.preflight import Check, FamilyPlan
-from tuner.probes import workload
+from tuner.probes import statements, workload
 from tuner.probes.cache import choose_os_method
 
 # A check must not hold a staging server for long: one warm run of the workload, at most this long.
@@ -40,6 +40,26 @@ async def timed_run(conn: asyncpg.Connection, queries: list[workload.ProbeQuery]
         return None
 
 
+async def read_path_queries(ctx: FamilyContext, conn: asyncpg.Connection) -> list[workload.ProbeQuery]:
+    """The read path's probe queries, as ``[workload]`` says: the statements of pg_stat_statements (chosen once per
+    session and kept in ``ctx.selection``, left-out ones with them), your own queries, or generated scans; a
+    :class:`ProbeError` says why there are none."""
+    w = ctx.cfg.workload
+    if w.queries_from == "pg_stat_statements":
+        if ctx.selection is None:
+            ctx.selection = await statements.plan(
+                conn, w, server_version_num=ctx.facts.server_version_num,
+                statement_timeout_s=ctx.policy.guardrails.statement_timeout_s,
+                connect_timeout_s=ctx.cfg.target.connect_timeout_s)
+        return list(ctx.selection.queries)
+    return await workload.plan(conn, custom=w.queries, relations=w.relations, pages_fraction=w.pages_fraction)
+
+
+def own_workload(ctx: FamilyContext) -> bool:
+    """Whether the operator's queries are the workload as they are (nothing generated is added to them)."""
+    return bool(ctx.cfg.workload.queries) or ctx.cfg.workload.queries_from == "pg_stat_statements"
+
+
 async def scans(ctx: FamilyContext, name: str, with_seq_scan: SeqScan | None) -> FamilyPlan:
     """A family that probes cold scans on the target: its workload (with a sequential scan where ``with_seq_scan``
     adds one, 17+), how the OS page cache is emptied for its files, and (17+) which asynchronous-I/O settings it
@@ -47,8 +67,7 @@ async def scans(ctx: FamilyContext, name: str, with_seq_scan: SeqScan | None) ->
     facts, local = ctx.facts, ctx.facts.local_data_directory()
     async with ctx.connection() as conn:
         try:
-            queries = await workload.plan(conn, custom=ctx.cfg.workload.queries, relations=ctx.cfg.workload.relations,
-                                          pages_fraction=ctx.cfg.workload.pages_fraction)
+            queries = await read_path_queries(ctx, conn)
         except ProbeError as exc:
             return FamilyPlan(family=name, runs=False, reason=f"{exc} ({exc.hint})" if exc.hint else str(exc))
         io: dict[str, dict[str, Any]] = {}

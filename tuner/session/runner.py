@@ -173,7 +173,8 @@ async def recommend(
         families=outcomes, recommendations=recs, restored=restored, trials=trials, sections=sections,
         min_effect=policy.decision.min_effect, alpha=policy.decision.alpha,
         device_profile=str(profile) if profile is not None else None,
-        workload="yours" if cfg.workload.queries else "generated",
+        workload=("pg_stat_statements" if cfg.workload.queries_from == "pg_stat_statements"
+                  else "yours" if cfg.workload.queries else "generated"),
         io_regime=assess(trials, profile=profile, device=disk.name if disk else None,
                          today={r.knob: r.current for r in recs if r.scope in ("system", "device")},
                          absent=None if disk else disk_note),
