@@ -86,6 +86,7 @@ class Selection:
     read_from: str  # where pg_stat_statements was read: "the target", or the redacted stats_dsn
     covered: float = 0.0  # the kept statements' share of the read I/O
     notes: list[str] = field(default_factory=list)
+    ranking: list[Ranked] = field(default_factory=list)  # every statement examined, most read I/O first
 
 
 def rank(rows: list[Statement], *, total_blocks: int, total_time_ms: float) -> tuple[list[Ranked], bool]:
@@ -326,7 +327,7 @@ async def select(conn: asyncpg.Connection, cfg: Any, *, server_version_num: int,
         left.append(LeftOut(s.queryid, s.text, reason, r.share))
     notes = [f"{skipped} utility or system-catalog statement(s) not considered"] if skipped else []
     return Selection(queries=weights(kept) if kept else [], left_out=left, by_time=by_time, read_from=where,
-                     covered=covered, notes=notes)
+                     covered=covered, notes=notes, ranking=ranked)
 
 
 async def _regclass(conn: asyncpg.Connection, qualified: str) -> str | None:
