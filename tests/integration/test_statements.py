@@ -9,7 +9,7 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +30,11 @@ INDEX = "SELECT filler FROM pgbench_accounts WHERE aid = 4242"  # an index scan:
 NO_IO = "SELECT 40 + 2"
 
 
-@pytest.fixture(scope="module")
-def stats15(pg15: Binaries) -> Iterator[Running]:
-    """A small PostgreSQL 15 sandbox whose servers load pg_stat_statements, the extension created on the primary
-    (it replicates), and the mix run on the standby from cold shared buffers."""
+def _with_statements(binaries: Binaries, *extra: str) -> Iterator[Running]:
+    """A small sandbox whose servers load pg_stat_statements, the extension created on the primary (it
+    replicates), and the mix (with ``extra``) run on the standby from cold shared buffers."""
     for path in _own_dir("tuner-sbstat-"):
-        for r in running(path, scale=1, binaries=pg15,
+        for r in running(path, scale=1, binaries=binaries,
                          settings={"shared_preload_libraries": "pg_stat_statements", "track_io_timing": "on"}):
             sb = r.sandbox
             r.run(execute(sb.dsn("primary"), "CREATE EXTENSION pg_stat_statements"))
@@ -43,11 +42,22 @@ def stats15(pg15: Binaries) -> Iterator[Running]:
             r.run(sb.restart_standby())  # cold shared buffers: the mix reads from the OS
             r.run(execute(sb.dsn("standby"), "SELECT pg_stat_statements_reset()",
                           *[BIG.format(lo=lo, hi=lo + 100000) for lo in (0, 1000000, 2000000)],
-                          SMALL, INDEX, NO_IO))
+                          SMALL, INDEX, NO_IO, *extra))
             r.run(execute(sb.dsn("primary"), "SELECT pg_stat_statements_reset()",
                           "UPDATE pgbench_branches SET bbalance = bbalance + 1 WHERE bid = 1",
                           BIG.format(lo=0, hi=100000)))
             yield r
+
+
+@pytest.fixture(scope="module")
+def stats15(pg15: Binaries) -> Iterator[Running]:
+    yield from _with_statements(pg15)
+
+
+@pytest.fixture(scope="module")
+def stats17(provided: Callable[[int], Binaries]) -> Iterator[Running]:
+    """PostgreSQL 17: shared_blk_read_time, EXPLAIN (GENERIC_PLAN), and sequential scans on read streams."""
+    yield from _with_statements(provided(17), "SELECT max(filler) FROM pgbench_accounts")
 
 
 async def _replayed_to_standby(primary: str, standby: str) -> None:
@@ -160,3 +170,47 @@ def test_the_selection_keeps_the_shares_and_the_normalised_text(stats15: Running
     assert q.relation == "pgbench_accounts" and q.scans == ("Bitmap Heap Scan",)
     small = [lo for lo in sel.left_out if "bid = $1" in lo.text]
     assert small and small[0].reason.startswith("beyond the budget of 1 statement")
+
+
+def test_tuner_check_says_the_extension_is_readable_and_shows_the_replayed_statements(
+        stats15: Running, tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "tuner", "check", "--dsn", stats15.sandbox.dsn("standby"),
+                           "--family", "concurrency", "--format", "json"],
+                          env=tuner_env(tmp_path / "state", TUNER_WORKLOAD__FROM="pg_stat_statements",
+                                        TUNER_WORKLOAD__SHARE="1"),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = json.loads(proc.stdout)
+    [check] = [c for c in found["checks"] if c["name"] == "pg_stat_statements"]
+    assert check["status"] == "ok" and "ranked by read time" in check["detail"], check
+    [plan] = found["families"]
+    assert plan["runs"] and len(plan["workload"]) == 2 and not any("$" in q for q in plan["workload"]), plan
+
+
+def test_the_readahead_family_probes_the_same_statements_and_hands_eic_on(stats15: Running, tmp_path: Path) -> None:
+    cfg = Config.model_validate({"tuner": {"state_dir": str(tmp_path / "state")},
+                                 "workload": {"from": "pg_stat_statements", "statements": 2, "share": 1.0}})
+    report = stats15.run(recommend(cfg, load_policy("default"), use_sandbox=True,
+                                   families=("readahead", "concurrency"), budget=3,
+                                   where=sandbox_servers(stats15.sandbox)))
+    fams = {f.family: f for f in report.families}
+    ra, cc = fams["readahead"], fams["concurrency"]
+    assert ra.status == "done", (ra.reason, [(t.status, t.reason) for t in report.trials])
+    # The statements on the sandbox's own device, effective_io_concurrency searched with readahead on them (both
+    # are bitmap heap scans) and handed to its owner, which has nothing more to probe.
+    assert len(ra.workload) == 2 and not any("$" in sql for sql in ra.workload), ra.workload
+    assert cc.status == "done" and "by the readahead family" in cc.reason, cc.reason
+    assert {r.knob for r in report.recommendations} >= {"read_ahead_kb", "effective_io_concurrency"}
+
+
+def test_on_17_read_time_is_shared_blk_read_time_and_a_sequential_scan_is_replayed(
+        stats17: Running, tmp_path: Path) -> None:
+    shown = _show(stats17, tmp_path, "--statements", "5", "--share", "1")
+    assert shown["ranked_by"] == "read_time"  # pg_stat_statements 1.11's shared_blk_read_time, read
+    rows = {" ".join(r["text"].split()): r for r in shown["statements"]}
+    seq = rows["SELECT max(filler) FROM pgbench_accounts"]
+    assert seq["replayed"] and seq["read_time_ms"] > 0, seq["reason"]
+    # GENERIC_PLAN (16+): the filled range plans with the generic plan's bitmap heap scan.
+    big = rows["SELECT count(ctid) FROM pgbench_accounts WHERE abalance BETWEEN $1 AND $2"]
+    assert big["replayed"] and "$" not in big["sql"], big["reason"]
+    assert rows["SELECT filler FROM pgbench_accounts WHERE aid = $1"]["reason"].startswith("its plan has no scan")

@@ -7,7 +7,7 @@ import pytest
 
 from tuner.probes import normalised
 from tuner.probes.normalised import ColumnStats, ParamUse
-from tuner.probes.statements import Statement, budget_spent, rank, read_path_nodes, scans, weights
+from tuner.probes.statements import Statement, alike, budget_spent, rank, read_path_nodes, scans, weights
 from tuner.probes.workload import ProbeQuery
 from tuner.settings.config import Config, WorkloadConfig
 from tuner.target.privileges import missing
@@ -132,6 +132,12 @@ def test_weights_are_the_shares_among_the_kept_statements() -> None:
     qs = [ProbeQuery(name=f"q{i}", sql="SELECT 1", relation=None, kind="statement", plan=None, queryid=i, share=s)
           for i, s in ((1, 0.6), (2, 0.2))]
     assert [q.weight for q in weights(qs)] == pytest.approx([0.75, 0.25])
+
+
+def test_a_replay_is_the_originals_size_within_a_factor_of_four() -> None:
+    assert alike(1000, 800.0) and alike(201, 800.0) and alike(3200, 800.0)
+    assert not alike(199, 800.0) and not alike(3201, 800.0)
+    assert Statement(1, "SELECT 1", 4, 300, 0.0, blocks_hit=100).blocks_per_call == 100
 
 
 def test_sequential_scans_count_from_17() -> None:

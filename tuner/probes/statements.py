@@ -34,7 +34,7 @@ import asyncpg
 from tuner import redact
 from tuner.errors import ProbeError
 from tuner.fs import sqlfiles
-from tuner.probes import normalised, workload
+from tuner.probes import explain, normalised, workload
 from tuner.probes.normalised import ColumnStats, Shape
 from tuner.target.connection import connect
 
@@ -57,6 +57,12 @@ class Statement:
     calls: int
     blocks_read: int
     read_time_ms: float
+    blocks_hit: int = 0
+
+    @property
+    def blocks_per_call(self) -> float:
+        """Shared blocks one call touched on average (read or found in shared buffers)."""
+        return (self.blocks_read + self.blocks_hit) / self.calls if self.calls else 0.0
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,18 @@ def weights(queries: list[workload.ProbeQuery]) -> list[workload.ProbeQuery]:
     return [replace(q, weight=(q.share or 0.0) / total if total > 0 else 1.0 / len(queries)) for q in queries]
 
 
+# How far a replay's blocks may be from the original's per call (either way) when the generic plan cannot vouch for
+# its shape (it has none of the read-path scans: a range at the planner's default selectivity plans as an index scan).
+BLOCKS_FACTOR = 4.0
+
+
+def alike(replayed_blocks: int, per_call: float, factor: float = BLOCKS_FACTOR) -> bool:
+    """Whether a replay touching ``replayed_blocks`` is the original's size, which touched ``per_call`` on average."""
+    if per_call <= 0:
+        return replayed_blocks == 0
+    return per_call / factor <= replayed_blocks <= per_call * factor
+
+
 def read_path_nodes(server_version_num: int) -> frozenset[str]:
     """The plan nodes the read-path settings act on, on this version: bitmap heap scans, and sequential scans where
     read streams serve them (17+)."""
@@ -163,7 +181,7 @@ async def _read(conn: asyncpg.Connection, database: str) -> tuple[list[Statement
     if not rows:
         return [], 0, 0.0
     stmts = [Statement(r["queryid"], r["query"] or "", int(r["calls"]), int(r["blocks_read"] or 0),
-                       float(r["read_time_ms"] or 0.0)) for r in rows]
+                       float(r["read_time_ms"] or 0.0), int(r["blocks_hit"] or 0)) for r in rows]
     return stmts, int(rows[0]["total_blocks_read"] or 0), float(rows[0]["total_read_time_ms"] or 0.0)
 
 
@@ -213,12 +231,14 @@ class _Replay:
             await self.conn.execute(f"DEALLOCATE {_PREPARED}")
         return list(types or [])
 
-    async def _explain(self, options: str, sql: str) -> Any:
-        raw = await self.conn.fetchval(f"EXPLAIN ({options}, VERBOSE, FORMAT JSON) {sql}")
+    async def _explain(self, options: str, sql: str, params: int = 0) -> Any:
+        # A generic plan's $n are the extended protocol's parameters too: bound as NULLs, which it does not read.
+        raw = await self.conn.fetchval(f"EXPLAIN ({options}, VERBOSE, FORMAT JSON) {sql}", *([None] * params))
         return json.loads(raw) if isinstance(raw, str) else raw
 
-    async def __call__(self, text: str, shape: Shape) -> tuple[str, list[tuple[str, str]]] | str:
-        """The filled statement and its read-path scans, or one sentence saying why it cannot be replayed."""
+    async def __call__(self, text: str, shape: Shape, per_call: float) -> tuple[str, list[tuple[str, str]]] | str:
+        """The filled statement and its read-path scans, or one sentence saying why it cannot be replayed
+        (``per_call``: the shared blocks one call of the original touched on average)."""
         try:
             types = await self._types(text)
         except asyncpg.PostgresError as exc:
@@ -233,11 +253,10 @@ class _Replay:
         generic: set[str] | None = None
         if self.version >= GENERIC_PLAN and shape.params:
             try:
-                generic = {kind for kind, _ in scans(await self._explain("GENERIC_PLAN", text), self.wanted)}
+                generic = {kind for kind, _ in scans(await self._explain("GENERIC_PLAN", text, max(shape.params)),
+                                                      self.wanted)}
             except asyncpg.PostgresError as exc:
                 return f"its generic plan could not be made ({_first_line(exc)})"
-            if not generic:
-                return "its plan has no scan the read-path settings act on (" + " or ".join(sorted(self.wanted)) + ")"
         found: list[tuple[str, str]] = []
         for span in normalised.SPANS:
             literals: dict[int, str] = {}
@@ -256,26 +275,35 @@ class _Replay:
             except asyncpg.PostgresError as exc:
                 return f"parameter values from the statistics do not fit it ({_first_line(exc)})"
             kinds = {kind for kind, _ in found}
-            if kinds and (generic is None or kinds == generic):
+            if kinds and (not generic or kinds == generic):
                 break
         else:
             if not found:
                 return "its plan has no scan the read-path settings act on (" + " or ".join(sorted(self.wanted)) + ")"
             return (f"plans differently once filled ({', '.join(sorted({k for k, _ in found}))} against its generic "
                     f"plan's {', '.join(sorted(generic or ()))})")
-        return await self._run(sql, found)
+        ran = await self._run(sql)
+        if isinstance(ran, str):
+            return ran
+        if generic is not None and not generic and not alike(ran, per_call):
+            # Its generic plan has none of the scans (a range at the default selectivity plans as an index scan), so
+            # the filled statement's size is what says it is the statement that ran.
+            return (f"plans differently once filled: it touches {ran} blocks against {per_call:.0f} per call of "
+                    "the original, and its generic plan has no scan the read-path settings act on")
+        return sql, found
 
-    async def _run(self, sql: str, found: list[tuple[str, str]]) -> tuple[str, list[tuple[str, str]]] | str:
-        """One read-only run of the filled statement within the statement timeout."""
+    async def _run(self, sql: str) -> int | str:
+        """The shared blocks one read-only run of the filled statement touched, within the statement timeout."""
         try:
             async with self.conn.transaction(readonly=True):
                 await self.conn.execute(f"SET LOCAL statement_timeout = {int(self.timeout_s * 1000)}")
-                await self.conn.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}")
+                raw = await self.conn.fetchval(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}")
         except (asyncpg.QueryCanceledError, asyncio.TimeoutError):
             return f"too slow for the statement timeout ({self.timeout_s:g} s)"
         except asyncpg.PostgresError as exc:
             return f"fails when replayed read-only ({_first_line(exc)})"
-        return sql, found
+        res = explain.parse(json.loads(raw) if isinstance(raw, str) else raw)
+        return res.shared_read + res.shared_hit
 
 
 def _first_line(exc: BaseException) -> str:
@@ -313,7 +341,7 @@ async def select(conn: asyncpg.Connection, cfg: Any, *, server_version_num: int,
         if reason is None:
             reason = budget_spent(len(kept), covered, statements=cfg.statements, share=cfg.share)
         if reason is None:
-            done = await replay(s.text, shape)
+            done = await replay(s.text, shape, s.blocks_per_call)
             if isinstance(done, str):
                 reason = done
             else:

@@ -8,13 +8,14 @@ WITH by_query AS (
            min(s.query) AS query,
            sum(s.calls)::bigint AS calls,
            sum(s.shared_blks_read)::bigint AS blocks_read,
+           sum(s.shared_blks_hit)::bigint AS blocks_hit,
            sum(coalesce(to_jsonb(s) ->> 'shared_blk_read_time', to_jsonb(s) ->> 'blk_read_time')::float8)
                AS read_time_ms
     FROM {schema}.pg_stat_statements s
     WHERE s.dbid = (SELECT oid FROM pg_database WHERE datname = $1)
     GROUP BY s.queryid
 )
-SELECT queryid, query, calls, blocks_read, read_time_ms,
+SELECT queryid, query, calls, blocks_read, blocks_hit, read_time_ms,
        sum(blocks_read) OVER () AS total_blocks_read,
        sum(read_time_ms) OVER () AS total_read_time_ms
 FROM by_query
