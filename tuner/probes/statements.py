@@ -11,8 +11,9 @@ made replayable, as the read path's probe queries.
    server infers them (``PREPARE``; by their column where it cannot), and the filled statement must plan with the
    scans the read-path settings act on — a bitmap heap scan, from 17 a sequential scan (read streams:
    :func:`tuner.probes.workload.seq_scan_knobs`) — the same ones as the statement's generic plan on 16+
-   (``EXPLAIN (GENERIC_PLAN)``), and finish once, read-only, within the statement timeout. Up to ``statements``
-   of them, until they cover ``share`` of the read I/O.
+   (``EXPLAIN (GENERIC_PLAN)``; where that plan has none of them, the replay must touch the original's blocks
+   per call within :data:`BLOCKS_FACTOR`), and finish once, read-only, within the statement timeout. Up to
+   ``statements`` of them, until they cover ``share`` of the read I/O.
 3. **Weigh.** Each kept statement's weight is its share over the kept ones' shares: the probe's value is the
    weighted sum of their cold times, the objective every read-path family searches.
 
