@@ -232,3 +232,15 @@ def test_the_least_privilege_role_needs_pg_read_all_stats_to_see_the_application
     after = _show(stats15, tmp_path, "--statements", "5", "--share", "1", TUNER_TARGET__DSN=as_tuner)
     rows = {" ".join(r["text"].split()): r for r in after["statements"]}
     assert rows["SELECT count(ctid) FROM pgbench_accounts WHERE abalance BETWEEN $1 AND $2"]["replayed"]
+
+
+def test_on_17_a_session_replays_a_bitmap_and_a_sequential_statement(stats17: Running, tmp_path: Path) -> None:
+    cfg = Config.model_validate({"tuner": {"state_dir": str(tmp_path / "state")},
+                                 "workload": {"from": "pg_stat_statements", "statements": 2, "share": 1.0}})
+    report = stats17.run(recommend(cfg, load_policy("default"), use_sandbox=True, families=("concurrency",),
+                                   budget=3, where=sandbox_servers(stats17.sandbox, own_device=False)))
+    [fam] = report.families
+    assert fam.status == "done", (fam.reason, [(t.status, t.reason) for t in report.trials])
+    # The two that read the most, as they are: no generated sequential scan is added to the operator's statements.
+    assert len(fam.workload) == 2 and "max(filler)" in " ".join(fam.workload), fam.workload
+    assert all(t.status == "ok" for t in report.trials if t.phase == "search"), [t.reason for t in report.trials]

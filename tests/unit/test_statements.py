@@ -175,3 +175,8 @@ def test_pg_read_all_stats_is_asked_for_only_when_statements_are_read() -> None:
     [grant] = missing(row, writable=False, statements=True)
     assert grant.sql == "GRANT pg_read_all_stats TO tuner;"
 
+
+
+def test_a_stats_dsn_asyncpg_cannot_honour_is_refused_like_the_targets() -> None:
+    with pytest.raises(Exception, match="keepalives"):
+        Config.model_validate({"workload": {"from": "pg_stat_statements", "stats_dsn": "host=primary1 keepalives=1"}})
