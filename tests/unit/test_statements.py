@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.probes import normalised
+from tuner.cli.cmd_workload import as_json, render
+from tuner.probes import normalised, statements
 from tuner.probes.normalised import ColumnStats, ParamUse
 from tuner.probes.statements import Statement, alike, budget_spent, rank, read_path_nodes, scans, weights
 from tuner.probes.workload import ProbeQuery
@@ -180,3 +181,34 @@ def test_pg_read_all_stats_is_asked_for_only_when_statements_are_read() -> None:
 def test_a_stats_dsn_asyncpg_cannot_honour_is_refused_like_the_targets() -> None:
     with pytest.raises(Exception, match="keepalives"):
         Config.model_validate({"workload": {"from": "pg_stat_statements", "stats_dsn": "host=primary1 keepalives=1"}})
+
+
+def _selection() -> "statements.Selection":
+    ranked, by_time = rank([_s(11, 900, calls=3), _s(22, 100), Statement(None, "<insufficient privilege>", 1, 50, 0.0),
+                            _s(33, 0)], total_blocks=1050, total_time_ms=0.0)
+    kept = weights([ProbeQuery(name="q11", sql="SELECT 11", relation="t", kind="statement", plan=None, queryid=11,
+                               share=ranked[0].share, text="SELECT $1")])
+    left = [statements.LeftOut(22, "SELECT 22", "writes", ranked[1].share),
+            statements.LeftOut(0, "<insufficient privilege>", "its text is hidden from this role (grant it "
+                               "pg_read_all_stats)", ranked[2].share)]
+    return statements.Selection(queries=kept, left_out=left, by_time=by_time, read_from="the target",
+                                covered=ranked[0].share, ranking=ranked)
+
+
+def test_workload_show_lists_each_statement_with_what_a_session_does_with_it() -> None:
+    sel = _selection()
+    cfg = Config.model_validate({"workload": {"from": "pg_stat_statements"}})
+    text = render(sel, cfg, "15.18", width=60)
+    assert max(len(line) for line in text.splitlines()) <= 60, text
+    assert "replay: weight 1.00" in text and "left out: writes" in text and "pg_read_all_stats" in text
+    assert "ranked by blocks read (track_io_timing was off)" in " ".join(text.split())
+    assert "1 statement replayed, covering 86% of the read I/O; 2 left out" in " ".join(text.split())
+    assert "SELECT 33" not in text  # examined, neither kept nor left out (a utility or catalog statement)
+    data = as_json(sel, cfg)
+    assert [(r["queryid"], r["replayed"], r["reason"]) for r in data["statements"]] == [
+        (11, True, None), (22, False, "writes"), (None, False, sel.left_out[1].reason)]
+    assert data["ranked_by"] == "blocks_read" and data["from"] == "pg_stat_statements"
+
+
+def test_workload_show_says_when_a_session_would_not_use_the_statements() -> None:
+    assert '[workload] from is "generated"' in " ".join(render(_selection(), Config(), "15.18").split())

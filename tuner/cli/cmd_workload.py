@@ -140,20 +140,25 @@ def render(sel: statements.Selection, cfg: Config, version: str, *, width: int =
         out += textwrap.wrap('[workload] from is "generated": a session would not replay these until it says '
                              '"pg_stat_statements"', width, subsequent_indent="  ")
     verdicts = _verdicts(sel)
-    out += ["", f"{'rank':>4} {'share':>6} {'blocks':>9} {'queryid':>20}  statement"]
+    out.append("")
     shown = 0
+    pad = " " * 6
     for i, r in enumerate(sel.ranking, 1):
         s = r.statement
         if s.queryid not in verdicts:
             continue
         shown += 1
         what, why = verdicts[s.queryid]
-        head = f"{i:>4} {r.share:>6.1%} {s.blocks_read:>9} {s.queryid if s.queryid is not None else '-':>20}  "
+        cost = f", {s.read_time_ms:.0f} ms read" if sel.by_time else ""
+        name = f"q{s.queryid}" if s.queryid is not None else "(hidden)"
+        calls = f"{s.calls} call{'s' if s.calls != 1 else ''}"
+        out += textwrap.wrap(f"{i:>4}  {name}: {r.share:.1%} of the read I/O ({s.blocks_read} blocks{cost}, {calls})",
+                             width, subsequent_indent=pad)
         text = " ".join(s.text.split())
-        out += textwrap.wrap(text[:200] + ("…" if len(text) > 200 else ""), width, initial_indent=head,
-                             subsequent_indent=" " * len(head))
-        out += textwrap.wrap(f"{what}: {why}", width, initial_indent=" " * len(head),
-                             subsequent_indent=" " * (len(head) + 2))
+        out += textwrap.wrap(text[:200] + ("…" if len(text) > 200 else ""), width, initial_indent=pad,
+                             subsequent_indent=pad, break_long_words=False)
+        out += textwrap.wrap(f"{what}: {why}", width, initial_indent=pad, subsequent_indent=pad + "  ",
+                             break_long_words=False)
     if not shown:
         out.append("  no statement of this database in pg_stat_statements yet")
     kept = len(sel.queries)
