@@ -212,3 +212,11 @@ def test_workload_show_lists_each_statement_with_what_a_session_does_with_it() -
 
 def test_workload_show_says_when_a_session_would_not_use_the_statements() -> None:
     assert '[workload] from is "generated"' in " ".join(render(_selection(), Config(), "15.18").split())
+
+
+def test_the_scan_that_touched_the_most_blocks_comes_first() -> None:
+    doc = {"Plan": {"Node Type": "Hash Join", "Plans": [
+        {"Node Type": "Seq Scan", "Relation Name": "small", "Schema": "public", "Shared Hit Blocks": 3},
+        {"Node Type": "Seq Scan", "Relation Name": "big", "Schema": "public", "Shared Read Blocks": 900,
+         "Shared Hit Blocks": 10}]}}
+    assert scans(doc, read_path_nodes(170000)) == [("Seq Scan", '"public"."big"'), ("Seq Scan", '"public"."small"')]

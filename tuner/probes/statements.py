@@ -156,14 +156,17 @@ def _nodes(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def scans(doc: Any, wanted: frozenset[str]) -> list[tuple[str, str]]:
     """The (node type, "schema"."relation") of each scan in an EXPLAIN (VERBOSE, FORMAT JSON) document that the
-    read-path settings act on (``wanted``), system catalogs left out."""
+    read-path settings act on (``wanted``), system catalogs left out; with BUFFERS, the one that touched the most
+    blocks first (the relation a probe's cache control empties)."""
     if isinstance(doc, str):
         doc = json.loads(doc)
     if isinstance(doc, list):
         doc = doc[0]
+    nodes = [n for n in _nodes(doc["Plan"])
+             if n.get("Node Type") in wanted and "Relation Name" in n and n.get("Schema") not in _CATALOGS]
+    nodes.sort(key=lambda n: -(int(n.get("Shared Read Blocks", 0)) + int(n.get("Shared Hit Blocks", 0))))
     return [(str(n["Node Type"]), f"{_ident(str(n.get('Schema', 'public')))}.{_ident(str(n['Relation Name']))}")
-            for n in _nodes(doc["Plan"])
-            if n.get("Node Type") in wanted and "Relation Name" in n and n.get("Schema") not in _CATALOGS]
+            for n in nodes]
 
 
 async def _read(conn: asyncpg.Connection, database: str) -> tuple[list[Statement], int, float]:
@@ -283,9 +286,10 @@ class _Replay:
                 return "its plan has no scan the read-path settings act on (" + " or ".join(sorted(self.wanted)) + ")"
             return (f"plans differently once filled ({', '.join(sorted({k for k, _ in found}))} against its generic "
                     f"plan's {', '.join(sorted(generic or ()))})")
-        ran = await self._run(sql)
-        if isinstance(ran, str):
-            return ran
+        run = await self._run(sql)
+        if isinstance(run, str):
+            return run
+        ran, found = run
         if generic is not None and not generic and not alike(ran, per_call):
             # Its generic plan has none of the scans (a range at the default selectivity plans as an index scan), so
             # the filled statement's size is what says it is the statement that ran.
@@ -293,18 +297,20 @@ class _Replay:
                     "the original, and its generic plan has no scan the read-path settings act on")
         return sql, found
 
-    async def _run(self, sql: str) -> int | str:
-        """The shared blocks one read-only run of the filled statement touched, within the statement timeout."""
+    async def _run(self, sql: str) -> tuple[int, list[tuple[str, str]]] | str:
+        """The shared blocks one read-only run of the filled statement touched, within the statement timeout, and
+        its read-path scans, the one that touched the most blocks first."""
         try:
             async with self.conn.transaction(readonly=True):
                 await self.conn.execute(f"SET LOCAL statement_timeout = {int(self.timeout_s * 1000)}")
-                raw = await self.conn.fetchval(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}")
+                raw = await self.conn.fetchval(f"EXPLAIN (ANALYZE, BUFFERS, VERBOSE, FORMAT JSON) {sql}")
         except (asyncpg.QueryCanceledError, asyncio.TimeoutError):
             return f"too slow for the statement timeout ({self.timeout_s:g} s)"
         except asyncpg.PostgresError as exc:
             return f"fails when replayed read-only ({_first_line(exc)})"
-        res = explain.parse(json.loads(raw) if isinstance(raw, str) else raw)
-        return res.shared_read + res.shared_hit
+        doc = json.loads(raw) if isinstance(raw, str) else raw
+        res = explain.parse(doc)
+        return res.shared_read + res.shared_hit, scans(doc, self.wanted)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -347,10 +353,12 @@ async def select(conn: asyncpg.Connection, cfg: Any, *, server_version_num: int,
                 reason = done
             else:
                 sql, found = done
+                # The relation its most-read scan reads: the one a probe's cache control empties (found by the run,
+                # so never empty; a join's other tables are not evicted on 17+, which the cold check then sees).
+                main = await _regclass(conn, found[0][1]) if found else None
                 kept.append(workload.ProbeQuery(
-                    name=f"q{s.queryid}", sql=sql, relation=await _regclass(conn, found[0][1]), kind="statement",
-                    plan=None, queryid=s.queryid, share=r.share, text=s.text,
-                    scans=tuple(sorted({k for k, _ in found}))))
+                    name=f"q{s.queryid}", sql=sql, relation=main, kind="statement", plan=None, queryid=s.queryid,
+                    share=r.share, text=s.text, scans=tuple(sorted({k for k, _ in found}))))
                 covered += r.share
                 continue
         left.append(LeftOut(s.queryid, s.text, reason, r.share))
