@@ -16,10 +16,12 @@ from tuner.errors import ProbeError
 from tuner.families import aio
 from tuner.families.base import FamilyContext
 from tuner.hostfacts.blockdev import discover, postgres_paths
+from tuner.log import get_logger
 from tuner.report.preflight import Check, FamilyPlan
 from tuner.probes import statements, workload
 from tuner.probes.cache import choose_os_method
 
+log = get_logger("tuner.plans")
 # A check must not hold a staging server for long: one warm run of the workload, at most this long.
 TIMED_RUN_MAX_S = 60.0
 NO_OS_METHOD = "cannot empty the OS page cache: run tuner as root, or as a user who can read the relation files"
@@ -51,6 +53,10 @@ async def read_path_queries(ctx: FamilyContext, conn: asyncpg.Connection) -> lis
                 conn, w, server_version_num=ctx.facts.server_version_num,
                 statement_timeout_s=ctx.policy.guardrails.statement_timeout_s,
                 connect_timeout_s=ctx.cfg.target.connect_timeout_s)
+            sel = ctx.selection
+            log.info("workload.statements", read_from=sel.read_from, covered=round(sel.covered, 3),
+                     replayed=[f"{q.name} (share {q.share:.3f}, weight {q.weight:.3f})" for q in sel.queries],
+                     left_out=[f"q{lo.queryid}: {lo.reason}" for lo in sel.left_out])
         return list(ctx.selection.queries)
     return await workload.plan(conn, custom=w.queries, relations=w.relations, pages_fraction=w.pages_fraction)
 
