@@ -112,7 +112,7 @@ def test_the_daemons_drift_check_records_a_workload_change_and_queues_a_reprobe(
     # [workload] from = "pg_stat_statements" comes with item 1 of issue #56 (WorkloadConfig is not edited here): the
     # field set as the drift check reads it (tuner.daemon.watch.follows_statements).
     target.cfg = target.cfg.model_copy(update={"workload": target.cfg.workload.model_copy(
-        update={"from_": "pg_stat_statements"})})
+        update={"queries_from": "pg_stat_statements"})})
     assert follows_statements(target.cfg)
     dsn = server.url("postgres")
 

@@ -30,8 +30,7 @@ Runs = list[tuple[str, list[str], list[str]]]  # (kind, families, knobs) of each
 def follows_statements(cfg: Any) -> bool:
     """Whether the drift check follows the workload's top statements: the target's queries come from
     pg_stat_statements (issue #56 item 5), so a new top is a drift that re-probes."""
-    # HOOK (#56): [workload] from is added with item 1 of the issue; until then no target follows its statements.
-    return getattr(cfg.workload, "from_", None) == "pg_stat_statements"
+    return bool(cfg.workload.queries_from == "pg_stat_statements")
 
 
 class DriftWatch:
