@@ -172,7 +172,7 @@ async def recommend(
         ),
         families=outcomes, recommendations=recs, restored=restored, trials=trials, sections=sections,
         min_effect=policy.decision.min_effect, alpha=policy.decision.alpha,
-        device_profile=str(profile) if profile is not None else None,
+        device_profile=profile.described if profile is not None else None,
         workload="yours" if cfg.workload.queries else "generated",
         io_regime=assess(trials, profile=profile, device=disk.name if disk else None,
                          today={r.knob: r.current for r in recs if r.scope in ("system", "device")},
