@@ -36,8 +36,12 @@ FOLKLORE = 256
 
 
 def storage_type(profile: str) -> str:
-    """The PGTune storage type an operator would choose for a profile."""
-    parts = {p.split("=")[0] for p in profile.split(",")}
+    """The PGTune storage type an operator would choose for a profile (a cloud shorthand by its parts: gp3 is
+    network-attached, "san")."""
+    from tuner.sandbox.device.cloud import expand
+
+    short = expand(profile)
+    parts = {p.split("=")[0] for p in (short[1] if short else profile).split(",")}
     if "hdd" in parts:
         return "hdd"
     if "ram" in parts:

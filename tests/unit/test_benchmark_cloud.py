@@ -103,3 +103,8 @@ def test_progress_is_resumed_only_with_the_same_parameters(tmp_path: Path) -> No
     path.write_text(__import__("json").dumps(state))
     assert dc.load_progress(path, params)["order"] == [128, 4]
     assert dc.load_progress(path, {**params, "max_repeats": 10})["samples"]["64"] == []
+
+
+def test_a_cloud_shorthand_is_a_san_to_pgtune_by_its_parts() -> None:
+    assert [sc.storage_type(n) for n in ("gp3", "gp2-100g", "io2", "pd-balanced", "hdd", "ram")] == \
+        ["san", "san", "san", "san", "hdd", "nvme"]
