@@ -80,14 +80,17 @@ def assess(trials: Sequence[Trial], *, profile: DeviceProfile | None = None, dev
             for family, points in groups.items()]
 
 
-def binding(profile: DeviceProfile | None, iops: float, mib_s: float) -> Literal["latency", "iops", "throughput"] | None:
+Limit = Literal["latency", "iops", "throughput"]
+
+
+def binding(profile: DeviceProfile | None, iops: float, mib_s: float) -> Limit | None:
     """Which of an emulated volume's limits held reads that ran at ``iops`` and ``mib_s`` (pure): the cap they
     reached (:data:`AT_CAP` of it; of two, the one more used), else the per-read latency the profile adds (``latency=``,
     ``hdd``) — the reads were not held back, each one's wait set the rate. None when the profile names no limit
     (local, ram: the machine's own disk or memory, whatever limits it)."""
     if profile is None:
         return None
-    used: dict[Literal["latency", "iops", "throughput"], float] = {}
+    used: dict[Limit, float] = {}
     if profile.read_iops:
         used["iops"] = iops / profile.read_iops
     if profile.read_mbps:
