@@ -127,3 +127,11 @@ def test_a_shorthand_combined_with_other_parts_is_one_sentence(text: str, says: 
     with pytest.raises(ProfileError) as err:
         parse_profile(text)
     assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_config_keeps_a_shorthand_and_prints_it_with_its_parts() -> None:
+    cfg = load_config(None, environ={"TUNER_SANDBOX__DEVICE": "pd-balanced"})
+    assert cfg.sandbox.device.shorthand == "pd-balanced"
+    shown = cfg.model_dump(mode="json")["sandbox"]["device"]
+    assert shown == "pd-balanced = latency=1500us,iops=3600,mbps=168"
+    assert load_config(None, environ={"TUNER_SANDBOX__DEVICE": shown}).sandbox.device.shorthand == "pd-balanced"

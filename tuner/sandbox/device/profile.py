@@ -144,5 +144,7 @@ def _coerce(value: object) -> object:
     return parse_profile(value) if isinstance(value, str) else value
 
 
-# The type of ``[sandbox] device``: parsed once where the configuration is read, shown as its string.
-DeviceField = Annotated[DeviceProfile, BeforeValidator(_coerce), PlainSerializer(str, return_type=str)]
+# The type of ``[sandbox] device``: parsed once where the configuration is read, shown as its string (a
+# shorthand with its parts, as the report shows it).
+DeviceField = Annotated[DeviceProfile, BeforeValidator(_coerce),
+                        PlainSerializer(lambda p: p.described, return_type=str)]
