@@ -89,8 +89,10 @@ def test_scales_make_the_best_probe_last_a_second() -> None:
         per_read = max(sc.FLOOR_S["hdd" if parts["hdd"] else "layered"],
                        1 / parts["read_iops"] if parts["read_iops"] else 0,
                        8192 / (parts["read_mbps"] * 2**20) if parts["read_mbps"] else 0)
-        assert scale * sc.READS_PER_SCALE * per_read >= 1.0 > (scale - 1) * sc.READS_PER_SCALE * per_read or scale == 1
-    assert sc.scale_for(dc.parts_of("gp3")) == 16 and sc.scale_for(dc.parts_of("gp2-100g")) == 2
+        expected_s = scale * sc.READS_PER_SCALE * per_read
+        assert expected_s >= sc.PROBE_S > (scale - 1) * sc.READS_PER_SCALE * per_read or scale == 1
+    assert sc.PROBE_S >= 1.0  # the "a probe lasts >= 1 s", with a margin
+    assert sc.scale_for(dc.parts_of("gp3")) == 20 and sc.scale_for(dc.parts_of("gp2-100g")) == 2
     assert sc.scale_for(dc.parts_of("ram")) == 150  # capped: its image lives in memory
 
 
