@@ -47,7 +47,8 @@ SECTIONS = (
               help="Its dataset size, pgbench-style (default 50 ≈ 640 MB).")
 @click.option("--pg-version", type=int, metavar="N", help="Its PostgreSQL major, 15-19 (built on first use).")
 @click.option("--device", metavar="KIND", help="As root: the disk it emulates — local, ram, hdd, iops=N, mbps=N, "
-                                               "latency=Xms, comma-separated.")
+                                               "latency=Xms, comma-separated; or a cloud volume alone: gp3, "
+                                               "gp2-100g, io2, pd-balanced.")
 @click.option("--family", "families", multiple=True, type=click.Choice(REGISTRY.names()), metavar="NAME",
               help=f"{', '.join(REGISTRY.names())} (repeatable; default: all the target allows).")
 @click.option("--budget", type=click.IntRange(3, 500), metavar="N", help="Most optimisation probes per family.")

@@ -365,6 +365,9 @@ class IoRegimeOut(_Frozen):
     cap_source: Literal["profile", "inferred"] | None = Field(
         default=None, description="profile: the sandbox's device profile; inferred: rate flat across probes "
         "whose reads in flight differed")
+    binding: Literal["latency", "iops", "throughput"] | None = Field(
+        default=None, description="which of the emulated volume's limits held the reads (tuner.core.regime.binding): "
+        "a cap they ran at, else the per-read latency; None without a profile's limit, or when the CPU held them")
 
 
 class TargetOut(_Frozen):

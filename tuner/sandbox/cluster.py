@@ -187,7 +187,7 @@ class Sandbox:
             size_mb = 4096 + self.scale * 80
             image = None
             if not self.device_profile.local:
-                self._on_step(f"device {self.device_profile}")
+                self._on_step(f"device {self.device_profile.described}")
                 self._device = DeviceStack(self.device_profile, self.root, size_mb)
                 image = self._device.prepare()
             # A fixed starting readahead: attaching makes the kernel recompute a loop device's read_ahead_kb from

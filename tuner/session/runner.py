@@ -177,7 +177,7 @@ async def recommend(
         ),
         families=outcomes, recommendations=recs, restored=restored, trials=trials, sections=sections, left_out=left_out,
         min_effect=policy.decision.min_effect, alpha=policy.decision.alpha,
-        device_profile=str(profile) if profile is not None else None,
+        device_profile=profile.described if profile is not None else None,
         workload=("pg_stat_statements" if cfg.workload.queries_from == "pg_stat_statements"
                   else "yours" if cfg.workload.queries else "generated"),
         io_regime=assess(trials, profile=profile, device=disk.name if disk else None,

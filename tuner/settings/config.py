@@ -187,7 +187,7 @@ class SandboxConfig(Section):
     base_dir: DirPath = Field(default=Path("/var/tmp"), description="where sandbox clusters are created (not tmpfs)")
     keep: bool = Field(default=False, description="leave the sandbox on disk after the run (for debugging)")
     disk: Literal["auto", "loop", "host"] = Field(default="auto", description="auto: a loop device of the sandbox's own when root (its readahead can be tuned), else base_dir's disk")
-    device: DeviceField = Field(default=LOCAL, description="the disk its loop device emulates: local, ram, hdd, iops=N, mbps=N, latency=Xms, comma-separated")
+    device: DeviceField = Field(default=LOCAL, description="the disk its loop device emulates: local, ram, hdd, iops=N, mbps=N, latency=Xms, comma-separated; or a cloud volume alone: gp3, gp2-100g, io2, pd-balanced")
 
 
 class OutputConfig(Section):

@@ -9,19 +9,23 @@ A profile is a comma list of parts, each at most once:
 * caps on the loop device, for every sandbox process — ``iops=N`` (reads per second) and ``mbps=N`` (MiB of
   reads per second, as AWS quotes gp3's 125 MiB/s baseline).
 
-``latency=1ms,iops=3000`` is a network volume with a provisioned IOPS cap. The parser is pure; nothing here
-touches the host.
+``latency=1ms,iops=3000`` is a network volume with a provisioned IOPS cap. A cloud-shaped shorthand (``gp3``,
+``gp2-100g``, ``io2``, ``pd-balanced``: :mod:`tuner.sandbox.device.cloud`) stands alone for its comma list; the
+profile remembers the name. The parser is pure; nothing here touches the host.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Annotated
 
 from pydantic import BeforeValidator, PlainSerializer
 
-SYNTAX = "local, ram, hdd, iops=N, mbps=N, latency=Xms (or Xus), comma-separated, e.g. latency=1ms,iops=3000"
+from tuner.sandbox.device import cloud
+
+SYNTAX = ("local, ram, hdd, iops=N, mbps=N, latency=Xms (or Xus), comma-separated, e.g. latency=1ms,iops=3000; "
+          f"or one cloud-shaped shorthand alone: {', '.join(cloud.NAMED)}")
 
 _LATENCY = re.compile(r"^(\d+(?:\.\d+)?)(ms|us)$")
 _MAX_LATENCY_US = 1_000_000  # one second per read: beyond any disk, and a probe would never end
@@ -44,6 +48,14 @@ class DeviceProfile:
     latency_us: int | None = None
     read_iops: int | None = None
     read_mbps: int | None = None
+    # The cloud shorthand this profile was written as (gp3): shown beside the parts, not part of the disk's identity.
+    shorthand: str | None = field(default=None, compare=False)
+
+    @property
+    def described(self) -> str:
+        """What the report shows: the parts, after the shorthand's name when it was written as one
+        (``gp3 = latency=800us,iops=3000,mbps=125``); reads back as the same profile."""
+        return f"{self.shorthand} = {self}" if self.shorthand else str(self)
 
     @property
     def local(self) -> bool:
@@ -88,11 +100,17 @@ def _count(key: str, value: str, limit: int) -> int:
 
 def parse_profile(text: str) -> DeviceProfile:
     """The profile a string names; :class:`ProfileError` (one sentence, with the syntax) if it names none."""
+    short = cloud.expand(text)
+    if short is not None:
+        return replace(parse_profile(short[1]), shorthand=short[0])
     fields: dict[str, object] = {}
     seen: set[str] = set()
     parts = [p.strip().lower() for p in str(text).split(",")]
     if not any(parts):
         raise ProfileError(f"the device profile is empty; profiles are {SYNTAX}")
+    if (alone := cloud.stands_alone(parts)) is not None:
+        raise ProfileError(f"{alone} is a shorthand for {cloud.SHORTHANDS[alone].parts} and stands alone; write its "
+                           "parts out to combine them with others")
     for part in parts:
         key, _, value = part.partition("=")
         if key in seen:
@@ -126,5 +144,7 @@ def _coerce(value: object) -> object:
     return parse_profile(value) if isinstance(value, str) else value
 
 
-# The type of ``[sandbox] device``: parsed once where the configuration is read, shown as its string.
-DeviceField = Annotated[DeviceProfile, BeforeValidator(_coerce), PlainSerializer(str, return_type=str)]
+# The type of ``[sandbox] device``: parsed once where the configuration is read, shown as its string (a
+# shorthand with its parts, as the report shows it).
+DeviceField = Annotated[DeviceProfile, BeforeValidator(_coerce),
+                        PlainSerializer(lambda p: p.described, return_type=str)]
