@@ -7,6 +7,12 @@ profile's cgroup) and print one JSON line.
     python devices_io.py rate DEV BYTES SECONDS direct|buffered   reads of BYTES for SECONDS: IOPS and MiB/s
     python devices_io.py depth DEV BYTES DEPTH SECONDS   random O_DIRECT reads of BYTES kept DEPTH in flight (Linux
                                                AIO: each completion resubmitted) for SECONDS: IOPS and MiB/s
+    python devices_io.py flush FILE N          pg_test_fsync's loop: 8 kB written at the start of FILE and
+                                               fdatasync'ed, N times; median and min milliseconds per write+flush
+    python devices_io.py wrate FILE BYTES SECONDS direct|fsync   writes of BYTES into FILE (O_DIRECT, or buffered
+                                               with an fdatasync after each) for SECONDS: IOPS and MiB/s
+
+FILE lies on the emulated disk's file system and must exist (it is rewritten in place, as WAL segments are).
 
 Linux AIO through ctypes (io_setup/io_submit/io_getevents), not threads: Python threads wake one by one and add
 milliseconds on a loaded 2-core machine, which would hide whether the device itself overlaps reads.
@@ -155,6 +161,37 @@ def rate(dev: str, block: int, seconds: float, mode: str) -> dict[str, float]:
     return {"iops": n / elapsed, "mib_s": n * block / elapsed / 2**20, "reads": n}
 
 
+def flush(path: str, n: int) -> dict[str, float]:
+    fd = os.open(path, os.O_WRONLY)
+    block = b"\x5a" * 8192
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        os.pwrite(fd, block, 0)
+        os.fdatasync(fd)
+        times.append(time.perf_counter() - t)
+    os.close(fd)
+    return {"median_ms": statistics.median(times) * 1e3, "min_ms": min(times) * 1e3, "per_s": n / sum(times)}
+
+
+def wrate(path: str, block: int, seconds: float, mode: str) -> dict[str, float]:
+    direct = mode == "direct"
+    fd = os.open(path, os.O_WRONLY | (os.O_DIRECT if direct else 0))
+    size = os.lseek(fd, 0, os.SEEK_END)
+    buf = mmap.mmap(-1, block)
+    buf.write(os.urandom(block))
+    n, off = 0, 0
+    t0 = time.perf_counter()
+    while (elapsed := time.perf_counter() - t0) < seconds:
+        os.pwritev(fd, [buf], off)
+        if not direct:
+            os.fdatasync(fd)
+        off = (off + block) % (size - size % block)
+        n += 1
+    os.close(fd)
+    return {"iops": n / elapsed, "mib_s": n * block / elapsed / 2**20, "writes": n}
+
+
 if __name__ == "__main__":
     what, dev, *rest = sys.argv[1:]
     if what == "single":
@@ -163,6 +200,10 @@ if __name__ == "__main__":
         out = dict(depth(dev, int(rest[0]), int(rest[1]), float(rest[2])))
     elif what == "parallel":
         out = parallel(dev, int(rest[0]), int(rest[1]))
+    elif what == "flush":
+        out = dict(flush(dev, int(rest[0])))
+    elif what == "wrate":
+        out = dict(wrate(dev, int(rest[0]), float(rest[1]), rest[2]))
     else:
         out = dict(rate(dev, int(rest[0]), float(rest[1]), rest[2]))
     print(json.dumps(out))

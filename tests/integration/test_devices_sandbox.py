@@ -1,5 +1,6 @@
 """Device profiles under a real sandbox (PostgreSQL 15): every server process is in the profile's cgroup, so the
-cap holds for PostgreSQL's own reads; and a profile is torn down on SIGTERM and after SIGKILL like the sandbox."""
+cap holds for PostgreSQL's own reads; a slow flush holds for its commits; and a profile is torn down on SIGTERM
+and after SIGKILL like the sandbox."""
 
 from __future__ import annotations
 
@@ -80,6 +81,40 @@ def test_postgres_reads_are_capped_because_every_server_process_is_in_the_cgroup
     assert servers and servers <= members, (servers - members)
     assert reads >= 40, reads  # a cold scan of ~1,640 pages really read the loop device, through the cgroup
     assert reads / elapsed <= READ_IOPS * 1.1, (reads, elapsed)
+    assert wait_for(lambda: _nothing_left(base_dir), 30), _leftovers(base_dir)
+
+
+FLUSH_MS = 5
+
+
+def test_postgres_commits_wait_for_the_emulated_flush(base_dir: Path, pg15: Binaries) -> None:
+    # One client committing one-row INSERTs: each commit fdatasyncs the WAL (wal_sync_method = fdatasync), which the
+    # loop device passes to latencyfs as a flush that waits FLUSH_MS, so at most 1000 / FLUSH_MS commits a second.
+    # (On this sandbox the hot standby's WAL receiver flushes each commit's WAL too, on the same loop device, whose
+    # worker serves flushes one at a time: ~2 flushes a commit, ~90 commits a second measured.)
+    async def scenario() -> tuple[int, float, int]:
+        async with Sandbox(base_dir=base_dir, scale=1, binaries=pg15, device=parse_profile(f"flush={FLUSH_MS}ms")) as sb:
+            _OURS.add(sb.root.name)
+            stack = sb.device_stack
+            assert stack is not None and stack.cgroup is None  # flush= needs the layer, no cgroup
+            conn = await connect(sb.dsn("primary"))
+            try:
+                await conn.execute("CREATE TABLE commits (id int)")
+                before, t, n = stack.layer_stats() or {}, time.monotonic(), 0
+                while time.monotonic() - t < 3:
+                    await conn.execute("INSERT INTO commits VALUES (1)")
+                    n += 1
+                elapsed = time.monotonic() - t
+                after = stack.layer_stats() or {}
+            finally:
+                await conn.close()
+            return n, elapsed, after["flushes"] - before["flushes"]
+
+    commits, elapsed, flushes = asyncio.run(scenario())
+    print(f"{commits} commits in {elapsed:.2f} s ({commits / elapsed:.0f}/s), {flushes} flushes")
+    assert commits >= 30, commits  # it committed
+    assert commits / elapsed <= 1000 / FLUSH_MS * 1.1, (commits, elapsed)
+    assert flushes >= commits, (flushes, commits)  # every commit's fdatasync reached the layer
     assert wait_for(lambda: _nothing_left(base_dir), 30), _leftovers(base_dir)
 
 

@@ -12,7 +12,8 @@ import pytest
 from tuner.settings.config_load import load_config
 from tuner.errors import ConfigError
 from tuner.sandbox import Sandbox
-from tuner.sandbox.device import LOCAL, DeviceProfile, ProfileError, parse_profile
+from tuner.sandbox.device import LOCAL, SYNTAX, DeviceProfile, ProfileError, parse_profile
+from tuner.sandbox.device.latency import LatencyLayer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,6 +30,14 @@ REPO = Path(__file__).resolve().parents[2]
         (" Latency=500us , ram ", DeviceProfile(ram=True, latency_us=500), "ram,latency=500us"),
         ("latency=0.25ms", DeviceProfile(latency_us=250), "latency=250us"),
         ("local,mbps=125", DeviceProfile(read_mbps=125), "mbps=125"),
+        ("flush=2ms", DeviceProfile(flush_us=2000), "flush=2ms"),
+        ("wiops=3000", DeviceProfile(write_iops=3000), "wiops=3000"),
+        ("wmbps=125", DeviceProfile(write_mbps=125), "wmbps=125"),
+        ("wiops=3000,latency=1ms,flush=2ms,iops=3000",
+         DeviceProfile(latency_us=1000, read_iops=3000, flush_us=2000, write_iops=3000),
+         "latency=1ms,iops=3000,flush=2ms,wiops=3000"),
+        ("hdd,flush=0.5ms", DeviceProfile(hdd=True, flush_us=500), "hdd,flush=500us"),
+        ("ram,mbps=500,wmbps=200", DeviceProfile(ram=True, read_mbps=500, write_mbps=200), "ram,mbps=500,wmbps=200"),
     ],
 )
 def test_a_profile_parses_and_shows_canonically(text: str, profile: DeviceProfile, shown: str) -> None:
@@ -52,12 +61,41 @@ def test_a_profile_parses_and_shows_canonically(text: str, profile: DeviceProfil
         ("iops=3,iops=4", "appears twice"),
         ("ram,local", "either local or ram"),
         ("hdd,latency=1ms", "hdd or latency"),
+        ("flush", "unknown device profile part 'flush'"),
+        ("flush=2", "flush='2' needs a unit"),
+        ("flush=0ms", "whole number of microseconds"),
+        ("flush=1.5us", "whole number of microseconds"),
+        ("wiops=0", "wiops='0' is not a whole number from 1"),
+        ("wmbps=fast", "wmbps='fast' is not a whole number from 1"),
+        ("flush=1ms,flush=2ms", "'flush' appears twice"),
     ],
 )
 def test_a_bad_profile_is_one_sentence(text: str, says: str) -> None:
     with pytest.raises(ProfileError) as err:
         parse_profile(text)
     assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_write_side_puts_the_fuse_layer_in_the_stack_but_no_cgroup() -> None:
+    # Flushes and write caps are served by latencyfs (it sees every write, whichever process made it), so a profile
+    # with only write parts still needs the layer, and no cgroup.
+    for text in ("flush=2ms", "wiops=300", "wmbps=20"):
+        profile = parse_profile(text)
+        assert profile.layered and not profile.capped and not profile.local, text
+    assert not parse_profile("iops=300").layered
+
+
+def test_a_spindle_flushes_in_one_rotation_unless_told_otherwise() -> None:
+    assert parse_profile("hdd").flush_delay_us == 8333  # 60 s / 7,200 rpm
+    assert parse_profile("hdd,flush=1ms").flush_delay_us == 1000
+    assert parse_profile("latency=1ms").flush_delay_us == 0
+    assert LOCAL.flush_delay_us == 0
+    assert str(parse_profile("hdd")) == "hdd"  # the implied flush is not shown: the profile reads back the same
+
+
+def test_the_syntax_names_every_part() -> None:
+    for part in ("local", "ram", "hdd", "iops=", "mbps=", "latency=", "flush=", "wiops=", "wmbps="):
+        assert part in SYNTAX, part
 
 
 def test_the_config_parses_the_profile_once_and_prints_it_back() -> None:
@@ -135,3 +173,12 @@ def test_the_config_keeps_a_shorthand_and_prints_it_with_its_parts() -> None:
     shown = cfg.model_dump(mode="json")["sandbox"]["device"]
     assert shown == "pd-balanced = latency=1500us,iops=3600,mbps=168"
     assert load_config(None, environ={"TUNER_SANDBOX__DEVICE": shown}).sandbox.device.shorthand == "pd-balanced"
+
+
+def test_the_helper_is_told_the_write_side_in_its_own_units(tmp_path: Path) -> None:
+    layer = LatencyLayer(tmp_path / "latencyfs", tmp_path / "disk.img", tmp_path / "fuse", latency_us=0, hdd=True,
+                         flush_us=parse_profile("hdd").flush_delay_us, write_iops=3000, write_bps=125 * 2**20)
+    args = layer.args()
+    assert args[:4] == [str(tmp_path / "latencyfs"), str(tmp_path / "disk.img"), str(tmp_path / "fuse"), "0"]
+    assert args[4:] == ["--hdd", "--flush-us", "8333", "--write-iops", "3000", "--write-bps", str(125 * 2**20)]
+    assert LatencyLayer(tmp_path, tmp_path, tmp_path, latency_us=1000, hdd=False).args()[3:] == ["1000"]

@@ -109,6 +109,11 @@ class Sandbox:
         return self._loop.node if self._loop is not None else None
 
     @property
+    def device_stack(self) -> DeviceStack | None:
+        """The device profile's pieces under this sandbox (None for ``local``): its cgroup and its layer's counters."""
+        return self._device
+
+    @property
     def primary_dir(self) -> Path:
         return self.data_root / "primary"
 

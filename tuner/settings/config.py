@@ -21,7 +21,7 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, GetCoreSchem
                       ValidationInfo, field_validator, model_validator)
 from pydantic_core import core_schema
 
-from tuner.sandbox.device.profile import LOCAL, DeviceField
+from tuner.sandbox.device.profile import LOCAL, SYNTAX, DeviceField
 from tuner.settings.durations import Duration
 from tuner.errors import ConfigError
 from tuner.settings.placeholders import HelperCommand
@@ -187,7 +187,7 @@ class SandboxConfig(Section):
     base_dir: DirPath = Field(default=Path("/var/tmp"), description="where sandbox clusters are created (not tmpfs)")
     keep: bool = Field(default=False, description="leave the sandbox on disk after the run (for debugging)")
     disk: Literal["auto", "loop", "host"] = Field(default="auto", description="auto: a loop device of the sandbox's own when root (its readahead can be tuned), else base_dir's disk")
-    device: DeviceField = Field(default=LOCAL, description="the disk its loop device emulates: local, ram, hdd, iops=N, mbps=N, latency=Xms, comma-separated; or a cloud volume alone: gp3, gp2-100g, io2, pd-balanced")
+    device: DeviceField = Field(default=LOCAL, description=f"the disk its loop device emulates: {SYNTAX}")
 
 
 class OutputConfig(Section):

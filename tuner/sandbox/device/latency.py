@@ -8,6 +8,12 @@ the kernel keeps at most ``max_background`` asynchronous direct-I/O requests in 
 ``hdd``: reads take a lock and wait one after another, for a seek that grows with the distance from the
 previous read plus half a rotation (the model is in ``latencyfs.c``).
 
+The write side lives here too, because it is the one place every write to the sandbox's disk passes: ``flush=``
+(each FUSE_FSYNC — what the loop device makes of a flush of its file system — waits), ``wiops=`` and ``wmbps=``
+(a token bucket on the helper's writes). A cgroup v1 throttle on the loop device cannot cap PostgreSQL's writes: it
+writes buffered and the kernel's flusher threads write back, outside any cgroup (docs/devices.md, "Who issues the
+writes"). The write side is switched on by :meth:`LatencyLayer.activate` once the sandbox is loaded.
+
 The helper is compiled at set-up (gcc, libfuse3-dev; ``scripts/setup`` installs them) into the sandbox's own
 directory, so a stale clean-up can tell it from any other process by its executable's path.
 """
@@ -63,25 +69,60 @@ class LatencyLayer:
     """The helper serving ``backing`` at ``mountpoint/disk.img``. :meth:`start` returns once the file is there;
     :meth:`stop` unmounts (the helper then exits) and makes sure the helper is gone."""
 
-    def __init__(self, binary: Path, backing: Path, mountpoint: Path, *, latency_us: int, hdd: bool) -> None:
+    def __init__(self, binary: Path, backing: Path, mountpoint: Path, *, latency_us: int, hdd: bool,
+                 flush_us: int = 0, write_iops: int | None = None, write_bps: int | None = None) -> None:
         self.binary = binary
         self.backing = backing
         self.mountpoint = mountpoint
         self.latency_us = latency_us
         self.hdd = hdd
+        self.flush_us = flush_us
+        self.write_iops = write_iops
+        self.write_bps = write_bps
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def served(self) -> Path:
         return self.mountpoint / SERVED
 
+    def args(self) -> list[str]:
+        """The helper's command line."""
+        args = [str(self.binary), str(self.backing), str(self.mountpoint), str(self.latency_us)]
+        if self.hdd:
+            args.append("--hdd")
+        if self.flush_us:
+            args += ["--flush-us", str(self.flush_us)]
+        if self.write_iops:
+            args += ["--write-iops", str(self.write_iops)]
+        if self.write_bps:
+            args += ["--write-bps", str(self.write_bps)]
+        return args
+
+    def activate(self, *, timeout_s: float = 10.0) -> None:
+        """Switch the write side on (flush delay, write caps): SIGUSR1, whose handler the helper installs before
+        it mounts. Returns once the helper says it is on (a signal arrives asynchronously: the first probe must
+        not run before it)."""
+        if self.proc is None or self.proc.poll() is not None:
+            raise SandboxError("the latency layer's helper is not running, so the write side cannot be switched on")
+        os.kill(self.proc.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + timeout_s
+        while self.stats().get("shaping") != 1:
+            if time.monotonic() > deadline:
+                raise SandboxError(
+                    f"the latency layer's helper did not switch its write side on within {timeout_s:.0f} s")
+            time.sleep(0.01)
+
+    def stats(self) -> dict[str, int]:
+        """The helper's counters: reads, writes, write_bytes, flushes (since it started) and shaping (1: the write
+        side is on)."""
+        return stats(self.mountpoint)
+
     def start(self, *, timeout_s: float = 30.0) -> int:
         """Start the helper; its pid."""
         self.mountpoint.mkdir(exist_ok=True)
-        args = [str(self.binary), str(self.backing), str(self.mountpoint), str(self.latency_us)]
         # Its own session: a terminal's Ctrl-C must not stop it while the loop device above it is still in use.
-        self.proc = subprocess.Popen([*args, *(["--hdd"] if self.hdd else [])], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        self.proc = subprocess.Popen(self.args(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, start_new_session=True)
         deadline = time.monotonic() + timeout_s
         while not (os.path.ismount(self.mountpoint) and self.served.exists()):
             if self.proc.poll() is not None:
@@ -104,6 +145,16 @@ class LatencyLayer:
             if self.proc.stderr:
                 self.proc.stderr.close()
             self.proc = None
+
+
+def stats(mountpoint: Path) -> dict[str, int]:
+    """The counters of the helper mounted at ``mountpoint`` (its ``stats`` file: one ``name value`` a line)."""
+    fd = os.open(mountpoint / "stats", os.O_RDONLY)
+    try:
+        text = os.read(fd, 4096).decode()
+    finally:
+        os.close(fd)
+    return {name: int(value) for name, value in (line.split() for line in text.splitlines() if line.strip())}
 
 
 def unmount(mountpoint: Path) -> None:

@@ -2,10 +2,11 @@
 
 Set-up order (each piece written to ``device.json`` in the sandbox directory *before* it is made, so a stale
 clean-up after SIGKILL knows what to remove): a tmpfs (``ram``), the image file, the latency layer's helper
-(``latency=``, ``hdd``) serving it, the loop device over the served file (made by the sandbox's
-:class:`~tuner.sandbox.loopdisk.LoopDisk`), the cgroup (``iops=``, ``mbps=``) that every sandbox server
-joins as it starts; the cap itself once the sandbox is loaded. Teardown runs in reverse, after the servers stop
-and the loop device is detached: cgroup, helper (unmount), tmpfs.
+(``latency=``, ``hdd``, and the write side: ``flush=``, ``wiops=``, ``wmbps=``) serving it, the loop device over
+the served file (made by the sandbox's :class:`~tuner.sandbox.loopdisk.LoopDisk`), the cgroup (``iops=``,
+``mbps=``) that every sandbox server joins as it starts; the caps themselves, and the write side's delays, once
+the sandbox is loaded. Teardown runs in reverse, after the servers stop and the loop device is detached: cgroup,
+helper (unmount), tmpfs.
 """
 
 from __future__ import annotations
@@ -62,8 +63,10 @@ class DeviceStack:
                 read_bps=self.profile.read_mbps * _MIB if self.profile.read_mbps else None)
         if self.profile.layered:
             binary = latency.build(self.root)
-            layer = latency.LatencyLayer(binary, backing, self.root / latency.MOUNT,
-                                         latency_us=self.profile.latency_us or 0, hdd=self.profile.hdd)
+            p = self.profile
+            layer = latency.LatencyLayer(binary, backing, self.root / latency.MOUNT, latency_us=p.latency_us or 0,
+                                         hdd=p.hdd, flush_us=p.flush_delay_us, write_iops=p.write_iops,
+                                         write_bps=p.write_mbps * _MIB if p.write_mbps else None)
             self._record(fuse=str(layer.mountpoint), helper=str(binary))
             self._layer = layer
             self._record(helper_pid=layer.start())
@@ -81,11 +84,25 @@ class DeviceStack:
         return self._throttle.wrap(args, user) if self._throttle is not None else None
 
     def activate(self, dev: str) -> None:
-        """Switch the caps on for ``dev`` (the loaded sandbox's loop device)."""
+        """Switch the caps on for ``dev`` (the loaded sandbox's loop device), and the write side's flush delay and
+        caps."""
+        if self._layer is not None:
+            self._layer.activate()
+            log.info("sandbox.device_writes_shaped", flush_us=self.profile.flush_delay_us,
+                     write_iops=self.profile.write_iops, write_mbps=self.profile.write_mbps)
         if self._throttle is not None:
             self._throttle.activate(dev)
             log.info("sandbox.device_capped", device=dev, read_iops=self.profile.read_iops,
                      read_mbps=self.profile.read_mbps, cgroup=str(self._throttle.path))
+
+    def layer_stats(self) -> dict[str, int] | None:
+        """The latency layer's counters (reads, writes, write_bytes, flushes, shaping); None without the layer."""
+        return self._layer.stats() if self._layer is not None else None
+
+    @property
+    def cgroup(self) -> Path | None:
+        """The profile's cgroup directory (``iops=``, ``mbps=``), or None."""
+        return self._throttle.path if self._throttle is not None else None
 
     def cgroup_members(self) -> list[int]:
         return self._throttle.members() if self._throttle is not None else []

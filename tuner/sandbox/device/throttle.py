@@ -14,6 +14,9 @@ cgroup and outside it). So every sandbox server process must be in the cgroup: :
 command the sandbox runs (``initdb``, ``pg_ctl``, ``pg_basebackup``) join it before it starts, so postmasters —
 also restarted ones — and all their children are in it. tuner's own process reads nothing from the device (cache
 eviction is ``posix_fadvise(DONTNEED)`` and ``drop_caches``), so it stays where it is.
+
+Writes are not capped here: under cgroup v1 the kernel's own writeback of dirty pages is charged to no sandbox
+cgroup, and a flush counts as a write I/O (measured in docs/devices.md); ``wiops=``/``wmbps=`` are latencyfs's.
 """
 
 from __future__ import annotations
