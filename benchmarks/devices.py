@@ -22,6 +22,10 @@ Results: one JSON per profile in ``--out`` (resumable: a profile whose file exis
 not measured again; ``--force`` re-measures), and ``summary.json`` with the table (rows = methods, columns =
 profiles, cells = regret (hit)), printed as Markdown. The machine's load average is recorded around each step.
 
+``--cloud`` measures the cloud-shaped shorthands instead (gp3, gp2-100g, io2, pd-balanced, hdd, ram), each cell
+until its 95 % interval is within ±2.5 % of its mean, with per-block random orders, an unscored warm-up and
+verdicts that may be "unresolved" (benchmarks/devices_cloud.py); ``--cloud --quick`` is its smoke run.
+
 Before the 1-D part, the same run measures the 2-D truth (read_ahead_kb × eic on PostgreSQL 15, sessions of the
 readahead and concurrency families together: devices_2d.py) and io_method × eic on PostgreSQL 18 (devices_pg18.py);
 ``--only 1d|2d|pg18`` measures one part.
@@ -266,6 +270,31 @@ def run_part(part: Any, specs: list[str], args: argparse.Namespace, suffix: str)
     print(md)
 
 
+def run_cloud(args: argparse.Namespace) -> None:
+    """``--cloud``: every cloud shorthand's precise truth and cold sessions, resumed and scored; the table printed and
+    written to summary_cloud.json."""
+    from benchmarks import devices_cloud as dc
+
+    out = args.out / "cloud" / ("smoke" if args.quick else "")
+    out.mkdir(parents=True, exist_ok=True)
+    specs = args.profiles.split(";") if args.profiles else list(dc.QUICK if args.quick else dc.default_specs())
+    params = {"min_repeats": 2 if args.quick else sc.MIN_REPEATS, "max_repeats": 3 if args.quick else args.max_repeats,
+              "precision": sc.PRECISION, "grid": list(sc.GRID)}
+    sessions = 1 if args.quick else args.sessions
+    results = {}
+    for spec in specs:
+        profile, _, own = spec.partition("@")
+        scale = int(own) if own else sc.scale_for(dc.parts_of(profile))
+        results[profile] = dc.run(profile, scale, params, sessions, out, lambda p, s, seed: session(p, s, seed),
+                                  force=args.force, score_only=args.score_only)
+        t = results[profile]["truth"]
+        print(f"{profile}: best eic {t['best']} ({t['best_ms']:.0f} ms), truth set {t['truth_set']}", file=sys.stderr)
+    md = dc.table(results)
+    (out / "summary_cloud.json").write_text(json.dumps({"params": params, "sessions": sessions, "results": results,
+                                                        "table": md}) + "\n")  # compact: benchmarks/ < 1 MB
+    print(md)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profiles", help="profiles separated by ';', each optionally with its own scale after '@' "
@@ -284,9 +313,17 @@ def main() -> None:
                     "a time, each on its own sandbox (faster; they share the CPU, so times are noisier)")
     ap.add_argument("--score-only", action="store_true", help="measure nothing, score what --out holds (2-D and 18: "
                     "sessions still missing are left out; 1-D: a profile not measured at these parameters is an error)")
+    ap.add_argument("--cloud", action="store_true", help="the cloud-shaped shorthands, each cell until precise "
+                    "(--profiles PROFILE@SCALE;... to choose; default: every shorthand at the scale where its best probe "
+                    "lasts ~1 s); into OUT/cloud/ (--quick: OUT/cloud/smoke/)")
+    ap.add_argument("--max-repeats", type=int, default=sc.MAX_REPEATS,
+                    help=f"--cloud: the cap on probes per cell (default {sc.MAX_REPEATS})")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "measured" / "devices")
     ap.add_argument("--force", action="store_true", help="measure again what --out already holds")
     args = ap.parse_args()
+    if args.cloud:
+        run_cloud(args)
+        return
     if args.quick:
         args.scale, args.repeats, args.sessions = 1, 2, 1
         args.out = args.out / "smoke-scale1" if args.out == ROOT / "benchmarks" / "measured" / "devices" else args.out

@@ -36,8 +36,12 @@ FOLKLORE = 256
 
 
 def storage_type(profile: str) -> str:
-    """The PGTune storage type an operator would choose for a profile."""
-    parts = {p.split("=")[0] for p in profile.split(",")}
+    """The PGTune storage type an operator would choose for a profile (a cloud shorthand by its parts: gp3 is
+    network-attached, "san")."""
+    from tuner.sandbox.device.cloud import expand
+
+    short = expand(profile)
+    parts = {p.split("=")[0] for p in (short[1] if short else profile).split(",")}
     if "hdd" in parts:
         return "hdd"
     if "ram" in parts:
@@ -58,7 +62,8 @@ def truth(samples: Mapping[int, Sequence[float]], min_effect: float) -> dict[str
     for v, xs in sorted(samples.items()):
         mean = statistics.fmean(xs)
         half = _t95(len(xs)) * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else float("nan")
-        cells[v] = {"n": len(xs), "mean_ms": round(mean, 3), "ci95_ms": [round(mean - half, 3), round(mean + half, 3)]}
+        cells[v] = {"n": len(xs), "mean_ms": round(mean, 3), "median_ms": round(statistics.median(xs), 3),
+                    "ci95_ms": [round(mean - half, 3), round(mean + half, 3)]}
     best_v = min(cells, key=lambda v: cells[v]["mean_ms"])
     best = cells[best_v]["mean_ms"]
     return {"cells": cells, "best": best_v, "best_ms": best, "min_effect": min_effect,
@@ -236,3 +241,76 @@ def applied(rec: Mapping[str, Any] | None, default: Any) -> Any:
     if rec is None:
         return default
     return rec["recommended"] if rec.get("decision") == "change" else rec["current"]
+
+
+# --- truths precise enough to decide (benchmarks/devices_cloud.py) ----------------------------------------------
+
+# A cell is measured until its 95 % interval's half-width is at most this share of its mean: half the 5 % that
+# defines a hit, so two cells 5 % apart have intervals that do not overlap.
+PRECISION = 0.025
+# ... or until it has this many probes (each >= 1 s, plus a restart and a cache drop: 20 repeats of 12 cells are
+# 10-15 min a profile); a cell stopped by the cap is reported with the half-width it reached.
+MAX_REPEATS = 20
+# Every cell at least this often, in whole randomised blocks, before the rule may stop one: fewer gives the
+# t-interval too few degrees of freedom to be believed (n = 5: t = 2.78).
+MIN_REPEATS = 5
+# A verdict is stated when this share of bootstrap truths agrees (hit) or disagrees (miss); between, the truth
+# cannot resolve it.
+SURE = 0.95
+
+
+def half_width(xs: Sequence[float]) -> float:
+    """The 95 % t-interval's half-width of the mean of ``xs`` as a share of that mean (inf below two probes)."""
+    if len(xs) < 2:
+        return float("inf")
+    mean = statistics.fmean(xs)
+    return _t95(len(xs)) * statistics.stdev(xs) / math.sqrt(len(xs)) / mean if mean > 0 else float("inf")
+
+
+def needs_more(xs: Sequence[float], *, precision: float = PRECISION, min_n: int = MIN_REPEATS,
+               max_n: int = MAX_REPEATS) -> bool:
+    """The stopping rule, per cell: probe again while the cell has fewer than ``min_n`` probes, or its interval is
+    wider than ``precision`` of its mean and it has fewer than ``max_n``."""
+    return len(xs) < min_n or (len(xs) < max_n and half_width(xs) > precision)
+
+
+def block_order(cells: Sequence[Any], profile: str, block: int) -> list[Any]:
+    """The order one block visits ``cells`` in: a fresh random order per profile and per block (seeded by both,
+    so a resumed run repeats it), not one shuffle for all — with one seed, eic 64 ran first on every profile, on
+    a server just started (14-31 % slow on three profiles)."""
+    order = list(cells)
+    random.Random(f"{profile}/{block}").shuffle(order)
+    return order
+
+
+def verdict(chance: float, *, sure: float = SURE) -> str:
+    """hit, miss or unresolved, from the share of bootstrap truths in which an answer is a hit."""
+    return "hit" if chance >= sure else "miss" if chance <= 1 - sure else "unresolved"
+
+
+# Reads a probe of the concurrency family's workload makes per unit of scale: iops=300 at scale 5 held every read
+# at its cap, 3,220 ms x 300 IOPS = 966 reads (benchmarks/measured/devices/iops-300.json).
+READS_PER_SCALE = 193
+# The fastest a read is served where no cap binds (measured best cells): the executor's own work, 16 us (local and
+# ram at scale 50: 153 and 160 ms for ~9,650 reads); through the FUSE read layer, 42 us (latency=1ms at eic 128:
+# 162 ms for 3,860 reads); one spindle, 4.9 ms (hdd at scale 2: 1,905 ms for 386 reads).
+FLOOR_S = {"plain": 16e-6, "layered": 42e-6, "hdd": 4.9e-3}
+
+
+# The probe length aimed at: 1 s with a quarter to spare — gp3 at the scale aimed at exactly 1 s (16) ran its best
+# cell in 823 ms, blk-throttle letting reads through above the cap at the start of its slices (3,392 IOPS median
+# in tuner's deeper probes against a cap of 3,000; benchmarks/measured/devices/cloud/gp3.json).
+PROBE_S = 1.25
+
+
+def scale_for(parts: Mapping[str, Any], *, probe_s: float = PROBE_S, max_scale: int = 150) -> int:
+    """The smallest scale at which the concurrency family's probe is expected to last ``probe_s`` even at its
+    best eic: reads per probe (:data:`READS_PER_SCALE` per unit) times the fastest a read can be served — the
+    slowest of the IOPS cap, the throughput cap for an 8 KiB read and the stack's floor (:data:`FLOOR_S`).
+    ``parts``: ``hdd``, ``layered`` (bool), ``read_iops``, ``read_mbps`` (None when absent). At most ``max_scale``:
+    ram would need ~320, and a primary and standby of that size hold ~8 GB in the tmpfs (a 24 GB machine shared
+    with other work), so ram's probes stay shorter than a second (the run records how long they lasted)."""
+    floor = FLOOR_S["hdd" if parts.get("hdd") else "layered" if parts.get("layered") else "plain"]
+    per_read = max(floor, 1 / parts["read_iops"] if parts.get("read_iops") else 0.0,
+                   8192 / (parts["read_mbps"] * 2**20) if parts.get("read_mbps") else 0.0)
+    return min(max_scale, max(1, math.ceil(probe_s / (READS_PER_SCALE * per_read))))

@@ -1,10 +1,12 @@
 """Direct reads on a block device, for the device-profile tests: run as a program (so it can be started inside a
 profile's cgroup) and print one JSON line.
 
-    python devices_io.py single DEV N          median latency of N random 4 KiB O_DIRECT reads, one at a time
+    python devices_io.py single DEV N [BYTES]  median latency of N random O_DIRECT reads (4 KiB), one at a time
     python devices_io.py parallel DEV K TRIES  K random 4 KiB O_DIRECT reads submitted at once (Linux AIO, one
                                                io_submit), the time until all K completed: min and all TRIES
     python devices_io.py rate DEV BYTES SECONDS direct|buffered   reads of BYTES for SECONDS: IOPS and MiB/s
+    python devices_io.py depth DEV BYTES DEPTH SECONDS   random O_DIRECT reads of BYTES kept DEPTH in flight (Linux
+                                               AIO: each completion resubmitted) for SECONDS: IOPS and MiB/s
     python devices_io.py flush FILE N          pg_test_fsync's loop: 8 kB written at the start of FILE and
                                                fdatasync'ed, N times; median and min milliseconds per write+flush
     python devices_io.py wrate FILE BYTES SECONDS direct|fsync   writes of BYTES into FILE (O_DIRECT, or buffered
@@ -48,11 +50,11 @@ def _offsets(size: int, n: int, block: int, seed: int) -> list[int]:
     return [b * block for b in rng.sample(range(size // block), n)]
 
 
-def single(dev: str, n: int) -> dict[str, float]:
+def single(dev: str, n: int, block: int = 4096) -> dict[str, float]:
     fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)
-    buf = mmap.mmap(-1, 4096)
+    buf = mmap.mmap(-1, block)
     times = []
-    for off in _offsets(os.lseek(fd, 0, os.SEEK_END), n, 4096, 1):
+    for off in _offsets(os.lseek(fd, 0, os.SEEK_END), n, block, 1):
         t = time.perf_counter()
         os.preadv(fd, [buf], off)
         times.append(time.perf_counter() - t)
@@ -91,6 +93,52 @@ def parallel(dev: str, k: int, tries: int) -> dict[str, object]:
     _libc.syscall(_SYS_IO_DESTROY, ctx)
     os.close(fd)
     return {"min_ms": min(results), "all_ms": results}
+
+
+def depth(dev: str, block: int, k: int, seconds: float) -> dict[str, float]:
+    """A stream of random reads with ``k`` always in flight: what a deep queue (PostgreSQL's prefetch, fio's
+    iodepth) gets from the device. The first half second is not counted (the throttle's first slice may let a
+    burst through)."""
+    fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)
+    blocks = os.lseek(fd, 0, os.SEEK_END) // block
+    ctx = ctypes.c_ulong(0)
+    if _libc.syscall(_SYS_IO_SETUP, k, ctypes.byref(ctx)) != 0:
+        raise OSError(ctypes.get_errno(), "io_setup")
+    bufs = [mmap.mmap(-1, block) for _ in range(k)]
+    addrs = [ctypes.addressof(ctypes.c_char.from_buffer(b)) for b in bufs]
+    iocbs = (_Iocb * k)()
+    rng = random.Random(11)
+
+    def submit(slots: list[int]) -> None:
+        for i in slots:
+            iocbs[i].aio_data, iocbs[i].aio_fildes, iocbs[i].aio_buf = i, fd, addrs[i]
+            iocbs[i].aio_nbytes, iocbs[i].aio_offset = block, rng.randrange(blocks) * block
+            iocbs[i].aio_lio_opcode = 0
+        ptrs = (ctypes.POINTER(_Iocb) * len(slots))(*[ctypes.pointer(iocbs[i]) for i in slots])
+        if _libc.syscall(_SYS_IO_SUBMIT, ctx, len(slots), ptrs) != len(slots):
+            raise OSError(ctypes.get_errno(), "io_submit")
+
+    events = (_Event * k)()
+    submit(list(range(k)))
+    warm, n = 0.5, 0
+    t0 = time.perf_counter()
+    start = None
+    while (elapsed := time.perf_counter() - t0) < warm + seconds:
+        got = _libc.syscall(_SYS_IO_GETEVENTS, ctx, 1, k, events, None)
+        if got < 0:
+            raise OSError(ctypes.get_errno(), "io_getevents")
+        if any(events[i].res != block for i in range(got)):
+            raise OSError("a read failed")
+        if elapsed >= warm:
+            if start is None:
+                start = time.perf_counter()
+            else:
+                n += got
+        submit([int(events[i].data) for i in range(got)])
+    span = time.perf_counter() - (start or t0)
+    _libc.syscall(_SYS_IO_DESTROY, ctx)  # waits for the reads still in flight
+    os.close(fd)
+    return {"iops": n / span, "mib_s": n * block / span / 2**20, "reads": n}
 
 
 def rate(dev: str, block: int, seconds: float, mode: str) -> dict[str, float]:
@@ -147,7 +195,9 @@ def wrate(path: str, block: int, seconds: float, mode: str) -> dict[str, float]:
 if __name__ == "__main__":
     what, dev, *rest = sys.argv[1:]
     if what == "single":
-        out: dict[str, object] = dict(single(dev, int(rest[0])))
+        out: dict[str, object] = dict(single(dev, int(rest[0]), *map(int, rest[1:])))
+    elif what == "depth":
+        out = dict(depth(dev, int(rest[0]), int(rest[1]), float(rest[2])))
     elif what == "parallel":
         out = parallel(dev, int(rest[0]), int(rest[1]))
     elif what == "flush":

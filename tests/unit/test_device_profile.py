@@ -135,6 +135,46 @@ def test_recommend_refuses_a_bad_device_in_one_sentence(tmp_path: Path, args: li
     assert "Traceback" not in proc.stderr
 
 
+def test_a_cloud_shorthand_stands_for_its_parts_and_the_report_spells_out_both() -> None:
+    gp3 = parse_profile("gp3")
+    assert gp3 == DeviceProfile(latency_us=800, read_iops=3000, read_mbps=125)  # the same disk as its parts
+    assert gp3.shorthand == "gp3" and str(gp3) == "latency=800us,iops=3000,mbps=125"
+    assert gp3.described == "gp3 = latency=800us,iops=3000,mbps=125"
+    assert parse_profile(gp3.described).shorthand == "gp3"  # the report's spelling reads back, name and all
+    assert parse_profile("latency=800us,iops=3000,mbps=125").described == "latency=800us,iops=3000,mbps=125"
+    assert parse_profile("GP2-100G") == DeviceProfile(latency_us=1000, read_iops=300, read_mbps=128)
+
+
+def test_every_shorthand_parses_and_the_syntax_lists_it() -> None:
+    from tuner.sandbox.device.cloud import NAMED, SHORTHANDS
+    from tuner.sandbox.device import SYNTAX
+
+    assert {"gp3", "gp2-100g", "io2", "pd-balanced", "hdd", "ram"} <= set(SHORTHANDS)
+    for name, s in SHORTHANDS.items():
+        assert str(parse_profile(s.parts)) == s.parts and s.sources  # canonical, and sourced
+        assert parse_profile(name) == parse_profile(s.parts)
+    assert all(n in SYNTAX for n in NAMED)
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("gp3,ram", "gp3 is a shorthand for latency=800us,iops=3000,mbps=125 and stands alone"),
+    ("iops=100,io2", "io2 is a shorthand"),
+    ("gp3 = latency=1ms", "unknown device profile part"),  # a spelled-out shorthand must match its parts
+])
+def test_a_shorthand_combined_with_other_parts_is_one_sentence(text: str, says: str) -> None:
+    with pytest.raises(ProfileError) as err:
+        parse_profile(text)
+    assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_config_keeps_a_shorthand_and_prints_it_with_its_parts() -> None:
+    cfg = load_config(None, environ={"TUNER_SANDBOX__DEVICE": "pd-balanced"})
+    assert cfg.sandbox.device.shorthand == "pd-balanced"
+    shown = cfg.model_dump(mode="json")["sandbox"]["device"]
+    assert shown == "pd-balanced = latency=1500us,iops=3600,mbps=168"
+    assert load_config(None, environ={"TUNER_SANDBOX__DEVICE": shown}).sandbox.device.shorthand == "pd-balanced"
+
+
 def test_the_helper_is_told_the_write_side_in_its_own_units(tmp_path: Path) -> None:
     layer = LatencyLayer(tmp_path / "latencyfs", tmp_path / "disk.img", tmp_path / "fuse", latency_us=0, hdd=True,
                          flush_us=parse_profile("hdd").flush_delay_us, write_iops=3000, write_bps=125 * 2**20)

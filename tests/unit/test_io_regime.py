@@ -336,3 +336,46 @@ def test_a_value_kept_without_a_confirmation_is_described_by_its_own_probes() ->
     assert r.reads_in_flight is not None and r.reads_in_flight <= 1.5, r
     [mixed] = assess(at_one + deeper)
     assert mixed.reads_in_flight is not None and mixed.reads_in_flight > 1.5, mixed
+
+
+# ---- the binding limit on a volume with several (issue #54): gp3 = 800 us per read, 3,000 IOPS, 125 MiB/s ----------
+
+@pytest.mark.parametrize(("iops", "mib_s", "bound"), [
+    (950.0, 7.4, "latency"),        # one 8 KiB read at a time, ~1 ms each: a third of the IOPS cap
+    (2_950.0, 23.0, "iops"),        # deep prefetch of 8 KiB reads: held at 3,000
+    (124.0, 124.0, "throughput"),   # 1 MiB readahead requests: held at 125 MiB/s, 4 % of the IOPS cap
+    (2_500.0, 120.0, "throughput"), # both above 80 %: the one more used
+])
+def test_the_binding_limit_is_the_cap_the_reads_ran_at_else_the_latency(iops: float, mib_s: float, bound: str) -> None:
+    from tuner.core.regime import binding
+
+    assert binding(parse_profile("gp3"), iops, mib_s) == bound
+
+
+def test_a_volume_without_a_limit_of_its_own_has_no_binding_limit() -> None:
+    from tuner.core.regime import binding
+
+    assert binding(None, 100.0, 1.0) is None
+    assert binding(parse_profile("local"), 100.0, 1.0) is None and binding(parse_profile("ram"), 100.0, 1.0) is None
+    assert binding(parse_profile("iops=300"), 100.0, 1.0) is None  # a cap not reached, no latency: nothing named
+    assert binding(parse_profile("hdd"), 150.0, 1.2) == "latency"  # the spindle's seek
+
+
+def test_on_gp3_one_read_at_a_time_the_line_names_the_latency_not_the_cap() -> None:
+    # eic 1 at ~1 ms a read, ~950 IOPS; deeper probes reach the 3,000 cap.
+    probes = [_probe(1, 950.0, 1.0), _probe(1, 930.0, 1.05), _probe(64, 2_980.0, 1.1), _probe(128, 2_990.0, 1.1),
+              _probe(1000, 2_960.0, 1.2)]
+    r = classify("concurrency", probes, profile=parse_profile("gp3"), today={"effective_io_concurrency": 1})
+    assert r.regime == "latency" and r.binding == "latency", r
+    assert "of gp3's limits (0.8 ms per read, 3,000 IOPS, 125 MiB/s), the latency binds" in r.sentence
+    assert "32% of the IOPS cap" in r.sentence and "profile gp3 = latency=800us,iops=3000,mbps=125" in r.sentence
+    at_cap = classify("concurrency", probes, profile=parse_profile("gp3"), today={"effective_io_concurrency": 64})
+    assert at_cap.regime == "iops" and at_cap.binding == "iops", at_cap
+    assert "the IOPS cap binds (the reads used 19% of the throughput cap)" in at_cap.sentence
+
+
+def test_a_single_limit_volume_keeps_its_line_without_the_clause() -> None:
+    r = classify("concurrency", IOPS_300, profile=parse_profile("iops=300"))
+    assert r.binding == "iops" and "limits (" not in r.sentence
+    mixed = classify("concurrency", IOPS_300, profile=parse_profile("latency=1ms,iops=300"))
+    assert "of the volume's limits (1 ms per read, 300 IOPS), the IOPS cap binds" in mixed.sentence

@@ -12,11 +12,12 @@ from tuner.cli.cmd_init import init
 from tuner.cli.cmd_recommend import recommend
 from tuner.cli.cmd_restore import prune, restore
 from tuner.cli.cmd_store import diff, export, history, show
+from tuner.cli.cmd_workload import workload
 from tuner.cli.common import CONFIG_TEXT, EXIT_SUMMARY, Group
 
 
 __all__ = ["main", "recommend", "restore", "prune", "history", "show", "diff", "export", "config", "daemon", "check",
-           "init"]
+           "init", "workload"]
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 80})
 @click.version_option(__version__, prog_name="tuner")
@@ -33,6 +34,8 @@ def main() -> None:
     Start here:
       tuner recommend --sandbox       try it on a PostgreSQL tuner starts itself
       tuner check --dsn 'host=standby1 dbname=app'   what a session would do
+      tuner workload show             the statements pg_stat_statements
+                                      would give a session, and why not
       tuner recommend --dsn 'host=standby1 dbname=app' --format sql
       tuner config validate --print   the effective configuration
       tuner restore                   put back what a killed session changed
@@ -49,6 +52,6 @@ def main() -> None:
     """
 
 
-for _command in (recommend, check, restore, prune, history, show, diff, export, config, daemon, init):
+for _command in (recommend, check, restore, prune, history, show, diff, export, config, daemon, init, workload):
     main.add_command(_command)
 main.epilog = CONFIG_TEXT + "\n\n" + EXIT_SUMMARY

@@ -27,7 +27,7 @@ def validate(config_path: Path | None, show: bool) -> None:
     cfg = load_config(config_path)
     policy = load_policy(cfg.tuner.policy, config_dir=cfg.source.parent if cfg.source else None)
     if show:
-        data = _redacted(cfg.model_dump(mode="json", exclude={"source"}))
+        data = _redacted(cfg.model_dump(mode="json", exclude={"source"}, by_alias=True))
         click.echo(tomlwriter.dumps(data), nl=False)
     where = str(cfg.source) if cfg.source else "defaults (no tuner.toml read)"
     click.echo(f"tuner: configuration OK ({where}; policy {policy.policy.name})", err=True)

@@ -16,7 +16,7 @@ from tuner import emit
 from tuner import log as tlog
 from tuner.cli.common import (COLOR_OPTION, CONFIG_HELP, CONFIG_TEXT, EXIT_TEXT, Sectioned, echo_report,
                               require_target, terminal)
-from tuner.sandbox.device.profile import SYNTAX
+from tuner.sandbox.device.cloud import NAMED
 from tuner.settings.config import SEED_MAX, Config
 from tuner.settings.config_load import load_config
 from tuner.emit import FORMATS
@@ -47,7 +47,9 @@ SECTIONS = (
 @click.option("--scale", type=click.IntRange(1, 10000), metavar="N",
               help="Its dataset size, pgbench-style (default 50 ≈ 640 MB).")
 @click.option("--pg-version", type=int, metavar="N", help="Its PostgreSQL major, 15-19 (built on first use).")
-@click.option("--device", metavar="KIND", help=f"As root: the disk it emulates — {SYNTAX}.")
+@click.option("--device", metavar="KIND", help="As root: the disk it emulates — local, ram, hdd, iops=N, mbps=N, "
+                                               "latency=Xms, flush=Xms, wiops=N, wmbps=N, comma-separated; or alone: "
+                                               f"{', '.join(NAMED)}.")
 @click.option("--family", "families", multiple=True, type=click.Choice(REGISTRY.names()), metavar="NAME",
               help=f"{', '.join(REGISTRY.names())} (repeatable; default: all the target allows).")
 @click.option("--budget", type=click.IntRange(3, 500), metavar="N", help="Most optimisation probes per family.")

@@ -118,8 +118,8 @@ async def decide(
             near[knob] = cut
     for k in [k for k, v in candidate.items() if k in near and not near[k].holds(v)]:
         near.pop(k)
-    return Decision(current, candidate, verdict, reason, effect_out(look, test, metric=metric), look,
-                    checked.trials, near)
+    return Decision(current, candidate, verdict, reason, effect_out(look, test, metric=metric, pairs=checked.pairs),
+                    look, checked.trials, near)
 
 
 def reading_noise(trials: list[Trial]) -> float | None:

@@ -15,6 +15,7 @@ from tuner.report.model import EffectOut, Trial
 from tuner.optimiser import BaseOptimiser, BayesianOptimiser, Dimension, Suggestion, initial_design
 from tuner.settings.policy import Policy
 from tuner.core.progress import NullProgress, Progress
+from tuner.core import per_query
 from tuner.core.stats import Look, SequentialTest, abba_blocks, log_ratio
 
 log = get_logger("tuner.core.loops")
@@ -133,6 +134,8 @@ class ConfirmResult:
     trials: list[Trial] = field(default_factory=list)
     look: Look | None = None
     failure: str | None = None
+    # The ok trials as the test paired them, (baseline, candidate): each query's own ratios come from them.
+    pairs: list[tuple[Trial, Trial]] = field(default_factory=list)
 
 
 async def confirm(
@@ -151,6 +154,7 @@ async def confirm(
     d: list[float] = []
     for block in abba_blocks():
         values: list[float] = []
+        oks: list[Trial] = []
         for arm in block:
             cfg = baseline if arm == "A" else candidate
             arm_name: Literal["baseline", "candidate"] = "baseline" if arm == "A" else "candidate"
@@ -160,6 +164,7 @@ async def confirm(
                 out.trials.append(trial)
                 if trial.status == "ok" and trial.value is not None:
                     values.append(trial.value)
+                    oks.append(trial)
                     progress.advance(f"{arm_name}: {trial.value:.4g} ms")
                     break
             else:
@@ -169,6 +174,7 @@ async def confirm(
         for i in (0, 2):
             a, b = (values[i], values[i + 1]) if block[i] == "A" else (values[i + 1], values[i])
             d.append(log_ratio(a, b))
+            out.pairs.append((oks[i], oks[i + 1]) if block[i] == "A" else (oks[i + 1], oks[i]))
         look = test.evaluate(d)
         if look is not None:
             out.look = look
@@ -177,9 +183,13 @@ async def confirm(
     raise AssertionError("unreachable: the sequential test always ends at max_pairs")
 
 
-def effect_out(look: Look, test: SequentialTest, metric: str = "execution_time_ms") -> EffectOut:
+def effect_out(look: Look, test: SequentialTest, metric: str = "execution_time_ms",
+               pairs: Sequence[tuple[Trial, Trial]] = ()) -> EffectOut:
+    """The report's effect of a finished confirmation, with each query's own (:mod:`tuner.core.per_query`) where
+    ``pairs`` carry per-query times."""
     e = look.effect
     return EffectOut(
+        queries=per_query.effects(pairs, test, looks_done=e.looks),
         metric=metric,
         improvement=round(e.improvement, 4),
         ci95=(round(e.ci_low, 4), round(e.ci_high, 4)),

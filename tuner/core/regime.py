@@ -24,6 +24,11 @@ workload out. The regimes, asked in this order:
    (they say by how much); where none had clearly more in flight, or those that had were not faster, the line
    says that instead of promising room for more concurrency.
 
+On a volume with more than one limit (a cloud shorthand, ``gp3``: 800 µs per read, 3,000 IOPS, 125 MiB/s) the line
+also names the one that binds (:func:`binding`): a cap the reads ran at, else the per-read latency — one read at a
+time on gp3 reaches ~1,000 IOPS, a third of the cap, so "keep eic 1 on an IOPS-capped volume" is not what the
+volume says.
+
 Figures describe today's settings: the confirmation's baseline-arm probes, else the probes at today's values (a value
 kept on a measured plateau has no confirmation), else every probe with a reading.
 """
@@ -32,7 +37,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from tuner.sandbox.device.profile import DeviceProfile
 from tuner.report.model import IoRegimeOut, Trial
@@ -51,6 +56,7 @@ BUSY = 0.5
 # Fewer reads than this in a probe say nothing about the device (a probe that found its pages cached).
 MIN_READS = 50
 MIN_POINTS_TO_INFER = 4
+LIMIT_NAMES = {"latency": "the latency", "iops": "the IOPS cap", "throughput": "the throughput cap"}
 ADVICE_IOPS = "no setting raises that; larger requests (readahead, io_combine_limit) or a faster volume would"
 ADVICE_MIB = ("no setting raises that; reading fewer bytes would (a smaller readahead where it fetches pages the "
               "scan does not need, prefetch hints for exactly the pages it needs), or a faster volume")
@@ -72,6 +78,42 @@ def assess(trials: Sequence[Trial], *, profile: DeviceProfile | None = None, dev
             groups.setdefault(t.family or "", []).append(t)
     return [classify(family or None, points, profile=profile, device=device, today=today)
             for family, points in groups.items()]
+
+
+Limit = Literal["latency", "iops", "throughput"]
+
+
+def binding(profile: DeviceProfile | None, iops: float, mib_s: float) -> Limit | None:
+    """Which of an emulated volume's limits held reads that ran at ``iops`` and ``mib_s`` (pure): the cap they
+    reached (:data:`AT_CAP` of it; of two, the one more used), else the per-read latency the profile adds (``latency=``,
+    ``hdd``) — the reads were not held back, each one's wait set the rate. None when the profile names no limit
+    (local, ram: the machine's own disk or memory, whatever limits it)."""
+    if profile is None:
+        return None
+    used: dict[Limit, float] = {}
+    if profile.read_iops:
+        used["iops"] = iops / profile.read_iops
+    if profile.read_mbps:
+        used["throughput"] = mib_s / profile.read_mbps
+    if used and max(used.values()) >= AT_CAP:
+        return max(used, key=lambda k: used[k])
+    return "latency" if profile.latency_us is not None or profile.hdd else None
+
+
+def limits_phrase(profile: DeviceProfile, bound: str, iops: float, mib_s: float) -> str:
+    """The clause that names the binding limit among a volume's several (empty for a volume with one limit: the
+    line already names it), with how much of each cap the reads used."""
+    limits = ([f"{profile.latency_us / 1000:g} ms per read"] if profile.latency_us is not None else []) + \
+             (["one spindle's seek"] if profile.hdd else []) + \
+             ([f"{profile.read_iops:,} IOPS"] if profile.read_iops else []) + \
+             ([f"{profile.read_mbps:,} MiB/s"] if profile.read_mbps else [])
+    if len(limits) < 2:
+        return ""
+    used = ([f"{iops / profile.read_iops:.0%} of the IOPS cap"] if profile.read_iops and bound != "iops" else []) + \
+           ([f"{mib_s / profile.read_mbps:.0%} of the throughput cap"] if profile.read_mbps and bound != "throughput"
+            else [])
+    return (f"; of {profile.shorthand or 'the volume'}'s limits ({', '.join(limits)}), {LIMIT_NAMES[bound]} binds"
+            + (f" (the reads used {' and '.join(used)})" if used else ""))
 
 
 def _q(values: Sequence[float], p: float) -> float:
@@ -115,6 +157,11 @@ def classify(family: str | None, points: Sequence[Trial], *, profile: DeviceProf
         family=family, device=device, probes=len(points), read_iops=round(iops, 1), read_mib_s=round(mib, 2),
         kib_per_read=_r(m[KIB_PER_READ]), reads_in_flight=_r(m[IN_FLIGHT], 2),
         read_latency_ms=_r(m[LATENCY_MS], 3), busy_share=round(busy, 3), peak_read_iops=round(peak, 1))
+    # The binding limit, by the rates today's probes held (the upper quartile, as rule 1 reads a cap).
+    top_iops = _q([t.metrics[IOPS] for t in today_points], 0.75)
+    top_mib = _q([t.metrics.get(MIB_S, 0.0) for t in today_points], 0.75)
+    bound = binding(profile, top_iops, top_mib)
+    names = limits_phrase(profile, bound, top_iops, top_mib) if profile is not None and bound else ""
     each = (f"{m[KIB_PER_READ]:,.0f} KiB per read, {m[LATENCY_MS]:.2f} ms each"
             if m[KIB_PER_READ] is not None and m[LATENCY_MS] is not None else "no read completed")
     at = f"{iops:,.0f} IOPS and {mib:,.1f} MiB/s ({each})"
@@ -130,12 +177,13 @@ def classify(family: str | None, points: Sequence[Trial], *, profile: DeviceProf
             kind = max(ratios)[1]
             if kind == "iops":
                 return IoRegimeOut(**base, regime="iops", cap_iops=float(profile.read_iops or 0), cap_source="profile",
+                                   binding=bound,
                                    sentence=f"reads ran at {at}, at the device's cap of {profile.read_iops:,} IOPS "
-                                   f"(profile {profile}): {ADVICE_IOPS}")
+                                   f"(profile {profile.described}){names}: {ADVICE_IOPS}")
             return IoRegimeOut(**base, regime="throughput", cap_mib_s=float(profile.read_mbps or 0),
-                               cap_source="profile",
+                               cap_source="profile", binding=bound,
                                sentence=f"reads ran at {at}, at the device's cap of {profile.read_mbps:,} MiB/s "
-                               f"(profile {profile}): {ADVICE_MIB}")
+                               f"(profile {profile.described}){names}: {ADVICE_MIB}")
 
     # 2. Saturation without a known cap: the rate stays flat while the queue deepens.
     if len(points) >= MIN_POINTS_TO_INFER and busy >= BUSY:
@@ -164,10 +212,11 @@ def classify(family: str | None, points: Sequence[Trial], *, profile: DeviceProf
     # 4. Busy, not at a cap: each read's wait is the limit.
     more = f"; probes with more reads in flight ran at {deeper_rate:,.0f} IOPS (median)" if outran else ""
     if more and profile is not None and profile.read_iops and deeper_rate >= AT_CAP * profile.read_iops:
-        more += f", up to the device's cap of {profile.read_iops:,} (profile {profile})"
+        more += f", up to the device's cap of {profile.read_iops:,} (profile {profile.described})"
     deeper_mib = statistics.median(t.metrics.get(MIB_S, 0.0) for t in deeper_points) if deeper_points else 0.0
     if more and profile is not None and profile.read_mbps and deeper_mib >= AT_CAP * profile.read_mbps:
-        more += f", {deeper_mib:,.0f} MiB/s: up to the device's cap of {profile.read_mbps:,} MiB/s (profile {profile})"
+        more += (f", {deeper_mib:,.0f} MiB/s: up to the device's cap of {profile.read_mbps:,} MiB/s "
+                 f"(profile {profile.described})")
     if not outran:
         # Nothing measured says more reads at once would help: no probe had DEEPER x today's reads in flight (a
         # warm start that stayed near today's value), or those that had were not faster (rates too uneven for
@@ -176,12 +225,12 @@ def classify(family: str | None, points: Sequence[Trial], *, profile: DeviceProf
                 "not faster: more reads at once did not raise the rate here" if deeper_points else
                 f"no probe had {DEEPER:.0f}x as many reads in flight, so whether more at once would raise the rate "
                 "was not measured")
-        return IoRegimeOut(**base, regime="latency",
+        return IoRegimeOut(**base, regime="latency", binding=bound,
                            sentence=f"reads ran at {at} with {m[IN_FLIGHT] or 0:.1f} in flight on average, not at a "
-                           f"known cap: each read's wait is the limit; {seen}")
-    return IoRegimeOut(**base, regime="latency",
+                           f"known cap{names}: each read's wait is the limit; {seen}")
+    return IoRegimeOut(**base, regime="latency", binding=bound,
                        sentence=f"reads ran at {at} with {m[IN_FLIGHT] or 0:.1f} in flight on average, not at a "
-                       f"cap: latency-bound, with room for more concurrency — more reads at once "
+                       f"cap{names}: latency-bound, with room for more concurrency — more reads at once "
                        f"(effective_io_concurrency; io_method and io_workers on 18) raise the rate{more}")
 
 

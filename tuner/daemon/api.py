@@ -6,6 +6,7 @@
     GET  /readyz                   200 once the scheduler runs and the store answers, else 503
     GET  /metrics                  Prometheus text format
     GET  /v1/recommendations       the accepted recommendations per target, in the report's JSON schema
+                                   (with per_query: what each query of the workload gains, and left_out)
     GET  /v1/recommendations/NAME?format=FORMAT[&file=PATH]
                                    one target's accepted recommendations rendered by an emitter (conf, ansible, …):
                                    one file as text (FORMAT's only file, or PATH), else {"files": {path: text}}

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tuner.daemon import workload_shift
 from tuner.families import REGISTRY
 from tuner.knobs import catalog
 from tuner.target.fingerprint import recommendation_key
@@ -24,9 +25,10 @@ _SERVER_FIELDS = ("major", "server_version_num", "system_identifier", "timeline"
 _WHY = {"kernel": "a new kernel release changes the block layer and page cache under every measurement",
         "cgroup": "a new cgroup limit changes the memory or I/O every measurement had",
         "device": "a device's I/O scheduler or rotational flag changes how it queues every request",
-        "size": "less of the data fits in memory than when it was measured"}
+        "size": "less of the data fits in memory than when it was measured",
+        "workload": "the statements that read the most are not the ones the recommendations were measured on"}
 
-ChangeKind = Literal["server", "setting", "device", "kernel", "cgroup", "size"]
+ChangeKind = Literal["server", "setting", "device", "kernel", "cgroup", "size", "workload"]
 
 
 def knob_families() -> dict[str, str]:
@@ -109,6 +111,8 @@ class Change:
             return "the server was promoted" if b else "the server became a standby"
         if self.key == "server:server_version_num":
             return f"PostgreSQL was updated from {_version(b)} to {_version(a)}"
+        if self.kind == "workload":
+            return workload_shift.shift(self.before, self.after).sentence()
         if self.kind == "size":
             gib = 1 << 30
             return (f"the databases' size moved from '{b['label']}' ({b['database_bytes'] / gib:.1f} GiB) to "
@@ -146,7 +150,8 @@ def _entries(fp: Mapping[str, Any], with_devices: bool) -> dict[str, tuple[Chang
 
 def compare(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Change]:
     """What changed from ``before`` to ``after`` (two :func:`observe` results), in key order; ``observed_at`` and
-    the databases' exact size are not compared, only their band."""
+    the databases' exact size are not compared, only their band, and the top statements only when both have them
+    and their shares moved past :data:`tuner.daemon.workload_shift.SHIFT_THRESHOLD` (one change, last)."""
     with_devices = before.get("devices") is not None and after.get("devices") is not None
     b, a = _entries(before, with_devices), _entries(after, with_devices)
     changes = []
@@ -155,6 +160,9 @@ def compare(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Change]
         kind, _, _, presence = eb or ea  # type: ignore[misc]  # one of them is there
         if (eb[1] != ea[1]) if eb and ea else presence:
             changes.append(Change(key, kind, eb[2] if eb else None, ea[2] if ea else None))
+    tops = workload_shift.top(before), workload_shift.top(after)
+    if tops[0] is not None and tops[1] is not None and workload_shift.shift(tops[0], tops[1]).drifted:
+        changes.append(Change("workload:top", "workload", tops[0], tops[1]))
     if any(c.key == "server:major" for c in changes):  # the major says it; "updated from 15.8 to 16.4" repeats it
         changes = [c for c in changes if c.key != "server:server_version_num"]
     return changes
@@ -183,7 +191,7 @@ def action(changes: list[Change], recommended: Mapping[str, Any]) -> Action:
                 c.kind == "device" and (attr in ("model", "serial") or (attr is None and c.before is None))):
             session = True
         elif (c.kind in ("kernel", "cgroup") and c.key != "cgroup:path" or attr in ("scheduler", "rotational")
-              or c.kind == "size" and c.after["band"] > c.before["band"]):
+              or c.kind == "size" and c.after["band"] > c.before["band"] or c.kind == "workload"):
             whys.append(_WHY[c.kind])
         elif c.recommendation and c.value_changed:
             key = c.recommendation

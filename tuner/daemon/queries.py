@@ -68,15 +68,19 @@ class Queries:
                     continue
                 accepted = await db.accepted.find(t.store_id) if t.store_id else []
                 recs: list[dict[str, Any]] = []
+                lines: dict[str, Any] = {"per_query": [], "left_out": []}
                 if accepted:  # as the JSON report has them: with apply_sql, rollback_sql and host commands
                     report = (await db.sessions.report(accepted[0][0])).model_copy(
                         update={"recommendations": [r for _, r in accepted]})
+                    data = to_dict(report)
                     recs = [rec | {"session_id": sid}
-                            for rec, (sid, _) in zip(to_dict(report)["recommendations"], accepted, strict=True)]
+                            for rec, (sid, _) in zip(data["recommendations"], accepted, strict=True)]
+                    # What each query of the workload gains, and what the workload left out (#56).
+                    lines = {"per_query": data["per_query"], "left_out": data["left_out"]}
                 # What limited the reads in the newest stored session (tune or provision?), as its report says.
                 latest = await db.sessions.newest(target=t.store_id, limit=1) if t.store_id else []
                 newest = await db.sessions.report(latest[0].id) if latest else None
-                out.append({"target": t.name, "target_id": t.store_id, "recommendations": recs,
+                out.append({"target": t.name, "target_id": t.store_id, "recommendations": recs, **lines,
                             "io_regime": [r.model_dump(mode="json") for r in newest.io_regime] if newest else [],
                             "device_profile": newest.device_profile if newest else None})
         return {"generated_at": datetime.now(UTC).isoformat(timespec="seconds"), "targets": out}

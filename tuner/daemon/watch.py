@@ -12,6 +12,7 @@ from typing import Any
 
 from tuner.settings.config import state_dir
 from tuner.daemon import pins as pinning
+from tuner.daemon import workload_shift
 from tuner.daemon.drift import Action, action, changes_json, compare, server_values
 from tuner.target.fingerprint import observe, recommendation_key
 from tuner.daemon.state import DaemonState, Target, label, store_id
@@ -26,6 +27,12 @@ log = get_logger("tuner.daemon")
 Runs = list[tuple[str, list[str], list[str]]]  # (kind, families, knobs) of each run to queue
 
 
+def follows_statements(cfg: Any) -> bool:
+    """Whether the drift check follows the workload's top statements: the target's queries come from
+    pg_stat_statements (issue #56 item 5), so a new top is a drift that re-probes."""
+    return bool(cfg.workload.queries_from == "pg_stat_statements")
+
+
 class DriftWatch:
     def __init__(self, state: DaemonState, worker: Worker) -> None:
         self.state, self.worker = state, worker
@@ -35,7 +42,8 @@ class DriftWatch:
         return state_dir(self.state.cfg) / f"drift-{target.name}.json"
 
     async def _observe(self, target: Target) -> dict[str, Any]:
-        fp = await observe(target.dsn, timeout_s=target.cfg.target.connect_timeout_s)
+        fp = await observe(target.dsn, timeout_s=target.cfg.target.connect_timeout_s,
+                           statements=follows_statements(target.cfg))
         values = server_values(fp)  # what is in force on the server: for /metrics and the page
         self.state.on_server[target.name] = (str(fp.get("observed_at") or ""), values)
         self.state.metrics.set_in_force(target.name, values)
@@ -92,7 +100,7 @@ class DriftWatch:
             before = json.loads(path.read_text())
         except (OSError, ValueError):
             before = None
-        self._save_baseline(target, fp)
+        self._save_baseline(target, workload_shift.carried(before, fp))
         if before is None:
             log.info("daemon.drift_baseline", target=name)
             return

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from tuner import __version__
 from tuner.emit import host as host_emit
-from tuner.emit import ranges, sql, wording
+from tuner.emit import query_lines, ranges, sql, wording
 from tuner.emit.evidence import attach, by_knob, confirmations, knob_label, min_effect, searches
 from tuner.emit.io_panel import io_sections
 from tuner.emit.figures import confirmation_figure, effects_figure, history_figure, search_1d, search_2d
@@ -176,6 +176,23 @@ def recommendations_html(report: Report) -> str:
     return "".join(out)
 
 
+def queries_html(report: Report) -> str:
+    """What each query of the workload gains (:mod:`tuner.emit.query_lines`), and the statements left out."""
+    out = []
+    for group in query_lines.groups(report):
+        rows = "".join(
+            f"<tr><td>{esc(q.who())}<br><code>{esc(q.text)}</code></td><td class=num>{q.share:.0%} of "
+            f"{esc(q.share_of)}</td><td class=num>{q.today_ms:.1f}</td><td class=num>{q.recommended_ms:.1f}</td>"
+            f"<td class=num>{ratio(q.improvement)}</td><td class=nowrap>[{q.ci95[0]:.2f}, {q.ci95[1]:.2f}]</td>"
+            f"<td class=num>{q.n_pairs}</td></tr>" for q in group.lines)
+        out.append(f"<h3>{esc(group.title)}</h3><div class=scroll><table><tr><th>query</th><th class=num>share</th>"
+                   "<th class=num>today ms</th><th class=num>recommended ms</th><th class=num>ratio</th>"
+                   f"<th>95 % CI</th><th class=num>pairs</th></tr>{rows}</table></div>")
+    if report.left_out:
+        out.append("<ul>" + "".join(f"<li>{esc(query_lines.left_out(s))}</li>" for s in report.left_out) + "</ul>")
+    return "".join(out)
+
+
 def families_html(report: Report) -> str:
     rows = []
     for f in report.families:
@@ -257,6 +274,8 @@ def to_html(report: Report, *, history: Sequence[Any] | None = None) -> str:
     sections: list[tuple[str, str, str]] = []  # (id, heading, body)
     # recommendations
     sections.append(("recommendations", "Recommendations", recommendations_html(report)))
+    if per_query := queries_html(report):
+        sections.append(("queries", "Per query", per_query))
     # search
     body = []
     for g in groups:

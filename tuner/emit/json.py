@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import asdict
 from typing import Any, ClassVar
 
 from tuner.emit import host as host_emit
-from tuner.emit import quote, sql, wording
+from tuner.emit import query_lines, quote, sql, wording
 from tuner.report.model import Report
 
 RENDERED_KEYS = ("apply_sql", "rollback_sql", "host", "not_rendered")
 # The report's own rendered lines (tuner.emit.wording), beside its data: what "improvement" is a ratio of, where
-# a change goes.
-RENDERED_TOP = ("improvement_of", "apply_where")
+# a change goes; what each query gains (the effects' per-query lines joined with the queries' names and shares)
+# and the statements left out.
+RENDERED_TOP = ("improvement_of", "apply_where", "per_query", "left_out_lines")
 _RAW = re.compile("[\x7f-\U0010ffff]")
 
 
@@ -34,7 +36,15 @@ def to_dict(report: Report) -> dict[str, Any]:
         out["not_rendered"] = sql.not_rendered(rec)
     data["improvement_of"] = wording.improvement_of(report)
     data["apply_where"] = wording.apply_where(report)
+    data["per_query"] = per_query(report)
+    data["left_out_lines"] = [query_lines.left_out(s) for s in report.left_out]
     return data
+
+
+def per_query(report: Report) -> list[dict[str, Any]]:
+    """The per-query lines of each confirmed effect (:func:`tuner.emit.query_lines.groups`) as JSON."""
+    return [{"title": g.title, "queries": [{**asdict(q), "ci95": list(q.ci95)} for q in g.lines]}
+            for g in query_lines.groups(report)]
 
 
 def to_json(report: Report) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from tuner.emit import host as host_emit
-from tuner.emit import ranges, sql, wording
+from tuner.emit import query_lines, ranges, sql, wording
 from tuner.emit.terminal import Out, Row, Terminal, TextTable
 from tuner.report.model import Recommendation, Report
 
@@ -104,6 +104,21 @@ def _notes(report: Report, out: Out) -> None:
 
 
 
+_QUERY_COLUMNS = ("query", "share", "today ms", "recommended ms", "ratio (95% CI)", "pairs")
+
+
+def _queries(report: Report, out: Out) -> None:
+    """What each query of the workload gains (:mod:`tuner.emit.query_lines`), and the statements left out."""
+    for group in query_lines.groups(report):
+        rows = [Row(cells=(
+            f"{q.who()} {q.text}".strip(), f"{q.share:.0%} of {q.share_of}", f"{q.today_ms:.1f}",
+            f"{q.recommended_ms:.1f}", f"{q.improvement:.2f}x [{q.ci95[0]:.2f}–{q.ci95[1]:.2f}]", str(q.n_pairs),
+        ), stanza=[(query_lines.sentence(q), None)]) for q in group.lines]
+        out.table(group.title, _QUERY_COLUMNS, rows, wraps=frozenset({"query", "share", "ratio (95% CI)"}))
+    for s in report.left_out:
+        out.say(query_lines.left_out(s))
+
+
 def _sections(report: Report, out: Out) -> None:
     """Each family's own part of the report, as its section model renders it (lines and tables)."""
     for section in report.sections.values():
@@ -139,7 +154,7 @@ def _families(report: Report, out: Out) -> None:
 
 
 Section = Callable[[Report, Out], None]
-SECTIONS: list[Section] = [_header, _recommendations, _scope, _notes, _sections, _io, _restored, _families]
+SECTIONS: list[Section] = [_header, _recommendations, _scope, _queries, _notes, _sections, _io, _restored, _families]
 
 
 def to_table(report: Report, terminal: Terminal | None = None) -> str:

@@ -31,6 +31,9 @@ def improvement_of(report: Report) -> str | None:
     the application's speed-up. None for a report without recommendations."""
     if not report.recommendations:
         return None
+    if report.workload == "pg_stat_statements":
+        return ("improvement: of your statements that read the most (pg_stat_statements), replayed from a cold cache "
+                "and weighted by their share of the read I/O (WAL: of tuner's own inserts)")
     if report.workload == "yours":
         return "improvement: of your [workload] queries, from a cold cache (WAL: of tuner's own inserts)"
     if report.workload == "generated":

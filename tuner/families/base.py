@@ -30,6 +30,7 @@ from tuner.target.server import Restart
 
 if TYPE_CHECKING:
     from tuner.actuate import Journal
+    from tuner.probes.statements import Selection
     from tuner.settings.config import Config, Section
     from tuner.core.progress import Progress
     from tuner.emit.svg import Figures
@@ -99,6 +100,9 @@ class FamilyContext:
     # What earlier families of this session found for knobs they probed but do not own, by knob: the owner
     # recommends from it (a knob has one owner: the catalogue's family).
     findings: dict[str, Finding] = field(default_factory=dict)
+    # [workload] from = "pg_stat_statements": the statements every read-path family replays and those left out,
+    # chosen once, by the first family that plans (families.plans.read_path_queries), so all probe one workload.
+    selection: Selection | None = None
 
     @property
     def facts(self) -> TargetFacts:

@@ -84,9 +84,7 @@ class Concurrency(Family):
         io: dict[str, dict[str, Any]] = {}
         async with ctx.connection() as conn:
             try:
-                queries = await workload.plan(conn, custom=ctx.cfg.workload.queries,
-                                              relations=ctx.cfg.workload.relations,
-                                              pages_fraction=ctx.cfg.workload.pages_fraction)
+                queries = await plans.read_path_queries(ctx, conn)
             except ProbeError as exc:
                 return skipped(self.name, f"{exc} ({exc.hint})" if exc.hint else str(exc))
             if streams:
@@ -118,7 +116,8 @@ class Concurrency(Family):
                      queries=[q.name for q in queries], cache=cache.describe(),
                      budget=ctx.budget if ctx.budget is not None else policy.budget.probes)
         tuned = await tune(ctx, self.name, probe, [dim], current)
-        outcome: dict[str, Any] = dict(family=self.name, workload=workload_sql, cache=cache.describe())
+        outcome: dict[str, Any] = dict(family=self.name, workload=workload_sql, cache=cache.describe(),
+                                       statements=plans.statement_lines(queries))
         if tuned.pinned:  # the daemon's re-validation: the stored recommendation against today, no search
             outcome.update(reason=tuned.warm_start)
         else:
@@ -144,22 +143,26 @@ def cold_probe(ctx: FamilyContext, queries: list[workload.ProbeQuery], cache: Ca
         dsn=ctx.target.dsn, queries=queries, cache=cache,
         statement_timeout_s=ctx.policy.guardrails.statement_timeout_s,
         min_cold_read_fraction=ctx.policy.cache.min_cold_read_fraction,
-        require_bitmap=facts.server_version_num < 180000 or any(q.plan == "bitmap" for q in queries),
+        # Statements of pg_stat_statements were chosen for plans with the scans the knobs act on: from 17 a
+        # sequential scan alone is one.
+        require_bitmap=(facts.server_version_num < 180000 or any(q.plan == "bitmap" for q in queries))
+        and not (facts.server_version_num >= READ_STREAMS and any(q.kind == "statement" for q in queries)),
         connect_timeout_s=ctx.cfg.target.connect_timeout_s, connector=ctx.target.connect, precheck=ctx.target.check,
         block_size=int(facts.settings["block_size"].setting) if "block_size" in facts.settings else 8192,
         system=system,
-        # A sequential scan and a bitmap scan of one table: each needs a cache emptied for it.
-        cold_per_query=len(queries) > 1 and any(q.plan == "seq" for q in queries),
+        # A sequential scan and a bitmap scan of one table: each needs a cache emptied for it. So does each of the
+        # operator's statements: each one's own cold time is measured (two of them often read the same table).
+        cold_per_query=len(queries) > 1 and any(q.plan == "seq" or q.kind == "statement" for q in queries),
         server_version_num=facts.server_version_num, disk=ctx.disk,
     )
 
 
 async def with_seq_scan(conn: Any, ctx: FamilyContext, queries: list[workload.ProbeQuery]) -> list[workload.ProbeQuery]:
     """17+: the generated bitmap scans and a cold sequential scan of the largest table, each with the policy's
-    weight — where a knob the family searches here acts on sequential scans. Custom queries are the workload as
-    they are."""
+    weight — where a knob the family searches here acts on sequential scans. Custom queries and the statements of
+    pg_stat_statements are the workload as they are."""
     mix = ctx.policy.read_path  # the read path's one workload
-    if ctx.cfg.workload.queries:
+    if plans.own_workload(ctx):
         return queries
     searched = [k for k in (KNOB, ICL) if not isinstance(bounds.dimension(k, ctx.policy, ctx.facts), str)]
     if not workload.seq_scan_knobs(ctx.facts.server_version_num, searched) or mix.seq_scan_weight == 0:
@@ -239,7 +242,8 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
     trials: list[Trial] = []
     recs: list[Recommendation] = []
     restored: list[str] = []
-    outcome: dict[str, Any] = dict(family=name, workload=workload_sql, optimiser="bayesian", cache=cache.describe())
+    outcome: dict[str, Any] = dict(family=name, workload=workload_sql, optimiser="bayesian", cache=cache.describe(),
+                                   statements=plans.statement_lines(queries))
     try:
         pinned = dict(current)  # a pin re-validates io_workers too, at today's value
         if workers_dim is not None:

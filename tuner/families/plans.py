@@ -16,14 +16,28 @@ from tuner.errors import ProbeError
 from tuner.families import aio
 from tuner.families.base import FamilyContext
 from tuner.hostfacts.blockdev import discover, postgres_paths
+from tuner.log import get_logger
+from tuner.report.model import StatementOut
 from tuner.report.preflight import Check, FamilyPlan
-from tuner.probes import workload
+from tuner.report.text import shortened
+from tuner.probes import statements, workload
 from tuner.probes.cache import choose_os_method
 
+log = get_logger("tuner.plans")
 # A check must not hold a staging server for long: one warm run of the workload, at most this long.
 TIMED_RUN_MAX_S = 60.0
 NO_OS_METHOD = "cannot empty the OS page cache: run tuner as root, or as a user who can read the relation files"
 SeqScan = Callable[[Any, FamilyContext, list[workload.ProbeQuery]], Awaitable[list[workload.ProbeQuery]]]
+
+
+def statement_lines(queries: list[workload.ProbeQuery]) -> list[StatementOut]:
+    """The workload's queries as the report names them (once each, by name): what a family's per-query lines are
+    about (``FamilyOutcome.statements``)."""
+    seen: dict[str, StatementOut] = {}
+    for q in queries:
+        seen.setdefault(q.name, StatementOut(name=q.name, queryid=q.queryid, text=shortened(q.text or q.sql),
+                                             share=q.share, weight=q.weight))
+    return list(seen.values())
 
 
 async def timed_run(conn: asyncpg.Connection, queries: list[workload.ProbeQuery], timeout_s: float) -> float | None:
@@ -40,6 +54,30 @@ async def timed_run(conn: asyncpg.Connection, queries: list[workload.ProbeQuery]
         return None
 
 
+async def read_path_queries(ctx: FamilyContext, conn: asyncpg.Connection) -> list[workload.ProbeQuery]:
+    """The read path's probe queries, as ``[workload]`` says: the statements of pg_stat_statements (chosen once per
+    session and kept in ``ctx.selection``, left-out ones with them), your own queries, or generated scans; a
+    :class:`ProbeError` says why there are none."""
+    w = ctx.cfg.workload
+    if w.queries_from == "pg_stat_statements":
+        if ctx.selection is None:
+            ctx.selection = await statements.plan(
+                conn, w, server_version_num=ctx.facts.server_version_num,
+                statement_timeout_s=ctx.policy.guardrails.statement_timeout_s,
+                connect_timeout_s=ctx.cfg.target.connect_timeout_s)
+            sel = ctx.selection
+            log.info("workload.statements", read_from=sel.read_from, covered=round(sel.covered, 3),
+                     replayed=[f"{q.name} (share {q.share:.3f}, weight {q.weight:.3f})" for q in sel.queries],
+                     left_out=[f"q{lo.queryid}: {lo.reason}" for lo in sel.left_out])
+        return list(ctx.selection.queries)
+    return await workload.plan(conn, custom=w.queries, relations=w.relations, pages_fraction=w.pages_fraction)
+
+
+def own_workload(ctx: FamilyContext) -> bool:
+    """Whether the operator's queries are the workload as they are (nothing generated is added to them)."""
+    return bool(ctx.cfg.workload.queries) or ctx.cfg.workload.queries_from == "pg_stat_statements"
+
+
 async def scans(ctx: FamilyContext, name: str, with_seq_scan: SeqScan | None) -> FamilyPlan:
     """A family that probes cold scans on the target: its workload (with a sequential scan where ``with_seq_scan``
     adds one, 17+), how the OS page cache is emptied for its files, and (17+) which asynchronous-I/O settings it
@@ -47,8 +85,7 @@ async def scans(ctx: FamilyContext, name: str, with_seq_scan: SeqScan | None) ->
     facts, local = ctx.facts, ctx.facts.local_data_directory()
     async with ctx.connection() as conn:
         try:
-            queries = await workload.plan(conn, custom=ctx.cfg.workload.queries, relations=ctx.cfg.workload.relations,
-                                          pages_fraction=ctx.cfg.workload.pages_fraction)
+            queries = await read_path_queries(ctx, conn)
         except ProbeError as exc:
             return FamilyPlan(family=name, runs=False, reason=f"{exc} ({exc.hint})" if exc.hint else str(exc))
         io: dict[str, dict[str, Any]] = {}

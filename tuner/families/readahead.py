@@ -37,6 +37,7 @@ from tuner.hostfacts.blockdev import BlockDevice, DeviceGroup, Placement, discov
 from tuner.log import get_logger
 from tuner.report.model import DeviceRef, FamilyOutcome, Recommendation, Trial
 from tuner.settings.policy import Policy
+from tuner.errors import ProbeError
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl, choose_os_method
 from tuner.probes.rawread import raw_read_mb_s
@@ -82,16 +83,19 @@ async def relations(conn: asyncpg.Connection) -> list[asyncpg.Record]:
 
 async def plan_device(
     conn: asyncpg.Connection, cfg: Config, policy: Policy, facts: TargetFacts, local: Path, group: DeviceGroup,
-    rels: list[asyncpg.Record], cands: list[workload.Candidate],
+    rels: list[asyncpg.Record], cands: list[workload.Candidate], replayed: list[workload.ProbeQuery] | None = None,
 ) -> DevicePlan | str:
     """The workload for one device, or the reason there is none: a cold sequential scan of its largest table and,
     where an uncorrelated index drives one, a sparse bitmap heap scan, weighted as the policy's ``[read_path]``
-    says (public: the 2-D truth sweep plans with it, so it measures the family's own workload)."""
+    says (public: the 2-D truth sweep plans with it, so it measures the family's own workload). With ``replayed``
+    (the statements of pg_stat_statements), those of them that read a table on the device, weighted by their shares."""
     spaces = set(group.tablespaces) | ({"pg_default"} if group.holds_data_directory else set())
     on_device = [r for r in rels if r["tablespace"] in spaces]
     if not on_device:
         return f"no table of at least {workload.MIN_PAGES} pages lives on it ({', '.join(group.roles)})"
     biggest = on_device[0]
+    if replayed is not None:
+        return await _own_plan(conn, policy, facts, local, group, on_device, replayed)
     queries = [workload.seq_query(biggest["relation"])]
     queries[0] = _weighted(queries[0], policy.read_path.seq_scan_weight)
     names = {r["relation"] for r in on_device}
@@ -121,6 +125,32 @@ async def plan_device(
     first = local / await conn.fetchval("SELECT pg_relation_filepath($1::regclass)", biggest["relation"])
     heap = [f for f in files if f == first or (f.parent == first.parent and f.name.startswith(first.name + "."))]
     return DevicePlan(group, queries, joint, why, files, heap)
+
+
+async def _own_plan(conn: asyncpg.Connection, policy: Policy, facts: TargetFacts, local: Path, group: DeviceGroup,
+                    on_device: list[asyncpg.Record], own: list[workload.ProbeQuery]) -> DevicePlan | str:
+    """The device's plan from the operator's statements: those whose scanned table lives on it; effective_io_concurrency
+    is searched with readahead where one of them is a bitmap heap scan."""
+    names = {r["relation"] for r in on_device}
+    queries = [q for q in own if q.relation in names]
+    if not queries:
+        return (f"no replayed statement scans a table of at least {workload.MIN_PAGES} pages on it "
+                f"({', '.join(group.roles)})")
+    eic_dim = bounds.dimension(EIC, policy, facts)
+    tablespace_eic = _tablespace_eic(facts, group.tablespaces)
+    why = ("none of its statements is a bitmap heap scan" if not any("Bitmap Heap Scan" in q.scans for q in queries)
+           else eic_dim if isinstance(eic_dim, str)
+           else f"tablespace {', '.join(sorted(tablespace_eic))} sets its own effective_io_concurrency, which SET "
+                "cannot override" if tablespace_eic else None)
+    files: list[Path] = []
+    for q in queries:
+        if q.relation:
+            files.extend(await workload.relation_files(conn, local, q.relation))
+    first_rel = on_device[0]["relation"]
+    first = local / await conn.fetchval("SELECT pg_relation_filepath($1::regclass)", first_rel)
+    heap = [f for f in await workload.relation_files(conn, local, first_rel)
+            if f == first or (f.parent == first.parent and f.name.startswith(first.name + "."))]
+    return DevicePlan(group, queries, why is None, why, files, heap)
 
 
 def _weighted(q: workload.ProbeQuery, weight: float) -> workload.ProbeQuery:
@@ -189,10 +219,16 @@ class Readahead(Family):
                            readahead_sections.Report(devices=devices))
 
         # Plan every device before probing any: probes restart the server.
-        plans: list[tuple[DevicePlan, CacheControl, int]] = []
+        planned: list[tuple[DevicePlan, CacheControl, int]] = []
         async with ctx.connection() as conn:
             rels = await relations(conn)
             cands = await workload.candidates(conn)
+            replayed: list[workload.ProbeQuery] | None = None
+            if cfg.workload.queries_from == "pg_stat_statements":
+                try:
+                    replayed = await plans.read_path_queries(ctx, conn)
+                except ProbeError as exc:
+                    return skipped(FAMILY, f"{exc} ({exc.hint})" if exc.hint else str(exc))
             for group in groups:
                 dev = group.device
                 before = dev.read_ahead_kb()
@@ -200,26 +236,28 @@ class Readahead(Family):
                 if not ctx.journal.writer.can_write(dev.read_ahead_path):
                     why_not = f"cannot write {dev.read_ahead_path}: run tuner as root, or set [readahead] helper_command"
                 else:
-                    plan = await plan_device(conn, cfg, policy, facts, local, group, rels, cands)
+                    plan = await plan_device(conn, cfg, policy, facts, local, group, rels, cands, replayed)
                     if isinstance(plan, str):
                         why_not = plan
                     elif (os_method := choose_os_method(local, plan.files)) == "none":
                         why_not = ("cannot empty the OS page cache: run tuner as root, or as a user who can read the "
                                    "relation files")
                     else:
-                        plans.append((plan, await CacheControl.plan(
+                        planned.append((plan, await CacheControl.plan(
                             facts, [q.relation for q in plan.queries], connector=ctx.target.connect,
                             restart=ctx.target.restart, os_method=os_method, files=plan.files, fresh_files=True),
                             before))
                 if why_not is not None:
                     devices.append(_device_out(group, None, "skipped", why_not, read_ahead_kb=before))
-        if not plans:
+        if not planned:
             return skipped(FAMILY, "no device could be probed (see devices)", readahead_sections.Report(devices=devices))
         result = FamilyResult(FamilyOutcome(family=FAMILY, status="done", reason=""))
         workload_sql: list[str] = []
+        probed: list[workload.ProbeQuery] = []
         warm_notes: list[str] = []
-        for plan, cache, before in plans:
+        for plan, cache, before in planned:
             workload_sql.extend(q.sql for q in plan.queries)
+            probed.extend(plan.queries)
             recs, trials, out, note = await _probe_device(ctx, plan, cache, before)
             if note:
                 warm_notes.append(f"{plan.group.device.node}: {note}")
@@ -229,16 +267,17 @@ class Readahead(Family):
         measured = sum(1 for d in devices if d.status == "probed")
         if measured == 0:
             # Every probe failed or was rejected: say so, why, and how to fix it — not "done".
-            why = "; ".join(f"{d.device}: {d.reason}" for d in devices if d.device in {p.group.device.node for p, _, _ in plans})
+            why = "; ".join(f"{d.device}: {d.reason}" for d in devices if d.device in {p.group.device.node for p, _, _ in planned})
             fix = ("" if ctx.target.restart is not None else " — shared buffers cannot be emptied without a restart: "
                    "set [target] restart_command (and guardrails.allow_restart in the policy)")
             result.outcome = FamilyOutcome(family=FAMILY, status="failed", workload=workload_sql,
-                                           reason=f"nothing could be measured on {len(plans)} device(s) ({why}){fix}",
-                                           optimiser="bayesian", cache=plans[-1][1].describe())
+                                           reason=f"nothing could be measured on {len(planned)} device(s) ({why}){fix}",
+                                           optimiser="bayesian", cache=planned[-1][1].describe())
         else:
             result.outcome = FamilyOutcome(family=FAMILY, status="done",
-                                           reason=f"searched and confirmed {measured} of {len(plans)} device(s)",
-                                           workload=workload_sql, optimiser="bayesian", cache=plans[-1][1].describe(),
+                                           reason=f"searched and confirmed {measured} of {len(planned)} device(s)",
+                                           workload=workload_sql, optimiser="bayesian", cache=planned[-1][1].describe(),
+                                           statements=plans.statement_lines(probed),
                                            warm_start="; ".join(warm_notes) or None)
         result.section = readahead_sections.Report(devices=devices)
         return result

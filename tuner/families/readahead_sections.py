@@ -86,6 +86,18 @@ class Report(ReportSection):
             lines.append(line)
         return lines
 
+    def confirmed(self) -> list[tuple[str, EffectOut]]:
+        """Each device's read path confirmed as one, against today's: what each query gains from the combination."""
+        out = []
+        for d in self.devices:
+            c = d.combination
+            if c is not None and c.effect is not None and c.effect.queries:
+                moved = ", ".join(f"{k} {c.today.get(k)} -> {v}" for k, v in c.candidate.items() if v != c.today.get(k))
+                kept = ", ".join(f"{k} {v}" for k, v in c.candidate.items() if v == c.today.get(k))
+                out.append((f"per query: read path on {d.device}: {moved}{f' at {kept}' if kept else ''} "
+                            f"({c.decision})", c.effect))
+        return out
+
     def trial_objects(self) -> dict[str, str]:
         # A device-scope recommendation names the device; the family's trials name the directories on it.
         return {d.device: ", ".join(d.roles) for d in self.devices if d.device}

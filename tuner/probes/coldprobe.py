@@ -294,11 +294,13 @@ class ColdProbe:
         t0 = time.monotonic()
 
         metrics: dict[str, float] = {}
+        query_ms: dict[str, float] = {}  # each query's own execution time: what each one gains (tuner.core.per_query)
 
         def trial(status: Literal["ok", "failed", "rejected"], value: float | None, ev: CacheEvidence | None, reason: str | None) -> Trial:
             t = Trial(
                 config=dict(config), value=value, status=status, phase=phase, arm=arm, cache=ev, reason=reason,
                 started_at=started, duration_s=round(time.monotonic() - t0, 3), metrics=dict(metrics),
+                query_ms=dict(query_ms) if status == "ok" else {},
             )
             log.info(
                 "probe", phase=phase, arm=arm, config=config, status=status,
@@ -374,6 +376,7 @@ class ColdProbe:
                     ev = _evidence(sums, io_ms, self.cache.os_method)
                     return trial("rejected", None, ev, f"{q.name} did not run as a {_PLAN_NODE[need].lower()}")
                 total_ms += q.weight * res.execution_time_ms
+                query_ms[q.name] = res.execution_time_ms
                 if q.plan is not None:
                     metrics[f"{q.plan}_scan_ms"] = metrics.get(f"{q.plan}_scan_ms", 0.0) + res.execution_time_ms
                 if q.plan == "seq" and res.execution_time_ms > 0:

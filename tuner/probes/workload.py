@@ -38,11 +38,17 @@ class ProbeQuery:
     name: str
     sql: str
     relation: str | None
-    kind: Literal["range", "sample", "custom", "seq"]
+    kind: Literal["range", "sample", "custom", "seq", "statement"]
     # The plan the query must run as: generated queries switch the other scan types off, and a probe whose
     # plan has no such node is rejected. None: the planner decides (custom queries).
     plan: Literal["bitmap", "seq"] | None = "bitmap"
     weight: float = 1.0  # its share of the probe's value: sum of weight x execution time
+    # A statement of pg_stat_statements (tuner.probes.statements): its fingerprint, its share of the read I/O of
+    # every statement there (time where track_io_timing was on, else blocks), and its normalised text ($1, $2).
+    queryid: int | None = None
+    share: float | None = None
+    text: str | None = None
+    scans: tuple[str, ...] = ()  # a statement's: the plan nodes the read-path settings act on (Bitmap Heap Scan…)
 
 
 @dataclass(frozen=True)

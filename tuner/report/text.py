@@ -37,3 +37,10 @@ def shown(text: object, limit: int = 80) -> str:
     """``text`` quoted for a message, on one line and cut at ``limit`` characters."""
     line = one_line(text)
     return f"'{line[:limit]}'" + ("..." if len(line) > limit else "")
+
+
+def shortened(text: object, limit: int = 80) -> str:
+    """``text`` (a statement) on one line, its runs of white space as one space, cut at ``limit`` characters with
+    an ellipsis: how the per-query lines show a query."""
+    line = " ".join(one_line(text).replace("\\n", " ").replace("\\t", " ").split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -147,7 +147,9 @@ def _recommendation(rec: Recommendation, at: str, version: int) -> Iterator[str]
         if other not in cat.reported_names():
             yield f"{at}.together_with names {shown(other)}, which is not a setting tuner tunes"
     if rec.effect is not None:
-        numbers = [rec.effect.improvement, rec.effect.p_value, *rec.effect.ci95, *rec.effect.decision_ci]
+        numbers = [rec.effect.improvement, rec.effect.p_value, *rec.effect.ci95, *rec.effect.decision_ci,
+                   *(x for q in rec.effect.queries for x in (q.baseline_ms, q.candidate_ms, q.time_share,
+                                                             q.improvement, *q.ci95, *q.decision_ci))]
         if not all(math.isfinite(x) for x in numbers):
             yield f"{at}.effect has a number that is not finite"
     yield from _object(rec, at)

@@ -26,7 +26,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,7 @@ class Sandbox:
         disk: str = "auto",
         staging_primary: bool = False,
         device: DeviceProfile = LOCAL,
+        settings: Mapping[str, str] | None = None,
     ) -> None:
         if disk not in ("auto", "loop", "host"):
             raise ValueError(f"disk must be auto, loop or host, not {disk!r}")
@@ -80,6 +81,9 @@ class Sandbox:
         self.disk = disk
         # Mark the (throwaway) primary tuner.role = 'staging': the writable clone the wal family needs.
         self.staging_primary = staging_primary
+        # Server settings of both servers (the standby is a copy of the primary's configuration), e.g.
+        # shared_preload_libraries = 'pg_stat_statements'; quoted as postgresql.conf values.
+        self.settings = dict(settings or {})
         self._loop: LoopDisk | None = None
         self.binaries = binaries or find_binaries(bin_dir)
         self._on_step = on_step or (lambda _msg: None)
@@ -188,7 +192,7 @@ class Sandbox:
             size_mb = 4096 + self.scale * 80
             image = None
             if not self.device_profile.local:
-                self._on_step(f"device {self.device_profile}")
+                self._on_step(f"device {self.device_profile.described}")
                 self._device = DeviceStack(self.device_profile, self.root, size_mb)
                 image = self._device.prepare()
             # A fixed starting readahead: attaching makes the kernel recompute a loop device's read_ahead_kb from
@@ -224,6 +228,8 @@ class Sandbox:
             )
             if self.staging_primary:
                 fh.write("tuner.role = 'staging'   # tuner's own throwaway primary: a writable clone to probe WAL on\n")
+            for name, value in self.settings.items():
+                fh.write(f"{name} = '{value.replace(chr(39), chr(39) * 2)}'\n")
         await self._pg_ctl_start(self.primary_dir, self.primary_port)
         await self._load()
         self._on_step("pg_basebackup → hot standby")

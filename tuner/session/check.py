@@ -17,12 +17,13 @@ from tuner.actuate import Journal, SysfsWriter
 from tuner.settings.config import Config, state_dir
 from tuner.core.progress import NullProgress
 from tuner.session.endpoints import clear, endpoint, learn
-from tuner.errors import RefusedError, TunerError
+from tuner.errors import ProbeError, RefusedError, TunerError
 from tuner.families import REGISTRY
 from tuner.families.base import Endpoint, Family, FamilyContext, why_skipped
 from tuner.log import get_logger
 from tuner.settings.policy import Policy
 from tuner.report.preflight import LIVE_SESSION, Check, ColdStart, Estimate, FamilyPlan, Grant, Preflight
+from tuner.probes import statements
 from tuner.probes.cache import CacheControl, Eviction, can_drop_caches, eviction
 from tuner.target import privileges
 from tuner.target.connection import connect
@@ -89,6 +90,8 @@ async def _check(cfg: Config, policy: Policy, where: Servers, chosen: list[Famil
     checks += host_checks(cfg, policy, facts, journal, sandbox=use_sandbox)
     buffers, evict = await _buffers(facts, target)
     checks.append(buffers)
+    if cfg.workload.queries_from == "pg_stat_statements":
+        checks.append(await _statements(cfg, target))
     # Before the families' timed runs, so that the first of them reads from disk as a probe does.
     try:
         cold = await _cold_start(facts, target, evict, timed=time_cold)
@@ -122,9 +125,33 @@ def _connection(facts: TargetFacts) -> Check:
 async def _privileges(cfg: Config, dsn: str | None, facts: TargetFacts) -> list[Grant] | None:
     conn = await connect(dsn, timeout_s=cfg.target.connect_timeout_s)
     try:
-        return await privileges.check(conn, facts)
+        return await privileges.check(conn, facts, statements=cfg.workload.queries_from == "pg_stat_statements")
     finally:
         await conn.close()
+
+
+async def _statements(cfg: Config, target: Endpoint) -> Check:
+    """[workload] from = "pg_stat_statements": whether the extension is there and readable, and what it holds."""
+    conn = await target.connect()
+    try:
+        ranked, by_time, where = await statements.read_ranking(conn, cfg.workload,
+                                                               connect_timeout_s=cfg.target.connect_timeout_s)
+    except ProbeError as exc:
+        # the read-path families are skipped with this reason; the session itself runs
+        return Check(name="pg_stat_statements", status="skip", detail=str(exc), fix=exc.hint)
+    finally:
+        await conn.close()
+    hidden = sum(1 for r in ranked if r.statement.queryid is None)
+    detail = (f"read on {where}: {len(ranked)} statement(s) of this database with the most read I/O, ranked by "
+              f"{'read time (track_io_timing)' if by_time else 'blocks read (track_io_timing was off)'}"
+              + ("; other roles' statements are hidden from this role" if hidden else "")
+              + "; tuner workload show lists them")
+    if not ranked:
+        return Check(name="pg_stat_statements", status="warn", detail=f"read on {where}: it holds no statement "
+                     "of this database yet", fix="run the application's workload on the target first")
+    return Check(name="pg_stat_statements", status="warn" if hidden or not by_time else "ok", detail=detail,
+                 fix="GRANT pg_read_all_stats TO the role tuner connects as" if hidden
+                 else None if by_time else "track_io_timing = on, to rank by read time")
 
 
 def host_checks(cfg: Config, policy: Policy, facts: TargetFacts, journal: Journal, *, sandbox: bool) -> list[Check]:

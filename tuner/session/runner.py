@@ -22,7 +22,8 @@ from tuner.families import REGISTRY
 from tuner.session.endpoints import endpoint
 from tuner.families.base import FamilyContext, Pin, Registry, WarmStart, skipped, why_skipped
 from tuner.log import get_logger
-from tuner.report.model import FamilyOutcome, Recommendation, Report, ReportSection, SessionOut, TargetOut, Trial
+from tuner.report.model import (FamilyOutcome, LeftOutStatement, Recommendation, Report, ReportSection, SessionOut,
+                                TargetOut, Trial)
 from tuner.settings.policy import Policy
 from tuner.report.validate import ReportError
 from tuner.probes.diskstat import data_disk
@@ -81,6 +82,7 @@ async def recommend(
     chosen = registry.ordered(families)
     trials: list[Trial] = []
     outcomes: list[FamilyOutcome] = []
+    left_out: list[LeftOutStatement] = []  # the workload's statements not replayed ([workload] from), and why
     recs: list[Recommendation] = []
     sections: dict[str, ReportSection] = {}
 
@@ -148,6 +150,9 @@ async def recommend(
                         if result.section is not None:
                             sections[family.name] = result.section
                     STOP.check()  # a stop whose cancellation was lost in the last probe still stops the session
+                    if ctx.selection is not None:
+                        left_out = [LeftOutStatement(queryid=x.queryid, text=x.text, share=x.share, reason=x.reason)
+                                    for x in ctx.selection.left_out]
             finally:
                 # While the servers still exist: a sandbox's loop device is detached when the sandbox closes, and
                 # writing the journal's (attached-time) value after that would change a device nobody uses.
@@ -170,10 +175,11 @@ async def recommend(
             cache="; ".join(f"{o.family}: {o.cache}" for o in outcomes if o.cache) or "no probes ran",
             host=socket.gethostname(), kernel=platform.release(),
         ),
-        families=outcomes, recommendations=recs, restored=restored, trials=trials, sections=sections,
+        families=outcomes, recommendations=recs, restored=restored, trials=trials, sections=sections, left_out=left_out,
         min_effect=policy.decision.min_effect, alpha=policy.decision.alpha,
-        device_profile=str(profile) if profile is not None else None,
-        workload="yours" if cfg.workload.queries else "generated",
+        device_profile=profile.described if profile is not None else None,
+        workload=("pg_stat_statements" if cfg.workload.queries_from == "pg_stat_statements"
+                  else "yours" if cfg.workload.queries else "generated"),
         io_regime=assess(trials, profile=profile, device=disk.name if disk else None,
                          today={r.knob: r.current for r in recs if r.scope in ("system", "device")},
                          absent=None if disk else disk_note),

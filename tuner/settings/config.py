@@ -137,10 +137,32 @@ class TunerSection(FamiliesSection):
 
 
 class WorkloadConfig(Section):
+    # `from` is a Python keyword: the field is queries_from, the key in tuner.toml and TUNER_WORKLOAD__FROM is `from`.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, populate_by_name=True)
+
+    queries_from: Literal["generated", "pg_stat_statements"] = Field(
+        default="generated", alias="from",
+        description="where the probe queries come from: generated from the target's statistics (or `queries`), "
+        "or the statements that read the most in pg_stat_statements (`tuner workload show` previews them)",
+    )
     queries: tuple[str, ...] = Field(
         default=(),
         description="your own probe queries (SELECTs that plan as bitmap heap scans); generated when empty",
     )
+    statements: int = Field(
+        default=5, ge=1, le=50, description="from pg_stat_statements: at most this many statements are replayed")
+    share: float = Field(
+        default=0.8, gt=0, le=1,
+        description="from pg_stat_statements: stop adding statements once they cover this share of the read I/O")
+    stats_dsn: str | None = Field(
+        default=None,
+        description="from pg_stat_statements: read it on this server (e.g. the primary, read-only) instead of "
+        "the target; the statements are replayed on the target either way")
+
+    @field_validator("stats_dsn")
+    @classmethod
+    def _usable(cls, value: str | None) -> str | None:
+        return TargetConfig._usable(value)
     relations: int = Field(default=1, ge=1, le=16, description="how many of the largest relations to probe")
     pages_fraction: float = Field(
         default=0.12, gt=0, le=1, description="share of a relation's pages a generated bitmap scan should visit"

@@ -4,7 +4,7 @@ drift events — in SQLite in the state directory (the default), or in a Postgre
 
     async with open_store(cfg, check=check) as store:  # None when the store is off ([store] enabled = false)
         await store.sessions.save(report, fingerprint)
-        prior = await store.priors.find(fingerprint, "wal")
+        prior = await store.priors.find(fingerprint, family.name)
 
 A :class:`Store` is one back-end (:mod:`~tuner.store.backend`: the connection, its SQL dialect, the schema and its
 migrations, transactions, the per-target lock; :mod:`~tuner.store.sqlite` or :mod:`~tuner.store.postgres`) and the

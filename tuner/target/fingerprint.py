@@ -35,6 +35,8 @@ _SQL = str(Path(__file__).parent)
 # upward changes the mix of cached and device reads the recommendations were measured under; past 8x nearly every
 # read is a device read and further growth changes little. (Powers of two in GiB would fire for 1 -> 2 GiB on a
 # 64 GiB host, where nothing changes.)
+# The drift check's view of the workload: this many statements by read I/O (tuner.daemon.workload_shift).
+TOP_STATEMENTS = 5
 BANDS = ("fits in shared_buffers", "fits in memory", "up to 2x memory", "up to 4x memory", "up to 8x memory",
          "more than 8x memory")
 
@@ -109,9 +111,11 @@ def fingerprint(facts: TargetFacts, *, label: str) -> dict[str, Any]:
 
 # -- the drift check's fingerprint --------------------------------------------------------------------------------
 
-async def observe(dsn: str | None, *, timeout_s: float) -> dict[str, Any]:
+async def observe(dsn: str | None, *, timeout_s: float, statements: bool = False) -> dict[str, Any]:
     """The drift fingerprint of the server ``dsn`` leads to, JSON-serialisable. ``timeout_s`` bounds the connection
-    and each statement. Raises :class:`~tuner.errors.TargetError` when the server cannot be reached."""
+    and each statement. Raises :class:`~tuner.errors.TargetError` when the server cannot be reached. With
+    ``statements`` (``[workload] from = "pg_stat_statements"``) it has the top statements by read I/O too
+    (:func:`top_statements`)."""
     conn = await connect(dsn, timeout_s=timeout_s,
                          server_settings={"statement_timeout": str(max(1, int(timeout_s * 1000)))})
     try:
@@ -123,6 +127,7 @@ async def observe(dsn: str | None, *, timeout_s: float) -> dict[str, Any]:
             timeline = await conn.fetchval(sqlfiles.load(_SQL, "timeline"))
         except asyncpg.InsufficientPrivilegeError:
             timeline = None
+        top = await top_statements(conn, facts.server_version_num) if statements else None
     finally:
         await conn.close()
     assert extra is not None
@@ -165,4 +170,29 @@ async def observe(dsn: str | None, *, timeout_s: float) -> dict[str, Any]:
                    "postmaster_start": extra["postmaster_start"].astimezone(UTC).isoformat(),
                    "in_recovery": facts.in_recovery},
         "settings": settings, "devices": devices, "kernel": kernel, "cgroup": cgroup, "size": size,
+        **({"statements": top} if statements else {}),
     }
+
+
+async def top_statements(conn: asyncpg.Connection, server_version_num: int) -> dict[str, Any] | None:
+    """The :data:`TOP_STATEMENTS` statements that read the most blocks (pg_stat_statements ``shared_blks_read``
+    since its last reset), as ``{"top": {queryid: share of every statement's blocks read}, "blocks_read": total}``;
+    None where pg_stat_statements is not installed, not loaded (``shared_preload_libraries``) or not readable — the
+    drift check then compares no workload. Queryids are strings: JSON object keys."""
+    schema = await conn.fetchval(sqlfiles.load(_SQL, "stat_statements_schema"))
+    if schema is None:
+        return None
+    names = (["top_statements_140000"] if server_version_num >= 140000 else []) + ["top_statements"]
+    for name in names:  # an extension not updated since 13 (no toplevel column): the plain one
+        try:
+            async with conn.transaction(readonly=True):
+                await conn.execute("SELECT set_config('search_path', $1, true)", f"{schema}, pg_catalog")
+                rows = await conn.fetch(sqlfiles.load(_SQL, name), TOP_STATEMENTS)
+        except asyncpg.UndefinedColumnError:
+            continue
+        except asyncpg.PostgresError:  # not in shared_preload_libraries, or no privilege: no workload to compare
+            return None
+        total = int(rows[0]["total"]) if rows else 0
+        return {"top": {str(r["queryid"]): round(int(r["blks"]) / total, 4) for r in rows} if total else {},
+                "blocks_read": total}
+    return None

@@ -37,6 +37,11 @@ _EVERY = (
     ("set_track_io_timing", "SET on track_io_timing", "probes cannot turn on track_io_timing, so their I/O share "
      "is not measured (times still are)", "GRANT SET ON PARAMETER track_io_timing TO {role};"),
 )
+# only with [workload] from = "pg_stat_statements": other roles' statements are hidden without it
+_STATEMENTS = (
+    ("read_all_stats", "pg_read_all_stats", "pg_stat_statements hides the text of other roles' statements, so "
+     "the application's statements cannot be ranked or replayed", "GRANT pg_read_all_stats TO {role};"),
+)
 # only where the interlock must read where the staging marker comes from (a writable clone)
 _WRITABLE = (
     ("file_settings", "SELECT on pg_file_settings", "the interlock cannot see the marker's configuration file line",
@@ -53,17 +58,19 @@ _WRITABLE = (
 )
 
 
-def missing(row: Mapping[str, Any], *, writable: bool) -> list[Grant]:
-    """The privileges ``row`` (privileges.sql) lacks, for a hot standby or (``writable``) a writable clone; pure."""
-    tests = _EVERY + (_WRITABLE if writable else ())
+def missing(row: Mapping[str, Any], *, writable: bool, statements: bool = False) -> list[Grant]:
+    """The privileges ``row`` (privileges.sql) lacks, for a hot standby or (``writable``) a writable clone, and
+    (``statements``) to read every role's statements in pg_stat_statements; pure."""
+    tests = _EVERY + (_STATEMENTS if statements else ()) + (_WRITABLE if writable else ())
     return [Grant(privilege=what, needed_for=why, sql=grant.format(role=row["role"]))
             for column, what, why, grant in tests if not row[column]]
 
 
-async def check(conn: asyncpg.Connection, facts: TargetFacts) -> list[Grant] | None:
-    """The privileges the connected role lacks (read-only queries); None where the server is older than 15."""
+async def check(conn: asyncpg.Connection, facts: TargetFacts, *, statements: bool = False) -> list[Grant] | None:
+    """The privileges the connected role lacks (read-only queries; ``statements``: [workload] from =
+    "pg_stat_statements"); None where the server is older than 15."""
     if facts.server_version_num < MIN_VERSION:
         return None
     row = await conn.fetchrow(sqlfiles.load(_SQL, "privileges"))
     assert row is not None
-    return missing(dict(row), writable=not facts.in_recovery)
+    return missing(dict(row), writable=not facts.in_recovery, statements=statements)

@@ -13,20 +13,24 @@ A profile is a comma list of parts, each at most once:
   spindle's rotation), ``wiops=N`` (writes per second) and ``wmbps=N`` (MiB of writes per second). ``hdd`` alone
   implies a flush of one rotation (:data:`HDD_FLUSH_US`).
 
-``latency=1ms,iops=3000,flush=2ms,wiops=3000`` is a network volume with provisioned IOPS caps. The parser is
-pure; nothing here touches the host.
+``latency=1ms,iops=3000,flush=2ms,wiops=3000`` is a network volume with provisioned IOPS caps. A cloud-shaped
+shorthand (``gp3``, ``gp2-100g``, ``io2``, ``pd-balanced``: :mod:`tuner.sandbox.device.cloud`) stands alone for
+its comma list; the profile remembers the name. The parser is pure; nothing here touches the host.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Annotated
 
 from pydantic import BeforeValidator, PlainSerializer
 
+from tuner.sandbox.device import cloud
+
 SYNTAX = ("local, ram, hdd, iops=N, mbps=N, latency=Xms (or Xus), flush=Xms (or Xus), wiops=N, wmbps=N, "
-          "comma-separated, e.g. latency=1ms,iops=3000,flush=2ms")
+          "comma-separated, e.g. latency=1ms,iops=3000,flush=2ms; "
+          f"or one cloud-shaped shorthand alone: {', '.join(cloud.NAMED)}")
 
 _LATENCY = re.compile(r"^(\d+(?:\.\d+)?)(ms|us)$")
 _MAX_LATENCY_US = 1_000_000  # one second per read: beyond any disk, and a probe would never end
@@ -57,6 +61,14 @@ class DeviceProfile:
     flush_us: int | None = None
     write_iops: int | None = None
     write_mbps: int | None = None
+    # The cloud shorthand this profile was written as (gp3): shown beside the parts, not part of the disk's identity.
+    shorthand: str | None = field(default=None, compare=False)
+
+    @property
+    def described(self) -> str:
+        """What the report shows: the parts, after the shorthand's name when it was written as one
+        (``gp3 = latency=800us,iops=3000,mbps=125``); reads back as the same profile."""
+        return f"{self.shorthand} = {self}" if self.shorthand else str(self)
 
     @property
     def local(self) -> bool:
@@ -126,11 +138,17 @@ def _delay(key: str, value: str) -> int:
 
 def parse_profile(text: str) -> DeviceProfile:
     """The profile a string names; :class:`ProfileError` (one sentence, with the syntax) if it names none."""
+    short = cloud.expand(text)
+    if short is not None:
+        return replace(parse_profile(short[1]), shorthand=short[0])
     fields: dict[str, object] = {}
     seen: set[str] = set()
     parts = [p.strip().lower() for p in str(text).split(",")]
     if not any(parts):
         raise ProfileError(f"the device profile is empty; profiles are {SYNTAX}")
+    if (alone := cloud.stands_alone(parts)) is not None:
+        raise ProfileError(f"{alone} is a shorthand for {cloud.SHORTHANDS[alone].parts} and stands alone; write its "
+                           "parts out to combine them with others")
     for part in parts:
         key, _, value = part.partition("=")
         if key in seen:
@@ -164,5 +182,7 @@ def _coerce(value: object) -> object:
     return parse_profile(value) if isinstance(value, str) else value
 
 
-# The type of ``[sandbox] device``: parsed once where the configuration is read, shown as its string.
-DeviceField = Annotated[DeviceProfile, BeforeValidator(_coerce), PlainSerializer(str, return_type=str)]
+# The type of ``[sandbox] device``: parsed once where the configuration is read, shown as its string (a
+# shorthand with its parts, as the report shows it).
+DeviceField = Annotated[DeviceProfile, BeforeValidator(_coerce),
+                        PlainSerializer(lambda p: p.described, return_type=str)]

@@ -2,6 +2,7 @@
 -- has_parameter_privilege and GRANT SET ON PARAMETER came in 15). Read-only; superusers pass every test.
 SELECT quote_ident(current_user) AS role,
        pg_has_role(current_user, 'pg_read_all_settings', 'member') AS read_all_settings,
+       pg_has_role(current_user, 'pg_read_all_stats', 'member') AS read_all_stats,
        has_function_privilege('pg_control_system()', 'EXECUTE') AS control_system,
        pg_has_role(current_user, 'pg_read_all_data', 'member')
          OR NOT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
