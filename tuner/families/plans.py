@@ -35,7 +35,7 @@ def statement_lines(queries: list[workload.ProbeQuery]) -> list[StatementOut]:
     about (``FamilyOutcome.statements``)."""
     seen: dict[str, StatementOut] = {}
     for q in queries:
-        seen.setdefault(q.name, StatementOut(name=q.name, queryid=q.queryid, text=shortened(q.text or q.sql),
+        seen.setdefault(q.name, StatementOut(name=q.name, queryid=q.queryid, text=shortened(q.text or q.as_run),
                                              share=q.share, weight=q.weight))
     return list(seen.values())
 
@@ -48,7 +48,8 @@ async def timed_run(conn: asyncpg.Connection, queries: list[workload.ProbeQuery]
             await conn.execute(f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")
             t0 = time.monotonic()
             for q in queries:
-                await conn.fetch(q.sql)
+                async with workload.own_settings(conn, q):
+                    await conn.fetch(q.sql)
             return round(time.monotonic() - t0, 3)
     except (asyncpg.QueryCanceledError, asyncio.TimeoutError):
         return None
@@ -95,7 +96,7 @@ async def scans(ctx: FamilyContext, name: str, with_seq_scan: SeqScan | None) ->
         files = [f for q in queries if q.relation and local
                  for f in await workload.relation_files(conn, local, q.relation)]
         probe_s = await timed_run(conn, queries, min(ctx.policy.guardrails.statement_timeout_s, TIMED_RUN_MAX_S))
-    sql = [q.sql for q in queries]
+    sql = [q.as_run for q in queries]
     os_method = choose_os_method(local, files)
     if os_method == "none":
         return FamilyPlan(family=name, runs=False, reason=NO_OS_METHOD, workload=sql)

@@ -1,0 +1,73 @@
+"""Your own query's SET statements on a real PostgreSQL 15 standby: ``SET enable_indexscan = off;`` makes a range
+over the (physically ordered) aid plan as the bitmap heap scan the seed thread's gp2 query is, in the probe itself,
+and the next query, without the SET, plans as the planner likes again (an index scan)."""
+
+from __future__ import annotations
+
+from tuner.probes import workload
+from tuner.probes.cache import CacheControl
+from tuner.probes.coldprobe import ColdProbe
+from tuner.target.connection import connect
+
+from .conftest import Running
+
+RANGE = "SELECT count(filler) FROM pgbench_accounts WHERE aid BETWEEN 1000 AND 4000"
+
+
+def _probe(r: Running, *entries: str) -> ColdProbe:
+    async def queries() -> list[workload.ProbeQuery]:
+        conn = await connect(r.sandbox.dsn("standby"))
+        try:
+            return await workload.plan(conn, custom=entries, relations=1, pages_fraction=0.12)
+        finally:
+            await conn.close()
+
+    cache = CacheControl(restart=r.sandbox.restart_standby, os_method="drop_caches")
+    return ColdProbe(dsn=r.sandbox.dsn("standby"), queries=r.run(queries()), cache=cache, statement_timeout_s=60,
+                     min_cold_read_fraction=0.5, require_bitmap=True)
+
+
+def test_without_the_set_the_range_is_not_a_bitmap_heap_scan(sandbox15: Running) -> None:
+    trial = sandbox15.run(_probe(sandbox15, RANGE)({"effective_io_concurrency": 16}))
+    assert trial.status == "rejected" and trial.reason == "custom query 1 did not run as a bitmap heap scan", \
+        trial.reason
+
+
+def test_with_its_set_the_range_runs_as_a_bitmap_heap_scan(sandbox15: Running) -> None:
+    trial = sandbox15.run(_probe(sandbox15, f"SET enable_indexscan = off; {RANGE}")({"effective_io_concurrency": 16}))
+    assert trial.status == "ok", trial.reason
+    # The heap's blocks counted are the bitmap heap scan's own (an index scan's would count the index's as well).
+    assert trial.cache and trial.cache.heap_read > 0 and trial.query_ms["custom query 1"] > 0
+
+
+def test_the_next_query_does_not_inherit_the_set(sandbox15: Running) -> None:
+    probe = _probe(sandbox15, f"SET enable_indexscan = off; {RANGE}", RANGE)
+    assert [q.as_run for q in probe.queries] == [f"SET enable_indexscan = off; {RANGE}", RANGE]
+    trial = sandbox15.run(probe({"effective_io_concurrency": 16}))
+    # The first passed the plan check, the second (the same query without the SET) did not.
+    assert trial.status == "rejected" and trial.reason == "custom query 2 did not run as a bitmap heap scan", \
+        trial.reason
+
+
+def test_a_setting_the_server_refuses_fails_the_trial_with_its_message(sandbox15: Running) -> None:
+    trial = sandbox15.run(_probe(sandbox15, f"SET random_page_cost = -3; {RANGE}")({"effective_io_concurrency": 16}))
+    assert trial.status == "failed" and "random_page_cost" in (trial.reason or ""), trial.reason
+
+
+def test_a_querys_settings_are_put_back_to_the_probes_own_not_reset(sandbox15: Running) -> None:
+    q = workload.ProbeQuery("custom query 1", RANGE, None, "custom", plan=None,
+                            settings=(("max_parallel_workers_per_gather", "2"), ("work_mem", "64MB")))
+
+    async def run() -> tuple[list[str], list[str]]:
+        conn = await connect(sandbox15.sandbox.dsn("standby"))
+        try:
+            await conn.execute("SET max_parallel_workers_per_gather = 0")  # as the probe's session sets it
+            show = "SELECT current_setting('max_parallel_workers_per_gather'), current_setting('work_mem')"
+            async with workload.own_settings(conn, q):
+                inside = list(await conn.fetchrow(show))
+            return inside, list(await conn.fetchrow(show))
+        finally:
+            await conn.close()
+
+    inside, after = sandbox15.run(run())
+    assert inside == ["2", "64MB"] and after == ["0", "4MB"]
