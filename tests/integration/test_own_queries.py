@@ -4,12 +4,18 @@ and the next query, without the SET, plans as the planner likes again (an index 
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 from tuner.probes import workload
 from tuner.probes.cache import CacheControl
 from tuner.probes.coldprobe import ColdProbe
 from tuner.target.connection import connect
 
-from .conftest import Running
+from .conftest import Running, tuner_env
+from .test_per_query_session import _POLICY, _QUERIES
 
 RANGE = "SELECT count(filler) FROM pgbench_accounts WHERE aid BETWEEN 1000 AND 4000"
 
@@ -71,3 +77,29 @@ def test_a_querys_settings_are_put_back_to_the_probes_own_not_reset(sandbox15: R
 
     inside, after = sandbox15.run(run())
     assert inside == ["2", "64MB"] and after == ["0", "4MB"]
+
+
+def test_a_session_runs_the_query_with_its_set_and_its_report_shows_the_set(base_dir: Path, tmp_path: Path) -> None:
+    """Through ``tuner recommend --sandbox``: on 15 the concurrency family rejects a probe whose query is not a
+    bitmap heap scan, so every search probe being ok says the SET was in force for the range; the report names the
+    query with its SET."""
+    (tmp_path / "policy.toml").write_text(_POLICY)
+    entries = (f"SET enable_indexscan = off; {RANGE}", _QUERIES[0])
+    (tmp_path / "tuner.toml").write_text("[workload]\nqueries = [\n" + "".join(f"  {json.dumps(q)},\n" for q in entries)
+                                         + "]\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "2", "--family", "concurrency",
+         "--config", str(tmp_path / "tuner.toml"), "--policy", str(tmp_path / "policy.toml"), "--format", "json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=900,
+        env=tuner_env(tmp_path / "state", TUNER_SANDBOX__BASE_DIR=str(base_dir)),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    [fam] = doc["families"]
+    assert fam["status"] == "done", fam
+    assert fam["workload"] == list(entries)
+    first, second = (s["text"] for s in fam["statements"])  # shortened to a line where long
+    assert first.startswith("SET enable_indexscan = off; SELECT") and entries[0].startswith(first.rstrip("…"))
+    assert second == entries[1]
+    search = [t for t in doc["trials"] if t["phase"] == "search"]
+    assert search and all(t["status"] == "ok" for t in search), [(t["status"], t["reason"]) for t in search]
