@@ -103,3 +103,16 @@ def test_a_session_runs_the_query_with_its_set_and_its_report_shows_the_set(base
     assert second == entries[1]
     search = [t for t in doc["trials"] if t["phase"] == "search"]
     assert search and all(t["status"] == "ok" for t in search), [(t["status"], t["reason"]) for t in search]
+
+
+def test_tuner_check_says_which_query_the_server_refuses_and_shows_its_sets(sandbox15: Running, tmp_path: Path) -> None:
+    entry = f"SET random_page_cost = -3; {RANGE}"
+    proc = subprocess.run([sys.executable, "-m", "tuner", "check", "--dsn", sandbox15.sandbox.dsn("standby"),
+                           "--family", "concurrency", "--format", "json"],
+                          env=tuner_env(tmp_path / "state", TUNER_WORKLOAD__QUERIES=json.dumps([entry])),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    [plan] = json.loads(proc.stdout)["families"]
+    assert not plan["runs"] and plan["workload"] == [entry], plan
+    assert plan["reason"].startswith("custom query 1 fails on the target: -3 is outside the valid range for "
+                                     'parameter "random_page_cost"'), plan["reason"]
