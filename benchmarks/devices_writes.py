@@ -1,7 +1,7 @@
 """Why the write caps of a device profile are latencyfs's and not a cgroup's, and what a flush costs on the loop
 device (issue #55 part 1; docs/devices.md, "Who issues the writes").
 
-    sudo .venv/bin/python benchmarks/devices_writes.py [--json benchmarks/measured/devices/writes.json]
+    sudo .venv/bin/python benchmarks/devices_writes.py [--json benchmarks/measured/devices/writes/writes.json]
 
 Three parts, each on a loop device built exactly as the sandbox builds it (:class:`DeviceStack` under a
 :class:`LoopDisk` or a :class:`Sandbox`), with latencyfs in the stack so its counters show what reached the disk:
@@ -204,7 +204,7 @@ async def part_postgres(base: Path) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "measured" / "devices" / "writes.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "measured" / "devices" / "writes" / "writes.json")
     args = parser.parse_args()
     found = cgroup_root()
     if found is None or found[1] != 1:

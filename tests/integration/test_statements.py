@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tuner.emit import query_lines
+from tuner.emit.json import to_json as render_json
 from tuner.probes import statements
 from tuner.sandbox import Binaries
 from tuner.session.runner import recommend
@@ -249,3 +251,66 @@ def test_on_17_a_session_replays_a_bitmap_and_a_sequential_statement(stats17: Ru
     # The two that read the most, as they are: no generated sequential scan is added to the operator's statements.
     assert len(fam.workload) == 2 and "max(filler)" in " ".join(fam.workload), fam.workload
     assert all(t.status == "ok" for t in report.trials if t.phase == "search"), [t.reason for t in report.trials]
+
+
+_QUICK = """
+[policy]
+name = "statements-quick"
+description = "effective_io_concurrency over the replayed statements: three search probes, four pairs."
+
+# Today's 1 is outside the searched range, so the search's best always differs from it and is confirmed in paired
+# trials (whatever the decision): the confirmation's pairs are what the per-statement intervals are read from.
+[search.effective_io_concurrency]
+min = 16
+max = 256
+scale = "log2p1"
+initial = [32, 128]
+
+[budget]
+probes = 3
+min_probes = 3
+confirm_min_pairs = 4
+confirm_max_pairs = 4
+
+[cache]
+min_cold_read_fraction = 0.5
+"""
+
+
+def test_a_confirmed_session_on_the_statements_reports_each_statements_interval(
+        stats15: Running, tmp_path: Path) -> None:
+    (tmp_path / "quick.toml").write_text(_QUICK)
+    cfg = Config.model_validate({"tuner": {"state_dir": str(tmp_path / "state")},
+                                 "workload": {"from": "pg_stat_statements", "statements": 2, "share": 1.0}})
+    report = stats15.run(recommend(cfg, load_policy(str(tmp_path / "quick.toml")), use_sandbox=True,
+                                   families=("concurrency",), where=sandbox_servers(stats15.sandbox, own_device=False)))
+    [fam] = report.families
+    assert fam.status == "done", (fam.reason, [(t.status, t.reason) for t in report.trials])
+    named = {s.name: s for s in fam.statements}
+    assert len(named) == 2 and all(s.queryid and s.share and "$" in s.text for s in named.values()), named
+    # Every ok probe timed each replayed statement under the name the report gives it.
+    ok = [t for t in report.trials if t.status == "ok"]
+    assert ok and all(set(t.query_ms) == set(named) for t in ok), [t.query_ms for t in ok]
+    confirm = [t for t in ok if t.phase == "confirm"]
+    [rec] = report.recommendations
+    assert rec.current == 1 and rec.effect is not None and rec.effect.n_pairs == 4, rec
+    # One line per replayed statement: its fingerprint, its share of the read I/O, today vs the recommendation, an
+    # interval of its own.
+    [group] = query_lines.groups(report)
+    assert sorted(line.name for line in group.lines) == sorted(named)
+    for line in group.lines:
+        s = named[line.name]
+        assert line.queryid == s.queryid and line.share == s.share and line.share_of == "read I/O"
+        lo, hi = line.ci95
+        assert lo <= line.improvement <= hi and line.n_pairs == 4
+        times = sorted(t.query_ms[line.name] for t in confirm if t.arm == "baseline")
+        assert times[0] <= line.today_ms <= times[-1] and line.recommended_ms > 0
+        assert f"queryid {s.queryid}" in query_lines.sentence(line)
+    doc = json.loads(render_json(report))
+    [jgroup] = doc["per_query"]
+    assert {q["queryid"] for q in jgroup["queries"]} == {s.queryid for s in named.values()}
+    # The left-out statements, each with its reason.
+    reasons = {" ".join(lo.text.split()): lo.reason for lo in report.left_out}
+    assert reasons["SELECT $1 + $2"].startswith("no read I/O"), reasons
+    assert reasons["SELECT filler FROM pgbench_accounts WHERE aid = $1"].startswith("beyond the budget of 2"), reasons
+    assert any("SELECT $1 + $2" in line for line in doc["left_out_lines"]), doc["left_out_lines"]

@@ -27,6 +27,7 @@ from tuner.daemon.metrics import Metrics
 from tuner.daemon.queries import Queries
 from tuner.daemon.state import DaemonState, Target
 from tuner.daemon.worker import Worker
+from tuner.report.model import LeftOutStatement, QueryEffect, Report, StatementOut
 from tuner.report.validate import check
 from tuner.store import open_store, target_id
 
@@ -198,3 +199,75 @@ def test_the_page_lists_only_settings_its_families_tune(tmp_path: Path) -> None:
     assert 'data-knob="io_combine_limit"' in page  # concurrency's, read from the server
     for knob in ("commit_delay", "maintenance_io_concurrency", "read_ahead_kb"):  # no session was asked to tune
         assert f'data-knob="{knob}"' not in page
+
+
+def _with_queries(sid: str) -> Report:
+    """A newest session whose confirmation has a line per query (one statement of pg_stat_statements, with its
+    share of read I/O; one of the operator's own, with its SET) and a statement left out."""
+    base = make_report(sid, at=T0 + timedelta(days=3), current=256, recommended=256, decision="keep")
+    rec = base.recommendations[0]
+    assert rec.effect is not None
+    effect = rec.effect.model_copy(update={"queries": [
+        QueryEffect(name="q7", baseline_ms=80.0, candidate_ms=20.0, time_share=0.8, improvement=4.0,
+                    ci95=(3.5, 4.6), decision_ci=(3.3, 4.8), n_pairs=6),
+        QueryEffect(name="custom query 2", baseline_ms=20.0, candidate_ms=19.0, time_share=0.2, improvement=1.05,
+                    ci95=(0.9, 1.2), decision_ci=(0.85, 1.3), n_pairs=6)]})
+    families = [base.families[0].model_copy(update={"statements": [
+        StatementOut(name="q7", queryid=7, text="SELECT count(*) FROM orders WHERE placed > $1", share=0.7),
+        StatementOut(name="custom query 2", text="SET enable_indexscan = off; SELECT '<script>x</script>'")]})]
+    return base.model_copy(update={
+        "recommendations": [rec.model_copy(update={"effect": effect})], "families": families,
+        "left_out": [LeftOutStatement(queryid=8, text="DELETE FROM orders WHERE id < $1", share=0.1,
+                                      reason="writes")]})
+
+
+async def _newest_with_queries(q: Queries) -> None:
+    async with q.worker.store() as db:
+        r = _with_queries("000000000004")
+        await db.sessions.save(r, r.target.fingerprint or {})
+
+
+def test_the_latest_sessions_per_query_lines_and_left_out_statements_are_on_the_page(tmp_path: Path) -> None:
+    async def go(q: Queries) -> str:
+        await _newest_with_queries(q)
+        return await q.page()
+
+    page = _with(tmp_path, go)
+    part = page.split('<div data-part="queries">', 1)[1].split("</div></section>", 1)[0]
+    assert "<h4>per query: effective_io_concurrency 256 -&gt; 256 (keep)</h4>" in part
+    rows = re.findall(r"<tr><td>(.*?)</tr>", part)
+    assert len(rows) == 2
+    assert rows[0].startswith("q7 (queryid 7)<br><code>SELECT count(*) FROM orders WHERE placed &gt; $1</code>")
+    assert "70% of read I/O" in rows[0] and "[3.50, 4.60]" in rows[0] and ">80.0<" in rows[0] and ">20.0<" in rows[0]
+    assert "<code>SET enable_indexscan = off; SELECT &#x27;&lt;script&gt;x&lt;/script&gt;&#x27;</code>" in rows[1]
+    assert "20% of time today" in rows[1] and "<script>" not in page
+    assert "<li>left out: queryid 8 &#x27;DELETE FROM orders WHERE id &lt; $1&#x27; (10% of read I/O): writes</li>" \
+        in part, part
+
+
+def test_a_latest_session_without_per_query_lines_has_no_such_part(tmp_path: Path) -> None:
+    assert 'data-part="queries"' not in _with(tmp_path, lambda q: q.page())
+
+
+@needs_chromium
+def test_the_per_query_lines_render_in_headless_chromium(tmp_path: Path) -> None:
+    async def go(q: Queries) -> tuple[str, Path]:
+        await _newest_with_queries(q)
+        runner = make_runner(q)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            port = runner.addresses[0][1]
+            q.state.bound = ("127.0.0.1", port)
+            url = f"http://127.0.0.1:{port}/"
+            dom = await asyncio.to_thread(chromium.dump_dom, url)
+            png = await asyncio.to_thread(lambda: chromium.screenshot(url, tmp_path / "page.png", width=1280,
+                                                                      height=1800))
+            return dom, png
+        finally:
+            await runner.cleanup()
+
+    dom, png = _with(tmp_path, go)
+    assert 'data-part="queries"' in dom and "q7 (queryid 7)" in dom and "left out: queryid 8" in dom
+    assert png.stat().st_size > 20_000

@@ -2,8 +2,10 @@
 
 Per target: what is in force — the accepted recommendations (:func:`tuner.store.in_force.in_force`, as
 ``/v1/recommendations`` serves them) beside the value the server runs with now (read by the last drift check) —,
-the newest stored session's verdict with a link to its whole HTML report, and each knob's recommendation over the
-stored sessions, drawn with the HTML report's own figure (:func:`tuner.emit.figures.history_figure`).
+the newest stored session's verdict with a link to its whole HTML report (and, for a workload of several queries,
+what each query gained in its confirmations and which statements it left out, as the report's HTML shows them:
+:func:`tuner.emit.html.queries_html`), and each knob's recommendation over the stored sessions, drawn with the HTML
+report's own figure (:func:`tuner.emit.figures.history_figure`).
 
 Everything shown comes from outside (target names, DSN-derived labels, tablespace and device names, values) and
 passes through :func:`tuner.emit.svg.esc`; labels are already redacted (:func:`tuner.daemon.state.label`).
@@ -20,7 +22,7 @@ from typing import Any
 from tuner import __version__
 from tuner.emit.evidence import DEFAULT_MIN_EFFECT, by_knob, knob_label, min_effect
 from tuner.emit.figures import history_figure
-from tuner.emit.html import CSS, summary
+from tuner.emit.html import CSS, queries_html, summary
 from tuner.emit.svg import Figures, as_value, esc, ratio
 from tuner.report.model import Recommendation, Report
 from tuner.store import SessionSummary
@@ -90,6 +92,8 @@ def _target(t: TargetPage, i: int, figures: Figures) -> str:
         sid = esc(t.latest.session.id)
         parts.append(verdict + f'<p class="links"><a href="/v1/sessions/{sid}?format=html">the whole report</a>'
                                f'<a href="/v1/sessions/{sid}">its JSON</a></p>')
+        if per_query := queries_html(t.latest, heading="h4"):  # what each query gained, what was left out (#56)
+            parts.append(f'<div data-part="queries">{per_query}</div>')
     parts.append("<h3>Over sessions</h3>")
     parts.append(_history(t, figures))
     parts.append("</section>")

@@ -176,8 +176,9 @@ def recommendations_html(report: Report) -> str:
     return "".join(out)
 
 
-def queries_html(report: Report) -> str:
-    """What each query of the workload gains (:mod:`tuner.emit.query_lines`), and the statements left out."""
+def queries_html(report: Report, *, heading: str = "h3") -> str:
+    """What each query of the workload gains (:mod:`tuner.emit.query_lines`), and the statements left out; each
+    confirmed effect's title as a ``heading`` (the daemon's page nests them one level deeper)."""
     out = []
     for group in query_lines.groups(report):
         rows = "".join(
@@ -185,7 +186,7 @@ def queries_html(report: Report) -> str:
             f"{esc(q.share_of)}</td><td class=num>{q.today_ms:.1f}</td><td class=num>{q.recommended_ms:.1f}</td>"
             f"<td class=num>{ratio(q.improvement)}</td><td class=nowrap>[{q.ci95[0]:.2f}, {q.ci95[1]:.2f}]</td>"
             f"<td class=num>{q.n_pairs}</td></tr>" for q in group.lines)
-        out.append(f"<h3>{esc(group.title)}</h3><div class=scroll><table><tr><th>query</th><th class=num>share</th>"
+        out.append(f"<{heading}>{esc(group.title)}</{heading}><div class=scroll><table><tr><th>query</th><th class=num>share</th>"
                    "<th class=num>today ms</th><th class=num>recommended ms</th><th class=num>ratio</th>"
                    f"<th>95 % CI</th><th class=num>pairs</th></tr>{rows}</table></div>")
     if report.left_out:

@@ -91,7 +91,7 @@ class Concurrency(Family):
                 io = await aio.io_settings(conn)
                 queries = await with_seq_scan(conn, ctx, queries)
             files = [f for q in queries if q.relation for f in await workload.relation_files(conn, local, q.relation)]
-        workload_sql = [q.sql for q in queries]
+        workload_sql = [q.as_run for q in queries]
         os_method = choose_os_method(local, files)
         if os_method == "none":
             return FamilyResult(FamilyOutcome(
@@ -230,7 +230,7 @@ async def _read_streams(name: str, ctx: FamilyContext, queries: list[workload.Pr
     probe: Probe = cold_probe(ctx, queries, cache, system)
     if handed:
         probe = Fixed(probe, handed)
-    workload_sql = [q.sql for q in queries]
+    workload_sql = [q.as_run for q in queries]
     ignored = sorted(k for k in policy.search if k not in (KNOB, ICL, WORKERS, aio.POOL_MAX, METHOD)
                      and (s := bounds.spec(k, facts)) is not None and s.family == name)
     if ignored:

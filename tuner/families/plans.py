@@ -35,20 +35,28 @@ def statement_lines(queries: list[workload.ProbeQuery]) -> list[StatementOut]:
     about (``FamilyOutcome.statements``)."""
     seen: dict[str, StatementOut] = {}
     for q in queries:
-        seen.setdefault(q.name, StatementOut(name=q.name, queryid=q.queryid, text=shortened(q.text or q.sql),
+        seen.setdefault(q.name, StatementOut(name=q.name, queryid=q.queryid, text=shortened(q.text or q.as_run),
                                              share=q.share, weight=q.weight))
     return list(seen.values())
 
 
 async def timed_run(conn: asyncpg.Connection, queries: list[workload.ProbeQuery], timeout_s: float) -> float | None:
     """Seconds one run of ``queries`` takes, in a read-only transaction (warm: nothing is evicted first); None when
-    it does not finish within ``timeout_s``."""
+    it does not finish within ``timeout_s``; a :class:`ProbeError` naming the query the server refused (your own
+    query's error, or a value of its SETs out of range), which every probe of a session would meet too."""
     try:
         async with conn.transaction(readonly=True):
             await conn.execute(f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")
             t0 = time.monotonic()
             for q in queries:
-                await conn.fetch(q.sql)
+                try:
+                    async with workload.own_settings(conn, q):
+                        await conn.fetch(q.sql)
+                except asyncpg.QueryCanceledError:
+                    raise
+                except asyncpg.PostgresError as exc:
+                    raise ProbeError(f"{q.name} fails on the target: {str(exc).splitlines()[0]}",
+                                     hint="run it by hand (SETs and all) in psql on the target") from None
             return round(time.monotonic() - t0, 3)
     except (asyncpg.QueryCanceledError, asyncio.TimeoutError):
         return None
@@ -94,8 +102,11 @@ async def scans(ctx: FamilyContext, name: str, with_seq_scan: SeqScan | None) ->
             queries = await with_seq_scan(conn, ctx, queries)
         files = [f for q in queries if q.relation and local
                  for f in await workload.relation_files(conn, local, q.relation)]
-        probe_s = await timed_run(conn, queries, min(ctx.policy.guardrails.statement_timeout_s, TIMED_RUN_MAX_S))
-    sql = [q.sql for q in queries]
+        sql = [q.as_run for q in queries]
+        try:
+            probe_s = await timed_run(conn, queries, min(ctx.policy.guardrails.statement_timeout_s, TIMED_RUN_MAX_S))
+        except ProbeError as exc:
+            return FamilyPlan(family=name, runs=False, reason=f"{exc} ({exc.hint})", workload=sql)
     os_method = choose_os_method(local, files)
     if os_method == "none":
         return FamilyPlan(family=name, runs=False, reason=NO_OS_METHOD, workload=sql)

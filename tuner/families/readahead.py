@@ -256,7 +256,7 @@ class Readahead(Family):
         probed: list[workload.ProbeQuery] = []
         warm_notes: list[str] = []
         for plan, cache, before in planned:
-            workload_sql.extend(q.sql for q in plan.queries)
+            workload_sql.extend(q.as_run for q in plan.queries)
             probed.extend(plan.queries)
             recs, trials, out, note = await _probe_device(ctx, plan, cache, before)
             if note:

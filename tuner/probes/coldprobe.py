@@ -25,7 +25,7 @@ from tuner.probes import explain
 from tuner.probes.cache import CacheControl
 from tuner.probes.diskstat import DiskReader, DiskWindow
 from tuner.probes.statio import StatIo
-from tuner.probes.workload import ProbeQuery
+from tuner.probes.workload import ProbeQuery, own_settings
 from tuner.target.connection import connect
 
 if TYPE_CHECKING:
@@ -368,7 +368,8 @@ class ColdProbe:
                 else:
                     for name in _PLAN_SETTINGS["bitmap"]:
                         await conn.execute(f"RESET {name}")
-                raw = await conn.fetchval(f"EXPLAIN ({self._explain}) {q.sql}")
+                async with own_settings(conn, q):  # your own query's SETs, for it alone
+                    raw = await conn.fetchval(f"EXPLAIN ({self._explain}) {q.sql}")
                 res = explain.parse(json.loads(raw) if isinstance(raw, str) else raw)
                 streams.add(q.plan or "scan", res.read_stream)
                 need = q.plan or ("bitmap" if self.require_bitmap else None)

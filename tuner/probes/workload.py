@@ -12,13 +12,15 @@ histograms), so nothing is assumed about the schema:
 
 Your own queries can replace them ([workload] queries in tuner.toml); they should plan as bitmap
 heap scans, since before PostgreSQL 18 ``effective_io_concurrency`` affects nothing else (no sequential scan is
-added to them: they are the workload).
+added to them: they are the workload). Each may begin with ``SET`` statements of planner settings that apply to it
+alone (:mod:`tuner.probes.own_queries`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -27,6 +29,7 @@ import asyncpg
 
 from tuner.fs import sqlfiles
 from tuner.errors import ProbeError
+from tuner.probes import own_queries
 
 _SQL = str(Path(__file__).parent)
 UNCORRELATED = 0.3  # |correlation| below this counts as scattered
@@ -49,6 +52,14 @@ class ProbeQuery:
     share: float | None = None
     text: str | None = None
     scans: tuple[str, ...] = ()  # a statement's: the plan nodes the read-path settings act on (Bitmap Heap Scan…)
+    # Your own query's planner settings (SET name = value before it in [workload] queries): set right before it
+    # runs and put back after it, so the next query does not inherit them (tuner.probes.own_queries).
+    settings: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def as_run(self) -> str:
+        """The query as the probe runs it, its own SETs first (what the report shows)."""
+        return own_queries.shown(self.settings, self.sql)
 
 
 @dataclass(frozen=True)
@@ -184,9 +195,11 @@ async def plan(
 ) -> list[ProbeQuery]:
     """The probe queries for this target, or a :class:`ProbeError` that says why there are none."""
     if custom:
+        own = [own_queries.parse(q, i + 1) for i, q in enumerate(custom)]  # checked when the config was loaded
         return [
-            ProbeQuery(name=f"custom query {i + 1}", sql=q.strip().rstrip(";"), relation=None, kind="custom", plan=None)
-            for i, q in enumerate(custom)
+            ProbeQuery(name=f"custom query {i + 1}", sql=q.sql, relation=None, kind="custom", plan=None,
+                       settings=q.settings)
+            for i, q in enumerate(own)
         ]
     queries = choose(await candidates(conn), relations=relations, pages_fraction=pages_fraction)
     if not queries:
@@ -236,3 +249,17 @@ async def relation_files(conn: asyncpg.Connection, data_dir: Path, relation: str
         out.append(first)
         out.extend(sorted(segments, key=lambda p: int(p.name.rsplit(".", 1)[1])))
     return out
+
+
+@contextlib.asynccontextmanager
+async def own_settings(conn: asyncpg.Connection, query: ProbeQuery) -> AsyncIterator[None]:
+    """``query``'s own planner settings in force for the block, then each put back as it was before (the probe's
+    own ``jit = off`` included), so the next query plans without them. Not put back when the block fails: its
+    transaction is then aborted and the session is closed."""
+    before = [(name, str(await conn.fetchval(sqlfiles.load(_SQL, "setting_get"), name)))
+              for name, _ in query.settings]
+    for name, value in query.settings:
+        await conn.execute(sqlfiles.load(_SQL, "setting_set"), name, value)
+    yield
+    for name, value in reversed(before):
+        await conn.execute(sqlfiles.load(_SQL, "setting_set"), name, value)

@@ -24,6 +24,7 @@ from pydantic_core import core_schema
 from tuner.sandbox.device.profile import LOCAL, SYNTAX, DeviceField
 from tuner.settings.durations import Duration
 from tuner.errors import ConfigError
+from tuner.probes import own_queries
 from tuner.settings.placeholders import HelperCommand
 from tuner.target.connection import check_dsn
 from tuner.settings.schedule import Schedule, Windows, parse_windows
@@ -147,8 +148,18 @@ class WorkloadConfig(Section):
     )
     queries: tuple[str, ...] = Field(
         default=(),
-        description="your own probe queries (SELECTs that plan as bitmap heap scans); generated when empty",
+        description="your own probe queries (SELECTs that plan as bitmap heap scans); generated when empty. An entry "
+        "may begin with SET name = value; statements of planner settings (enable_*, random_page_cost, "
+        "seq_page_cost, cpu_*_cost, effective_cache_size, work_mem, jit, max_parallel_workers_per_gather) that "
+        "apply to that query alone",
     )
+
+    @field_validator("queries")
+    @classmethod
+    def _own_queries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for i, entry in enumerate(value):
+            own_queries.parse(entry, i + 1)  # QueryRefused (a ValueError): one sentence and its hint
+        return value
     statements: int = Field(
         default=5, ge=1, le=50, description="from pg_stat_statements: at most this many statements are replayed")
     share: float = Field(
@@ -380,9 +391,11 @@ def _describe(err: ValidationError, origin: str | list[tuple[str, Any]]) -> Conf
         msg = "unknown key (a typo?)"
     more = len(err.errors()) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    refused = first.get("ctx", {}).get("error")
     return ConfigError(
         f"{origin}: {where}: {msg}{suffix}",
-        hint="see the commented sample tuner.toml, or run 'tuner config validate --print'",
+        hint=refused.hint if isinstance(refused, own_queries.QueryRefused)
+        else "see the commented sample tuner.toml, or run 'tuner config validate --print'",
     )
 
 
