@@ -248,7 +248,8 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     names = list(next(iter(results.values()))["rules"])
     md += "".join(f"| {n} (all readings) | " + " | ".join(_v(r["rules"][n]) for r in results.values()) + " |\n"
                   for n in names)
-    with_peers = {f"{p} · PG{r['peers_oos']['major']}": r["peers_oos"] for p, r in results.items() if r.get("peers_oos")}
+    with_peers = {f"{p} · PG{r['peers_oos']['major']}": r["peers_oos"]
+                  for p, r in results.items() if r.get("peers_oos")}
     if with_peers:
         md += "\n" + pe.table(with_peers)
     return md

@@ -154,3 +154,21 @@ def test_devices_cloud_scores_the_peers_out_of_sample_with_the_versions_rules() 
     assert oos["budget"] == 14 and oos["methods"]["tuner"]["answers"] == [64]
     assert "out of sample" in dc.table({"gp3": {**r, "scale": 16, "load": [0, 0], "wall_s": 1.0,
                                                 "parts": "gp3 = " + GP3}})
+
+
+def test_the_committed_cloud_table_is_what_the_committed_readings_give_and_the_doc_quotes_it() -> None:
+    import json
+
+    root = Path(__file__).resolve().parents[2]
+    cloud = root / "benchmarks" / "measured" / "devices" / "cloud"
+    summary = json.loads((cloud / "summary_cloud.json").read_text())
+    measured = json.loads((cloud / "gp2-100g.json").read_text())
+    sessions = [s for s in measured["sessions"] if "error" not in s]
+    r = dc.score_cloud(measured["truth_sweep"]["samples"], measured["truth_sweep"]["min_effect"], sessions,
+                       profile="gp2-100g", warmups=[], major=15)
+    # seeded: the same table again
+    assert json.loads(json.dumps(r["peers_oos"])) == summary["results"]["gp2-100g"]["peers_oos"]
+    doc = (root / "docs" / "devices.md").read_text()
+    md = pe.table({f"{p} · PG15": res["peers_oos"] for p, res in summary["results"].items()})
+    rows = [ln for ln in md.splitlines() if ln.startswith("| ") and "---" not in ln]
+    assert len(rows) == 9 and all(row in doc for row in rows), [row for row in rows if row not in doc]
