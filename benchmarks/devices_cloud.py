@@ -20,6 +20,10 @@ devices.py's 1-D part but precise:
 * **verdicts with their bootstrap probability**: each answer's share of bootstrap truths (every cell's repeats
   resampled) in which it is a hit; >= 95 % is a hit, <= 5 % a miss, anything between **unresolved** — neither a
   hit nor a miss. Sessions and fixed rules alike.
+* **peers, honestly labelled, out of sample** (benchmarks/peers.py): the fixed rules as PGTune and
+  timescaledb-tune emit them for the truth's major version, "256", PostgreSQL's default, and the seeds' method, Optuna
+  TPE and random search at tuner's total probe budget — the searchers probe each cell's even-position repeats, and
+  every method is scored on the odd-position (held-out) ones, with a bootstrap interval and a verdict.
 
 Resumable: one JSON per profile in ``--out`` (``benchmarks/measured/devices/cloud/``; ``--quick``: its ``smoke/``),
 complete once the sweep and every cold session are in; the sweep's progress is written after every probe
