@@ -31,9 +31,7 @@ def _cold(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def _one_d(folder: Path) -> list[Path]:
-    # writes.json (devices_writes.py) is no 1-D truth: it measures the write caps.
-    return sorted(p for p in folder.glob("*.json")
-                  if p.name.count(".") == 1 and not p.name.startswith(("summary", "plateau", "writes")))
+    return sorted(p for p in folder.glob("*.json") if p.name.count(".") == 1 and not p.name.startswith(("summary", "plateau")))
 
 
 def test_the_first_measurement_scores_11_of_21_as_today_s_code_scores_it() -> None:
