@@ -24,7 +24,8 @@ profiles, cells = regret (hit)), printed as Markdown. The machine's load average
 
 ``--cloud`` measures the cloud-shaped shorthands instead (gp3, gp2-100g, io2, pd-balanced, hdd, ram), each cell
 until its 95 % interval is within ±2.5 % of its mean, with per-block random orders, an unscored warm-up and
-verdicts that may be "unresolved" (benchmarks/devices_cloud.py); ``--cloud --quick`` is its smoke run.
+verdicts that may be "unresolved" (benchmarks/devices_cloud.py), and the peers scored out of sample
+(benchmarks/peers.py); ``--cloud --quick`` is its smoke run.
 
 Before the 1-D part, the same run measures the 2-D truth (read_ahead_kb × eic on PostgreSQL 15, sessions of the
 readahead and concurrency families together: devices_2d.py) and io_method × eic on PostgreSQL 18 (devices_pg18.py);

@@ -20,6 +20,10 @@ devices.py's 1-D part but precise:
 * **verdicts with their bootstrap probability**: each answer's share of bootstrap truths (every cell's repeats
   resampled) in which it is a hit; >= 95 % is a hit, <= 5 % a miss, anything between **unresolved** — neither a
   hit nor a miss. Sessions and fixed rules alike.
+* **peers, honestly labelled, out of sample** (benchmarks/peers.py): the fixed rules as PGTune and
+  timescaledb-tune emit them for the truth's major version, "256", PostgreSQL's default, and the seeds' method, Optuna
+  TPE and random search at tuner's total probe budget — the searchers probe each cell's even-position repeats, and
+  every method is scored on the odd-position (held-out) ones, with a bootstrap interval and a verdict.
 
 Resumable: one JSON per profile in ``--out`` (``benchmarks/measured/devices/cloud/``; ``--quick``: its ``smoke/``),
 complete once the sweep and every cold session are in; the sweep's progress is written after every probe
@@ -39,6 +43,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from benchmarks import devices_score as sc
+from benchmarks import peers as pe
 from benchmarks.devices_run import in_sandbox, md_table, resume, scored, scored_profile
 from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, skipped
 from tuner.families.concurrency import KNOB, cold_probe
@@ -161,9 +166,10 @@ def sweep(profile: str, scale: int, params: dict[str, Any], progress: Path) -> d
 
 
 def score_cloud(samples: dict[str, list[float]], min_effect: float, sessions: list[dict[str, Any]],
-                *, profile: str, warmups: list[dict[str, Any]]) -> dict[str, Any]:
+                *, profile: str, warmups: list[dict[str, Any]], major: int = 15) -> dict[str, Any]:
     """The truth with each cell's precision; every session's and fixed rule's regret with its verdict (hit, miss or
-    unresolved, and the bootstrap probability behind it); the searching peers replayed."""
+    unresolved, and the bootstrap probability behind it), on all the truth's readings; and ``peers_oos``: every method,
+    searching peers included, scored out of sample on the held-out half of the readings (benchmarks/peers.py)."""
     s_int = {int(k): v for k, v in samples.items()}
     t = sc.truth(s_int, min_effect)
     for v, c in t["cells"].items():
@@ -174,21 +180,25 @@ def score_cloud(samples: dict[str, list[float]], min_effect: float, sessions: li
         today_hit = sc.score(t, s["current"])["hit"]
         out.append({**s, **sc.score(t, sc.applied(s, s["current"])),
                     "decision_agrees": (s["decision"] == "change") == (not today_hit)})
-    rules = {"postgresql_default": PG15_DEFAULT_EIC,
-             "pgtune": sc.PGTUNE_BY_STORAGE[sc.storage_type(str(parse_profile(profile)))],
-             "timescaledb_tune": sc.TIMESCALEDB_TUNE, "folklore_256": sc.FOLKLORE}
+    # The fixed rules as each tool emits them for this major version (benchmarks/peers.py cites their sources).
+    rules = {n: r["eic"] for n, r in pe.rules(str(parse_profile(profile)), major).items()}
     scored_rules = {n: sc.score(t, v) for n, v in rules.items()}
     answers = [s["answer"] for s in out] + list(rules.values()) + [t["best"]]
     chances = sc.hit_chances(s_int, min_effect, answers)
     for item, c in zip([*out, *scored_rules.values()], chances):
         item["hit_chance"], item["verdict"] = c, sc.verdict(c)
     by_cell = {int(k): c["mean_ms"] for k, c in t["cells"].items()}
-    budget = round(statistics.median(s["search_probes"] for s in out)) if out else 8
+    # The searching peers get tuner's total probe budget: the median of its sessions' probes, search and
+    # confirmation alike (20, devices.py's 1-D default, where no session ran).
+    budget = round(statistics.median(s["probes"] for s in out)) if out else 20
     return {"truth": t, "sessions": out, "rules": scored_rules, "truth_best_chance": chances[-1],
             "short_probes": t["best_ms"] < 1000,
             "warmups": [{**w, "vs_cell": round(w["ms"] / by_cell[w["eic"]] - 1, 3)} for w in warmups
                         if w.get("ms") is not None and w["eic"] in by_cell],
-            "peers": sc.replayed(s_int, min_effect, budget=budget) if out else {}}
+            # The in-sample replays (devices_score.replayed) are left out here: the out-of-sample table replaces them.
+            "peers": {},
+            "peers_oos": pe.column(s_int, min_effect, profile=str(parse_profile(profile)), major=major,
+                                   tuner_answers=[s["answer"] for s in out], budget=budget)}
 
 
 def run(profile: str, scale: int, params: dict[str, Any], sessions: int, out: Path,
@@ -203,8 +213,9 @@ def run(profile: str, scale: int, params: dict[str, Any], sessions: int, out: Pa
                       f"{params['min_repeats']}-{params['max_repeats']} repeats)",
                       lambda: sweep(profile, scale, params, progress),
                       lambda seed: session(profile, scale, seed), sessions, force=force, score_only=score_only)
+    major = int(measured["truth_sweep"].get("server_version_num") or 150000) // 10000
     result = scored_profile(measured, scale, lambda s, m, ss: score_cloud(
-        s, m, ss, profile=profile, warmups=measured["truth_sweep"].get("warmups", [])))
+        s, m, ss, profile=profile, warmups=measured["truth_sweep"].get("warmups", []), major=major))
     return {**result, "parts": parse_profile(profile).described}
 
 
@@ -239,5 +250,10 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     ]
     md = md_table("PostgreSQL 15, eic (precise truths)", {p: {**r, "rules": {}} for p, r in results.items()}, rows)
     names = list(next(iter(results.values()))["rules"])
-    md += "".join(f"| {n} | " + " | ".join(_v(r["rules"][n]) for r in results.values()) + " |\n" for n in names)
+    md += "".join(f"| {n} (all readings) | " + " | ".join(_v(r["rules"][n]) for r in results.values()) + " |\n"
+                  for n in names)
+    with_peers = {f"{p} · PG{r['peers_oos']['major']}": r["peers_oos"]
+                  for p, r in results.items() if r.get("peers_oos")}
+    if with_peers:
+        md += "\n" + pe.table(with_peers)
     return md

@@ -20,7 +20,7 @@ from tuner.settings.config_load import load_config
 from tuner.families import REGISTRY
 from tuner.families.base import Family
 from tuner.report.model import Report
-from tuner.settings.policy import load_policy
+from tuner.settings.policy import Policy, load_policy
 
 STATE_ROOT = "/var/lib/tuner-bench"
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,17 +66,21 @@ def run_session(coro: Any) -> Report:
                          "and what the session changed was put back") from None
 
 
-def in_sandbox(family: type[Family], profile: str, scale: int, part: str, *, pg_version: int | None = None) -> tuple[Report, dict[str, Any]]:
+def in_sandbox(family: type[Family], profile: str, scale: int, part: str, *, pg_version: int | None = None,
+               policy: Policy | None = None, seed: int | None = None) -> tuple[Report, dict[str, Any]]:
     """Run ``family`` (a class, registered for this call only) on a sandbox with ``profile``; the report and the
-    run's wall time and load average before and after."""
+    run's wall time and load average before and after. ``policy``: the default one unless given; ``seed``: the
+    session's (tuner.seed) unless None."""
     from tuner.session.runner import recommend  # heavy: the whole session machinery
 
     env = {"TUNER_SANDBOX__DEVICE": profile, "TUNER_SANDBOX__SCALE": str(scale),
            "TUNER_TUNER__STATE_DIR": state_dir(profile, part)}
     if pg_version is not None:
         env["TUNER_SANDBOX__PG_VERSION"] = str(pg_version)
+    if seed is not None:
+        env["TUNER_TUNER__SEED"] = str(seed)
     cfg = load_config(None, environ=env)
-    policy = load_policy("default")
+    policy = policy or load_policy("default")
     t0, load0 = time.monotonic(), load()
     REGISTRY.register(family)
     try:

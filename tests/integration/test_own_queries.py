@@ -14,7 +14,11 @@ from tuner.probes.cache import CacheControl
 from tuner.probes.coldprobe import ColdProbe
 from tuner.target.connection import connect
 
-from .conftest import Running, tuner_env
+from tuner.session.runner import recommend
+from tuner.settings.config import Config
+from tuner.settings.policy import load_policy
+
+from .conftest import Running, sandbox_servers, tuner_env
 from .test_per_query_session import _POLICY, _QUERIES
 
 RANGE = "SELECT count(filler) FROM pgbench_accounts WHERE aid BETWEEN 1000 AND 4000"
@@ -116,3 +120,22 @@ def test_tuner_check_says_which_query_the_server_refuses_and_shows_its_sets(sand
     assert not plan["runs"] and plan["workload"] == [entry], plan
     assert plan["reason"].startswith("custom query 1 fails on the target: -3 is outside the valid range for "
                                      'parameter "random_page_cost"'), plan["reason"]
+
+
+def test_the_readahead_family_probes_your_queries_on_their_device_and_hands_eic_on(sandbox15: Running,
+                                                                                  tmp_path: Path) -> None:
+    """Your queries are the read path's one workload: readahead searches with eic on them (a bitmap heap scan, by
+    its SET) on the device their table lives on — no generated sequential scan added — and hands eic to its owner."""
+    query = "SET enable_indexscan = off; SELECT count(filler) FROM pgbench_accounts WHERE aid BETWEEN 1000 AND 60000"
+    cfg = Config.model_validate({"tuner": {"state_dir": str(tmp_path / "state")}, "workload": {"queries": [query]}})
+    report = sandbox15.run(recommend(cfg, load_policy("default"), use_sandbox=True,
+                                     families=("readahead", "concurrency"), budget=3,
+                                     where=sandbox_servers(sandbox15.sandbox)))
+    fams = {f.family: f for f in report.families}
+    ra, cc = fams["readahead"], fams["concurrency"]
+    assert ra.status == "done", (ra.reason, [(t.status, t.reason) for t in report.trials])
+    assert len(ra.workload) == 1 and "enable_indexscan" in ra.workload[0] and "BETWEEN 1000 AND 60000" in ra.workload[0]
+    ra_trials = [t for t in report.trials if t.family == "readahead" and t.status == "ok"]
+    assert ra_trials and all("effective_io_concurrency" in t.config for t in ra_trials)  # searched as a pair
+    assert all("seq_scan_ms" not in t.metrics for t in ra_trials), ra_trials[0].metrics
+    assert cc.status == "done" and "by the readahead family" in cc.reason, cc.reason

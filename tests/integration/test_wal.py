@@ -4,6 +4,7 @@ killed after an ALTER SYSTEM."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -168,3 +169,30 @@ def test_tuner_restore_puts_back_an_alter_system_a_killed_session_left(clone: Cl
     assert "postgresql.auto.conf: wal_writer_flush_after 4096 -> (not set) (restored)" in proc.stdout
     assert (sb.primary_dir / "postgresql.auto.conf").read_bytes() == before
     assert not (state / "journal.json").exists()
+
+
+FLUSH = Path(__file__).parent.parent / "fixtures" / "policies" / "good" / "wal_flush.toml"
+
+
+def test_on_a_slow_flush_disk_the_report_says_what_a_flush_costs_per_commit(base_dir: Path, tmp_path: Path) -> None:
+    """Issue #55 item 4: every fdatasync of the sandbox's disk waits 5 ms (``--device flush=5ms``), so a commit
+    waits at least that long for its WAL flush; the summary says so, from the scaling curve's measurements."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "recommend", "--sandbox", "--scale", "1", "--device", "flush=5ms",
+         "--family", "wal", "--policy", str(FLUSH), "--seed", "46", "--format", "json", "--no-store"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=900,
+        env=_env(tmp_path / "state", TUNER_SANDBOX__BASE_DIR=str(base_dir)),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    summary = doc["wal_summary"]
+    m = re.search(r"Slow WAL flush: each commit waited ([0-9.]+) ms for its flush at 1 client", summary)
+    assert m is not None, summary
+    # 5 ms per flush (and the hot standby's flush of the same WAL queues on the same loop device): one commit's
+    # flush wait cannot be under ~4 ms; and an idle client's whole transaction bounds it from above.
+    one = next(c for c in doc["wal_contention"] if c["clients"] == 1)
+    assert 4.0 <= float(m.group(1)) <= 1000 / one["tps"] + 0.1, (summary, one)
+    assert one["wal_fsyncs_per_tx"] >= 0.9, one  # one client: every commit flushes
+    eight = next(c for c in doc["wal_contention"] if c["clients"] == 8)
+    assert f"at 8 clients {1 / eight['wal_fsyncs_per_tx']:.1f} commits shared each flush" in summary, summary
+    assert not list(base_dir.iterdir()) and not processes_under(base_dir)

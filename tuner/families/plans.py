@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -78,7 +79,28 @@ async def read_path_queries(ctx: FamilyContext, conn: asyncpg.Connection) -> lis
                      replayed=[f"{q.name} (share {q.share:.3f}, weight {q.weight:.3f})" for q in sel.queries],
                      left_out=[f"q{lo.queryid}: {lo.reason}" for lo in sel.left_out])
         return list(ctx.selection.queries)
-    return await workload.plan(conn, custom=w.queries, relations=w.relations, pages_fraction=w.pages_fraction)
+    queries = await workload.plan(conn, custom=w.queries, relations=w.relations, pages_fraction=w.pages_fraction)
+    if w.queries:
+        queries = [await _with_scans(conn, q, ctx.facts.server_version_num) for q in queries]
+    return queries
+
+
+async def _with_scans(conn: asyncpg.Connection, q: workload.ProbeQuery, server_version_num: int) -> workload.ProbeQuery:
+    """Your query with what its plan says (EXPLAIN, its own SETs in force, nothing run): the scans the read-path
+    settings act on and the relation of the first — so the readahead family probes it on the device that relation
+    lives on, and a probe empties that relation's pages from the cache, as for a replayed statement."""
+    try:
+        async with workload.own_settings(conn, q):
+            doc = await conn.fetchval(f"EXPLAIN (VERBOSE, FORMAT JSON) {q.sql}")
+    except asyncpg.PostgresError as exc:
+        # Left as it is: the probe (or tuner check's timed run) reports the server's refusal in its own words.
+        log.warning("workload.explain_failed", query=q.name, error=str(exc).splitlines()[0])
+        return q
+    found = statements.scans(doc, statements.read_path_nodes(server_version_num))
+    if not found:
+        return q
+    relation = await conn.fetchval("SELECT to_regclass($1)::text", found[0][1])
+    return replace(q, relation=None if relation is None else str(relation), scans=tuple(sorted({k for k, _ in found})))
 
 
 def own_workload(ctx: FamilyContext) -> bool:

@@ -134,7 +134,7 @@ async def _own_plan(conn: asyncpg.Connection, policy: Policy, facts: TargetFacts
     names = {r["relation"] for r in on_device}
     queries = [q for q in own if q.relation in names]
     if not queries:
-        return (f"no replayed statement scans a table of at least {workload.MIN_PAGES} pages on it "
+        return (f"none of the workload's queries scans a table of at least {workload.MIN_PAGES} pages on it "
                 f"({', '.join(group.roles)})")
     eic_dim = bounds.dimension(EIC, policy, facts)
     tablespace_eic = _tablespace_eic(facts, group.tablespaces)
@@ -224,7 +224,7 @@ class Readahead(Family):
             rels = await relations(conn)
             cands = await workload.candidates(conn)
             replayed: list[workload.ProbeQuery] | None = None
-            if cfg.workload.queries_from == "pg_stat_statements":
+            if plans.own_workload(ctx):  # your statements or queries are the read path's one workload
                 try:
                     replayed = await plans.read_path_queries(ctx, conn)
                 except ProbeError as exc:

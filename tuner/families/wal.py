@@ -32,7 +32,7 @@ from tuner.core.decide import decide, recommendation
 from tuner.core.loops import Progress
 from tuner.core.tune import tune
 from tuner.errors import ProbeError, RefusedError, TunerError
-from tuner.families import plans, wal_figures, wal_legacy, wal_sections
+from tuner.families import plans, wal_figures, wal_flush, wal_legacy, wal_sections
 from tuner.families.base import Endpoint, Family, FamilyContext, FamilyResult, Needs, skipped
 from tuner.families.wal_sections import WalContentionOut, WalScalingOut
 from tuner.knobs import catalog
@@ -148,7 +148,7 @@ class Wal(Family):
 
     async def preflight(self, ctx: FamilyContext) -> plans.FamilyPlan:
         """What `tuner check` shows: the load, and how long each probe lasts by the policy."""
-        wp = ctx.policy.section(self.name)
+        wp = ctx.policy.section(FAMILY)  # FAMILY, not self.name: a benchmark's subclass shares the [wal] table
         return plans.load(self.name, f"{wp.clients} clients inserting {wp.rows_per_tx}-row transactions into a "
                              f"scratch schema ({wp.warmup_s:g} s warm-up, {wp.duration_s:g} s measured); then scaling runs at "
                              f"{', '.join(map(str, wp.scaling_clients))} clients", wp.warmup_s + wp.duration_s)
@@ -170,11 +170,11 @@ class Wal(Family):
             ctx.journal.scratch_schema(dsn=where.dsn, **identity)  # journaled before it exists
             await walload.prepare(conn)
         result, restored = WalResult(), []
-        probe = _probe(ctx, where, settings, identity)
+        probe = probe_for(ctx, where, settings, identity)
         try:
             await _tune(ctx, where, probe, settings, result)
         finally:
-            restored = await _put_back(probe, ctx.journal, where.restart)
+            restored = await put_back(probe, ctx.journal, where.restart)
         wp = ctx.policy.section(FAMILY)
         place = ("the sandbox's primary (tuner's own, marked staging)" if ctx.sandbox_dir
                  else f"{redact.dsn(where.dsn)} ({where.facts.server_version})")
@@ -188,7 +188,8 @@ class Wal(Family):
                           optimiser="bayesian" if knobs else None, warm_start=result.warm_start),
             trials=result.trials, recommendations=result.recommendations, restored=restored,
             section=wal_sections.Report(wal_contention=result.contention, wal_scaling=result.scaling,
-                                        wal_summary=_summary(result.contention, where.facts.major)),
+                                        wal_summary=_summary(result.contention, result.scaling,
+                                                             where.facts.major)),
         )
 
 
@@ -198,8 +199,9 @@ def _knobs(ctx: FamilyContext, where: Endpoint, settings: dict[str, dict[str, An
             and k in settings and k != BUFFERS]
 
 
-def _probe(ctx: FamilyContext, where: Endpoint, settings: dict[str, dict[str, Any]],
-           identity: dict[str, Any]) -> WalProbe:
+def probe_for(ctx: FamilyContext, where: Endpoint, settings: dict[str, dict[str, Any]],
+              identity: dict[str, Any]) -> WalProbe:
+    """The family's probe at the policy's load (public: benchmarks/wal_truth.py measures its truth with it)."""
     wp = ctx.policy.section(FAMILY)
     return WalProbe(dsn=where.dsn, journal=ctx.journal, restart=where.restart,
                     contexts={k: settings[k]["context"] for k in settings}, clients=wp.clients,
@@ -300,16 +302,18 @@ async def _scaling(
                 wal_insert_wait_share=m.get("wal_insert_wait_share"), wal_write_wait_share=m.get("wal_write_wait_share"),
                 wal_sync_wait_share=m.get("wal_sync_wait_share"),
                 wal_buf_mapping_wait_share=m.get("wal_buf_mapping_wait_share"),
-                p95_latency_ms=m.get("p95_latency_ms"),
+                p95_latency_ms=m.get("p95_latency_ms"), wal_fsyncs_per_tx=m.get("wal_fsyncs_per_tx"),
             ))
             result.scaling.append(WalScalingOut(
                 clients=n, rows_per_tx=rows, tps_current=m.get("tps") if cur.status == "ok" else None,
                 tps_recommended=(rec.metrics.get("tps") if rec is not None and rec.status == "ok" else None),
                 readings=1, reading_s=wp.duration_s,
+                fsyncs_per_tx_recommended=(rec.metrics.get("wal_fsyncs_per_tx") if rec is not None
+                                           and rec.status == "ok" else None),
             ))
 
 
-async def _put_back(probe: WalProbe, journal: Journal, restart: Callable[[], Awaitable[None]] | None) -> list[str]:
+async def put_back(probe: WalProbe, journal: Journal, restart: Callable[[], Awaitable[None]] | None) -> list[str]:
     """postgresql.auto.conf exactly as it was, reloaded (restarted if a restart-level knob was probed); the
     scratch schema dropped. Only on the clone the interlock cleared (the guard checks the connection)."""
     conn = await probe.connector()
@@ -325,7 +329,15 @@ async def _put_back(probe: WalProbe, journal: Journal, restart: Callable[[], Awa
     return [r.sentence() for r in restored]
 
 
-def _summary(contention: list[WalContentionOut], major: int) -> str | None:
+def _summary(contention: list[WalContentionOut], scaling: list[WalScalingOut], major: int) -> str | None:
+    """The insertion-lock verdict, then (on a slow flush) what the flush costs per commit and what grouping
+    recovered (issue #55 item 4)."""
+    head = _locks(contention, major)
+    flush = wal_flush.flush_sentence(contention, scaling)
+    return " ".join(s for s in (head, flush) if s) or None
+
+
+def _locks(contention: list[WalContentionOut], major: int) -> str | None:
     shares = [(c.clients, c.rows_per_tx, c.wal_insert_wait_share) for c in contention if c.wal_insert_wait_share is not None]
     if not shares:
         return None

@@ -58,6 +58,8 @@ class WalContentionOut(_Frozen):
     wal_sync_wait_share: float | None = Field(description="IO WALSync/WalSync: flushing WAL to disk")
     wal_buf_mapping_wait_share: float | None = None
     p95_latency_ms: float | None = None
+    wal_fsyncs_per_tx: float | None = Field(default=None, description="WAL fsyncs per transaction over the point "
+                                            "(pg_stat_wal / pg_stat_io): 1 / commits per flush; None before #55")
 
 
 class WalScalingOut(_Frozen):
@@ -68,6 +70,8 @@ class WalScalingOut(_Frozen):
     readings: int = Field(default=1, ge=1, description="load runs behind each TPS value: one, not repeated")
     reading_s: float | None = Field(default=None, description="measured seconds of each run (after its warm-up); "
                                     "None in reports written before it was carried")
+    fsyncs_per_tx_recommended: float | None = Field(default=None, description="WAL fsyncs per transaction under "
+                                                    "the recommended settings (None when not measured)")
 
 
 class Report(ReportSection):
