@@ -429,7 +429,7 @@ def test_ratio_ticks_keep_one_and_do_not_crowd() -> None:
 
 
 def test_a_plateau_and_an_edge_are_said_in_the_recommendations() -> None:
-    from tuner.report.model import NearRange
+    from tuner.report.near import NearRange
 
     search = [_trial({"effective_io_concurrency": v}, t) for v, t in [(0, 120.0), (16, 98.0), (256, 99.0), (1000, 97.0)]]
     rec = Recommendation(knob="effective_io_concurrency", scope="system", object=None, current=1, recommended=1000,

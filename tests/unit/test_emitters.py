@@ -204,7 +204,7 @@ def test_a_tablespace_with_a_value_of_its_own_rolls_back_to_it() -> None:
 def plateau_report() -> Report:
     """The README's first command on a plateau: effective_io_concurrency level with the best from 8 to 1000 (the
     knob's own maximum), and a readahead window whose best is the top of a policy's range (8192)."""
-    from tuner.report.model import NearRange
+    from tuner.report.near import NearRange
 
     base = report("change")
     eic = base.recommendations[0].model_dump() | {

@@ -13,7 +13,7 @@ from tuner.core.decide import decide, recommendation
 from tuner.core.loops import build_optimiser
 from tuner.report.model import Recommendation
 from tuner.optimiser import BayesianOptimiser, Dimension
-from tuner.report.model import NearOptimal, NearRange
+from tuner.report.near import NearOptimal, NearRange
 from tuner.settings.policy import load_policy
 from tests.support.synthetic import SyntheticProbe
 

@@ -11,7 +11,7 @@ from typing import Any
 from tuner.core.plateau import settle
 from tuner.core.progress import NullProgress
 from tuner.core.tune import tune
-from tuner.report.model import NearRange
+from tuner.report.near import NearRange
 from tuner.optimiser import Dimension
 from tuner.settings.policy import load_policy
 from tests.support.synthetic import SyntheticProbe

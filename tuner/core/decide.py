@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 from tuner.core.loops import NullProgress, Probe, Progress, confirm, effect_out
 from tuner.core.stats import Look, SequentialTest
-from tuner.report.model import EffectOut, NearOptimal, NearRange, Recommendation, Trial
+from tuner.report.model import EffectOut, Recommendation, Trial
+from tuner.report.near import NearOptimal, NearRange
 from tuner.optimiser.space import pooled_sd
 from tuner.settings.policy import Policy
 

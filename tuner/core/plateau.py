@@ -5,7 +5,7 @@ On a plateau the search's best point is noise's choice: three sessions on one st
 knob, with the search's near-optimal range (the values its measurements cannot tell apart from the best):
 
 1. today's value, where the range is a plateau (values measured at least a factor of four apart, level with the
-   best: :attr:`tuner.report.model.NearRange.plateau`) and today's value lies inside it: nothing worth changing was
+   best: :attr:`tuner.report.near.NearRange.plateau`) and today's value lies inside it: nothing worth changing was
    found. Only on a measured plateau: a range the search could not narrow (a joint search's knob judged by the
    model alone spans 0..1000 while eic 1 runs 1.8x slower) is no evidence that today's value is as good — there
    the confirmation against today's decides;
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.report.model import NearRange
+from tuner.report.near import NearRange
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from tuner.core.decide import Decision, decide
 from tuner.core.progress import Progress
 from tuner.core.loops import Probe, build_optimiser, search
 from tuner.core.plateau import Settled, settle
-from tuner.report.model import NearOptimal, NearRange, Trial
+from tuner.report.model import Trial
+from tuner.report.near import NearOptimal, NearRange
 from tuner.optimiser import BaseOptimiser, Dimension, Suggestion
 from tuner.settings.policy import Policy
 from tuner.store.priors import StoredPrior

@@ -32,7 +32,8 @@ from tuner.families import aio, concurrency_figures, concurrency_sections, plans
 from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, skipped
 from tuner.families.handover import Fixed, from_finding, settled_value
 from tuner.log import get_logger
-from tuner.report.model import FamilyOutcome, NearOptimal, Recommendation, Trial
+from tuner.report.model import FamilyOutcome, Recommendation, Trial
+from tuner.report.near import NearOptimal
 from tuner.optimiser import Dimension
 from tuner.settings.policy import Policy
 from tuner.probes import workload
@@ -393,19 +394,8 @@ def _rec(knob: str, decided: Decision, facts: Any, io: dict[str, dict[str, Any]]
     assert spec is not None
     source = facts.settings[knob].source if knob in facts.settings else "default"
     rec = recommendation(knob, decided, source=source, requires=spec.requires)
-    scans = _scan_note(decided)
+    scans = concurrency_figures.scan_note(decided)
     return rec.model_copy(update={"reason": f"{rec.reason}{scans}"}) if scans and rec.effect is not None else rec
-
-
-def _scan_note(decided: Decision) -> str:
-    """Each scan kind's median time under today's and the candidate values, over the paired trials."""
-    parts = []
-    for key, label in (("bitmap_scan_ms", "bitmap heap scans"), ("seq_scan_ms", "sequential scan")):
-        base = [t.metrics[key] for t in decided.trials if t.arm == "baseline" and t.status == "ok" and key in t.metrics]
-        cand = [t.metrics[key] for t in decided.trials if t.arm == "candidate" and t.status == "ok" and key in t.metrics]
-        if base and cand:
-            parts.append(f"{label} {statistics.median(base):.0f} -> {statistics.median(cand):.0f} ms")
-    return f" ({'; '.join(parts)}: medians of the paired trials)" if parts else ""
 
 
 def _medians(trials: list[Trial]) -> list[tuple[float, dict[str, Any]]]:

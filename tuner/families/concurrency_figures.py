@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tuner.emit.svg import Figures, esc
+from tuner.core.decide import Decision
 from tuner.report.model import Report, Trial
 
 # (metric, column heading), in the order shown; a column appears only where some trial carries it
@@ -75,3 +76,14 @@ def html_sections(report: Report, figures: Figures) -> list[tuple[str, str, str]
 
 def _num(v: float) -> str:
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def scan_note(decided: Decision) -> str:
+    """Each scan kind's median time under today's and the candidate values, over the paired trials."""
+    parts = []
+    for key, label in (("bitmap_scan_ms", "bitmap heap scans"), ("seq_scan_ms", "sequential scan")):
+        base = [t.metrics[key] for t in decided.trials if t.arm == "baseline" and t.status == "ok" and key in t.metrics]
+        cand = [t.metrics[key] for t in decided.trials if t.arm == "candidate" and t.status == "ok" and key in t.metrics]
+        if base and cand:
+            parts.append(f"{label} {statistics.median(base):.0f} -> {statistics.median(cand):.0f} ms")
+    return f" ({'; '.join(parts)}: medians of the paired trials)" if parts else ""

@@ -19,7 +19,7 @@ The model works on log(time) (multiplicative noise becomes additive), over each 
 (``log2p1``: log2(1 + value), so 0 is reachable and 1, 3, 7, 15 … are evenly spaced). The recommendation
 comes from the model's posterior mean, not from the luckiest observation (winner's curse).
 
-The near-optimal range (``Suggestion.near_optimal``, a ``tuner.report.model.NearOptimal`` of per-knob
+The near-optimal range (``Suggestion.near_optimal``, a ``tuner.report.near.NearOptimal`` of per-knob
 ``NearRange``s) is the values the measurements cannot tell apart from the best by more than the policy's
 minimum effect, at its ``1 − alpha``: a value measured in this session is left out only where its readings'
 mean exceeds the best's by more than log(``min_effect``) plus that interval (the model's noise per reading); a

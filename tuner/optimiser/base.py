@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from tuner.optimiser.prior import Prior
-from tuner.report.model import NearOptimal, NearRange
+from tuner.report.near import NearOptimal, NearRange
 from tuner.optimiser.space import Point, Dimension, History, Suggestion, key_of
 
 

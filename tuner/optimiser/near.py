@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from tuner.report.model import NearOptimal, NearRange
+from tuner.report.near import NearOptimal, NearRange
 from tuner.optimiser.space import Point, Dimension, History, Suggestion, key_of, pooled_sd
 
 

@@ -97,7 +97,7 @@ class Suggestion:
     config: Point
     predicted_ms: float | None  # the model's prediction at config (None without a model)
     # Per knob: the smallest and largest value the measurements cannot tell apart from the best: plain pairs in
-    # the search's own answer (``_answer``), a ``tuner.report.model.NearOptimal`` in what it reports (``recommendation``;
+    # the search's own answer (``_answer``), a ``tuner.report.near.NearOptimal`` in what it reports (``recommendation``;
     # ``tuner.optimiser`` says how it is computed).
     near_optimal: Any
     source: Literal["model", "observations"]
