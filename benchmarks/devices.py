@@ -51,15 +51,13 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import devices_2d as d2  # noqa: E402
 from benchmarks import devices_pg18 as d18  # noqa: E402
 from benchmarks import devices_score as sc  # noqa: E402
-from benchmarks.devices_run import recommend_json, run_session, state_dir  # noqa: E402
+from benchmarks.devices_run import eic_sweep_probe, recommend_json, run_session, state_dir  # noqa: E402
 from tuner.settings.config_load import load_config  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
-from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, skipped  # noqa: E402
-from tuner.families.concurrency import KNOB, cold_probe  # noqa: E402  (the family's own probe, not a copy)
+from tuner.families.base import Family, FamilyContext, FamilyResult, Needs  # noqa: E402
+from tuner.families.concurrency import KNOB  # noqa: E402
 from tuner.report.model import FamilyOutcome, Trial  # noqa: E402
 from tuner.settings.policy import load_policy  # noqa: E402
-from tuner.probes import workload  # noqa: E402
-from tuner.probes.cache import CacheControl, choose_os_method  # noqa: E402
 
 # Each profile at the scale where its probes last long enough to be told apart (a few hundred ms at the best eic,
 # seconds at the worst): at scale 10 local and ram probes took 30-60 ms and varied 20-33 % (CV) under load.
@@ -91,18 +89,10 @@ class Sweep(Family):
         return None
 
     async def run(self, ctx: FamilyContext) -> FamilyResult:
-        facts = ctx.facts
-        if facts.server_version_num >= 170000:
-            return skipped(self.name, "the sweep follows the concurrency family's path for PostgreSQL < 17 only")
-        local = facts.local_data_directory()
-        async with ctx.connection() as conn:
-            queries = await workload.plan(conn, custom=ctx.cfg.workload.queries, relations=ctx.cfg.workload.relations,
-                                          pages_fraction=ctx.cfg.workload.pages_fraction)
-            files = [f for q in queries if q.relation and local
-                     for f in await workload.relation_files(conn, local, q.relation)]
-        cache = await CacheControl.plan(facts, [q.relation for q in queries], connector=ctx.target.connect,
-                                        restart=ctx.target.restart, os_method=choose_os_method(local, files), files=files)
-        probe = cold_probe(ctx, queries, cache)
+        planned = await eic_sweep_probe(ctx, self.name)
+        if isinstance(planned, FamilyResult):
+            return planned
+        probe, queries, cache = planned
         rng = random.Random(self.seed)
         trials: list[Trial] = []
         for block in range(self.repeats):

@@ -44,11 +44,9 @@ from typing import Any, ClassVar
 
 from benchmarks import devices_score as sc
 from benchmarks import peers as pe
-from benchmarks.devices_run import in_sandbox, md_table, resume, scored, scored_profile
-from tuner.families.base import Family, FamilyContext, FamilyResult, Needs, skipped
-from tuner.families.concurrency import KNOB, cold_probe
-from tuner.probes import workload
-from tuner.probes.cache import CacheControl, choose_os_method
+from benchmarks.devices_run import eic_sweep_probe, in_sandbox, md_table, resume, scored, scored_profile
+from tuner.families.base import Family, FamilyContext, FamilyResult, Needs
+from tuner.families.concurrency import KNOB
 from tuner.report.model import FamilyOutcome
 from tuner.sandbox.device import parse_profile
 from tuner.sandbox.device.cloud import SHORTHANDS
@@ -91,18 +89,10 @@ class PreciseSweep(Family):
         return None
 
     async def run(self, ctx: FamilyContext) -> FamilyResult:
-        facts = ctx.facts
-        if facts.server_version_num >= 170000:
-            return skipped(self.name, "the sweep follows the concurrency family's path for PostgreSQL < 17 only")
-        local = facts.local_data_directory()
-        async with ctx.connection() as conn:
-            queries = await workload.plan(conn, custom=ctx.cfg.workload.queries, relations=ctx.cfg.workload.relations,
-                                          pages_fraction=ctx.cfg.workload.pages_fraction)
-            files = [f for q in queries if q.relation and local
-                     for f in await workload.relation_files(conn, local, q.relation)]
-        cache = await CacheControl.plan(facts, [q.relation for q in queries], connector=ctx.target.connect,
-                                        restart=ctx.target.restart, os_method=choose_os_method(local, files), files=files)
-        probe = cold_probe(ctx, queries, cache)
+        planned = await eic_sweep_probe(ctx, self.name)
+        if isinstance(planned, FamilyResult):
+            return planned
+        probe, queries, cache = planned
         state = load_progress(self.progress, self.params)
         p = self.params
         warm = random.Random(f"{self.profile}/warmup/{len(state['warmups'])}").choice(sc.GRID)

@@ -18,7 +18,10 @@ from typing import Any
 
 from tuner.settings.config_load import load_config
 from tuner.families import REGISTRY
-from tuner.families.base import Family
+from tuner.families.base import Family, FamilyResult, skipped
+from tuner.families.concurrency import cold_probe  # the family's own probe, not a copy
+from tuner.probes import workload
+from tuner.probes.cache import CacheControl, choose_os_method
 from tuner.report.model import Report
 from tuner.settings.policy import Policy, load_policy
 
@@ -170,3 +173,20 @@ def recommend_json(args: list[str], seed: int, state: str | None = None, *,
     if proc.returncode != 0:
         return None, {"seed": seed, "error": f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"}
     return json.loads(proc.stdout), {"seed": seed, "wall_s": round(time.monotonic() - t0, 1), "load": [load0, load()]}
+
+
+async def eic_sweep_probe(ctx: Any, name: str) -> tuple[Any, list[Any], Any] | FamilyResult:
+    """The concurrency family's own cold probe on its own workload, as the eic truths sweep it (PostgreSQL < 17):
+    ``(probe, queries, cache)``, or the skipped result on 17+ (its path adds a sequential scan)."""
+    facts = ctx.facts
+    if facts.server_version_num >= 170000:
+        return skipped(name, "the sweep follows the concurrency family's path for PostgreSQL < 17 only")
+    local = facts.local_data_directory()
+    async with ctx.connection() as conn:
+        queries = await workload.plan(conn, custom=ctx.cfg.workload.queries, relations=ctx.cfg.workload.relations,
+                                      pages_fraction=ctx.cfg.workload.pages_fraction)
+        files = [f for q in queries if q.relation and local
+                 for f in await workload.relation_files(conn, local, q.relation)]
+    cache = await CacheControl.plan(facts, [q.relation for q in queries], connector=ctx.target.connect,
+                                    restart=ctx.target.restart, os_method=choose_os_method(local, files), files=files)
+    return cold_probe(ctx, queries, cache), queries, cache

@@ -19,13 +19,16 @@ _QUERIES = ("SELECT count(filler) FROM pgbench_accounts WHERE abalance BETWEEN 0
 _POLICY = """
 [policy]
 name = "per-query-quick"
-description = "effective_io_concurrency over two custom queries: three search probes, four pairs."
+description = "effective_io_concurrency over the workload's queries: three search probes, four pairs."
 
+# Today's 1 is outside the searched range, so the search's best always differs from it and is confirmed in paired
+# trials (whatever the decision): the confirmation's pairs are what the per-query intervals are read from. (With 1
+# inside the range, a run where 1 measured best had no confirmation and nothing to show.)
 [search.effective_io_concurrency]
-min = 0
+min = 16
 max = 256
 scale = "log2p1"
-initial = [1, 64]
+initial = [32, 128]
 
 [budget]
 probes = 3
@@ -34,7 +37,7 @@ confirm_min_pairs = 4
 confirm_max_pairs = 4
 
 [cache]
-# The two queries scan one table in one cold session: the second finds the pages it shares with the first cached.
+# The queries scan one table in one cold session: the second finds the pages it shares with the first cached.
 min_cold_read_fraction = 0.5
 """
 
@@ -61,8 +64,8 @@ def test_a_session_on_two_custom_queries_reports_each_querys_interval(base_dir: 
     assert ok and all(set(t["query_ms"]) == {"custom query 1", "custom query 2"} for t in ok)
     assert all(abs(sum(t["query_ms"].values()) - t["value"]) < 1e-6 * t["value"] for t in ok)  # weights are 1
     [rec] = doc["recommendations"]
-    # Today's 1 against the search's 64 (about 3.5x on these scans here): always confirmed in paired trials.
-    assert rec["effect"] is not None and rec["recommended"] != rec["current"], rec
+    # Today's 1 against the search's best of 16..256: always confirmed in paired trials, whatever the decision.
+    assert rec["effect"] is not None, rec
     queries = rec["effect"]["queries"]
     assert [q["name"] for q in queries] == ["custom query 1", "custom query 2"]
     confirm = [t for t in ok if t["phase"] == "confirm"]

@@ -26,6 +26,7 @@ from tuner.target.connection import connect
 
 from .conftest import Running, _own_dir, execute, running, sandbox_servers, tuner_env
 from .test_check import recipe
+from .test_per_query_session import _POLICY
 
 BIG = "SELECT count(ctid) FROM pgbench_accounts WHERE abalance BETWEEN {lo} AND {hi}"  # a sparse bitmap heap scan
 SMALL = "SELECT count(ctid) FROM pgbench_accounts WHERE bid = 1 AND abalance BETWEEN 3000000 AND 3020000"
@@ -253,33 +254,9 @@ def test_on_17_a_session_replays_a_bitmap_and_a_sequential_statement(stats17: Ru
     assert all(t.status == "ok" for t in report.trials if t.phase == "search"), [t.reason for t in report.trials]
 
 
-_QUICK = """
-[policy]
-name = "statements-quick"
-description = "effective_io_concurrency over the replayed statements: three search probes, four pairs."
-
-# Today's 1 is outside the searched range, so the search's best always differs from it and is confirmed in paired
-# trials (whatever the decision): the confirmation's pairs are what the per-statement intervals are read from.
-[search.effective_io_concurrency]
-min = 16
-max = 256
-scale = "log2p1"
-initial = [32, 128]
-
-[budget]
-probes = 3
-min_probes = 3
-confirm_min_pairs = 4
-confirm_max_pairs = 4
-
-[cache]
-min_cold_read_fraction = 0.5
-"""
-
-
 def test_a_confirmed_session_on_the_statements_reports_each_statements_interval(
         stats15: Running, tmp_path: Path) -> None:
-    (tmp_path / "quick.toml").write_text(_QUICK)
+    (tmp_path / "quick.toml").write_text(_POLICY)
     cfg = Config.model_validate({"tuner": {"state_dir": str(tmp_path / "state")},
                                  "workload": {"from": "pg_stat_statements", "statements": 2, "share": 1.0}})
     report = stats15.run(recommend(cfg, load_policy(str(tmp_path / "quick.toml")), use_sandbox=True,
