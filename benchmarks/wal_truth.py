@@ -49,6 +49,8 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import devices_score as sc  # noqa: E402
 from benchmarks.devices_run import in_sandbox, resume  # noqa: E402
 from tuner.families import wal  # noqa: E402
+from tuner.families.wal_flush import flush_sentence  # noqa: E402
+from tuner.families.wal_sections import Report as WalSection  # noqa: E402
 from tuner.families.base import Family, FamilyContext, FamilyResult, Needs  # noqa: E402
 from tuner.knobs import catalog  # noqa: E402
 from tuner.probes import walload  # noqa: E402
@@ -85,6 +87,17 @@ def grid(today: dict[str, Any], *, quick: bool = False, offered: tuple[str, ...]
         if c not in out:
             out.append(c)
     return out
+
+
+def parse_loads(text: str) -> tuple[tuple[int, int], ...]:
+    """``"10x1,10x16,1000x8"`` as (rows per transaction, clients) pairs."""
+    try:
+        loads = tuple((int(r), int(c)) for r, c in (part.strip().split("x") for part in text.split(",") if part.strip()))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give loads as ROWSxCLIENTS separated by commas, e.g. 10x1,10x16")
+    if not loads or any(r < 1 or c < 1 for r, c in loads):
+        raise argparse.ArgumentTypeError(f"{text!r}: every load needs at least 1 row and 1 client")
+    return loads
 
 
 def label(cell: dict[str, Any], today: dict[str, Any]) -> str:
@@ -351,7 +364,11 @@ def one_session(profile: str, params: dict[str, Any], seed: int) -> dict[str, An
     recs = [{"knob": r.knob, "decision": r.decision, "current": r.current, "recommended": r.recommended}
             for r in report.recommendations]
     probes = sum(1 for t in report.trials if t.phase in ("search", "confirm"))
-    return {"seed": seed, **run, "recommendations": recs, "probes": probes}
+    section = WalSection.of(report, wal.FAMILY)
+    scaling = [{"clients": p.clients, "rows_per_tx": p.rows_per_tx, "tps_today": p.tps_current,
+                "tps_recommended": p.tps_recommended} for p in section.wal_scaling]
+    return {"seed": seed, **run, "recommendations": recs, "probes": probes, "scaling": scaling,
+            "flush": flush_sentence(section.wal_contention, section.wal_scaling), "summary": section.wal_summary}
 
 
 def score_profile(measured: dict[str, Any]) -> dict[str, Any]:
@@ -393,6 +410,9 @@ def main() -> None:
     ap.add_argument("--profiles", default=";".join(PROFILES), help="device profiles separated by ';'")
     ap.add_argument("--sessions", type=int, default=3)
     ap.add_argument("--max-repeats", type=int, default=sc.MAX_REPEATS)
+    ap.add_argument("--loads", type=parse_loads, default=LOADS, metavar="ROWSxCLIENTS,...",
+                    help="the loads to measure (default: 10 and 1000 rows at 1, 4, 16, 64 clients); include the "
+                         "family's own (10x8 by default) to score its answer where it searched")
     ap.add_argument("--quick", action="store_true", help="smoke: local, 2 cells x 2 loads, 2-3 repeats, 1 session")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "measured" / "wal")
     ap.add_argument("--force", action="store_true", help="measure again what --out already holds")
@@ -409,7 +429,7 @@ def main() -> None:
     profiles = ["local"] if quick else [p for p in args.profiles.split(";") if p]
     out = args.out / "smoke" if quick else args.out
     out.mkdir(parents=True, exist_ok=True)
-    params = {"quick": quick, "loads": [list(x) for x in ([(10, 1), (10, 4)] if quick else LOADS)],
+    params = {"quick": quick, "loads": [list(x) for x in ([(10, 1), (10, 4)] if quick else args.loads)],
               "duration_s": 0.5 if quick else 2.0, "warmup_s": 0.2 if quick else 0.5,
               "min_repeats": 2 if quick else sc.MIN_REPEATS, "max_repeats": 3 if quick else args.max_repeats}
     results = {}

@@ -128,7 +128,8 @@ def test_the_daemons_drift_check_records_a_workload_change_and_queues_a_reprobe(
     events, runs = asyncio.run(go())
     [event] = events
     assert list(event["changes"]) == ["workload:top"], event
-    assert event["action"].startswith("reprobe: Re-probe every family, as the statements that read the most"), event
+    assert event["action"].startswith("reprobe: Re-probe concurrency, readahead, as the statements that "
+                                        "read the most"), event
     assert "workload changed: " in event["action"]
     [run] = runs
     assert run["kind"] == "reprobe" and run["reason"].startswith("drift: ") and run["status"] == "queued", run

@@ -90,3 +90,12 @@ def test_two_cells_the_noise_cannot_tell_apart_leave_the_verdict_unresolved() ->
     s = _samples({"today": 1.0, "commit_delay=1000": 1.05}, ["10x4"], n=4, cv=0.05)
     out = w.score_answers(s, 1.05, cells, TODAY, {"folklore": {**TODAY, "commit_delay": 1000}})
     assert out["per_load"]["10x4"]["answers"]["folklore"]["verdict"] == "unresolved"
+
+
+def test_loads_are_read_as_rows_by_clients_and_bad_ones_refused_in_one_sentence() -> None:
+    import argparse
+
+    assert w.parse_loads("10x1, 10x8,1000x16") == ((10, 1), (10, 8), (1000, 16))
+    for bad, says in (("10x0", "at least 1 row"), ("ten", "ROWSxCLIENTS"), ("", "at least 1 row")):
+        with pytest.raises(argparse.ArgumentTypeError, match=says):
+            w.parse_loads(bad)

@@ -48,11 +48,27 @@ def test_compare_reports_a_workload_change_only_when_both_fingerprints_have_stat
     assert compare(_fp(None), _fp(b)) == [] and compare(_fp(A), _fp(None)) == []  # unreadable is not changed
 
 
-def test_a_workload_change_re_probes_every_family_and_says_why() -> None:
+def test_a_workload_change_re_probes_the_families_that_read_it_and_says_why() -> None:
     act = action(compare(_fp(A), _fp({"21": 0.9})), {})
-    assert act.kind == "reprobe" and act.families == () and act.knobs == ()
+    # the WAL and replay families run loads of their own: a new read workload does not move their answers
+    assert act.kind == "reprobe" and act.families == ("concurrency", "readahead") and act.knobs == ()
+    assert act.reason.startswith("Re-probe concurrency, readahead, as the statements that read the most")
     assert "the statements that read the most are not the ones the recommendations were measured on" in act.reason
     assert "workload changed: 1 of the top 1 statements is new" in act.reason
+
+
+def test_a_workload_change_beside_a_drifted_wal_setting_re_validates_it_and_beside_a_kernel_re_probes_all() -> None:
+    def wal_setting(value: int) -> dict[str, Any]:
+        return {"settings": {"commit_delay": {"value": value, "source": "configuration file", "family": "wal",
+                                              "sourcefile": "/etc/pg.conf", "sourceline": 3, "unit": "us"}}}
+
+    before, after = {**_fp(A), **wal_setting(100)}, {**_fp({"21": 0.9}), **wal_setting(0)}
+    act = action(compare(before, after), {"commit_delay": 100})
+    assert (act.kind, act.families, act.knobs) == ("reprobe", ("concurrency", "readahead"), ("commit_delay",))
+    assert "and re-validate commit_delay" in act.reason
+    act = action(compare(_fp(A, kernel="6.1"), _fp({"21": 0.9}, kernel="6.12")), {})
+    assert (act.kind, act.families) == ("reprobe", ())
+    assert "a new kernel release" in act.reason and "the statements that read the most" in act.reason
 
 
 def test_the_baseline_keeps_its_statements_until_they_drift() -> None:

@@ -21,7 +21,8 @@ from tuner.target.fingerprint import recommendation_key
 
 _SERVER_FIELDS = ("major", "server_version_num", "system_identifier", "timeline", "postmaster_start", "in_recovery")
 
-# Why a change re-probes every family: each moves what every measurement stood on.
+# Why a change re-probes every family (each moves what every measurement stood on) — the workload's only the
+# families that read it (Family.reads_workload).
 _WHY = {"kernel": "a new kernel release changes the block layer and page cache under every measurement",
         "cgroup": "a new cgroup limit changes the memory or I/O every measurement had",
         "device": "a device's I/O scheduler or rotational flag changes how it queues every request",
@@ -184,15 +185,17 @@ def action(changes: list[Change], recommended: Mapping[str, Any]) -> Action:
     """The one action ``changes`` call for, given the accepted recommendations (``recommendation_key`` -> value).
     The strongest wins: a session, then a re-probe of every family, then re-validations and re-probes of some;
     the reason names every change."""
-    session, whys, families, knobs = False, [], set(), {}
+    session, whys, families, knobs, read_path = False, [], set(), {}, False
     for c in changes:
         attr = c.key.split(":")[2] if c.kind == "device" and c.key.count(":") == 2 else None  # None: the device
         if c.key in ("server:major", "server:system_identifier") or (
                 c.kind == "device" and (attr in ("model", "serial") or (attr is None and c.before is None))):
             session = True
         elif (c.kind in ("kernel", "cgroup") and c.key != "cgroup:path" or attr in ("scheduler", "rotational")
-              or c.kind == "size" and c.after["band"] > c.before["band"] or c.kind == "workload"):
+              or c.kind == "size" and c.after["band"] > c.before["band"]):
             whys.append(_WHY[c.kind])
+        elif c.kind == "workload":
+            read_path = True
         elif c.recommendation and c.value_changed:
             key = c.recommendation
             value = (c.after or {}).get("value") if c.kind == "setting" else c.after
@@ -206,7 +209,14 @@ def action(changes: list[Change], recommended: Mapping[str, Any]) -> Action:
         return Action("session", (), (), f"A full session, as the server, the cluster or a device is new: {said}."
                       + "".join(f" {why}" for c in changes if c.key == "server:major" for why in _upgrade(c)))
     if whys:
+        whys += [_WHY["workload"]] if read_path else []
         return Action("reprobe", (), (), f"Re-probe every family, as {' and '.join(dict.fromkeys(whys))}: {said}.")
+    if read_path:  # only the families that read the workload: the WAL and replay families run loads of their own
+        families |= {name for name in REGISTRY.names() if REGISTRY.get(name).reads_workload}
+        rest = tuple(k for k, f in knobs.items() if f not in families)
+        also = f" and re-validate {', '.join(rest)}" if rest else ""
+        return Action("reprobe", tuple(sorted(families)), rest,
+                      f"Re-probe {', '.join(sorted(families))}, as {_WHY['workload']}{also}: {said}.")
     rest = tuple(k for k, f in knobs.items() if f not in families)  # a re-probe re-confirms its own knobs
     if families:
         also = f" and re-validate {', '.join(rest)}" if rest else ""

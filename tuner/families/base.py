@@ -205,6 +205,9 @@ class Family(ABC):
     # Optional hooks, with the defaults shared code relies on.
     objective_unit: ClassVar[str] = OBJECTIVE_UNIT  # what a trial's value measures, for axes and captions
     honours_pins: ClassVar[bool] = False  # its run re-validates a stored recommendation given as a Pin
+    # Its probes read the read path's one workload (the operator's queries or statements when given): a change of
+    # the workload re-probes it; a family that runs a load of its own (WAL inserts, a replay) is left alone.
+    reads_workload: ClassVar[bool] = False
     # The scopes of the objects its recommendations name ("device", "tablespace"), so that a recommendation on an
     # object is known to be its; none: its recommendations are server-wide settings, owned as the catalogue says.
     object_scopes: ClassVar[tuple[str, ...]] = ()

@@ -53,6 +53,7 @@ WEIGHTED = "weighted_execution_time_ms"
 
 class Concurrency(Family):
     name: ClassVar[str] = "concurrency"
+    reads_workload: ClassVar[bool] = True
     needs: ClassVar[Needs] = Needs(local_host=True)
     after: ClassVar[tuple[str, ...]] = ("readahead",)
     summary: ClassVar[str] = "effective_io_concurrency (SET) over cold scans; 17+ io_combine_limit; 18+ io_workers, io_method"

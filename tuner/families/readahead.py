@@ -173,6 +173,7 @@ def _median_metric(trials: list[Trial], arm: str, key: str) -> float | None:
 
 class Readahead(Family):
     name: ClassVar[str] = FAMILY
+    reads_workload: ClassVar[bool] = True
     needs: ClassVar[Needs] = Needs(local_host=True)
     after: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = "read_ahead_kb of each block device under the data directory, pg_wal and tablespaces"
