@@ -85,7 +85,7 @@ def test_a_different_mix_is_a_workload_drift_and_the_same_mix_is_none(server: St
                         r"([01]\.\d\d), more than 0\.3\)", change.sentence())
     assert said and int(said[1]) >= 4 and float(said[2]) > 0.9, change.sentence()
     act = action([change], {})
-    assert act.kind == "reprobe" and act.families == ()
+    assert act.kind == "reprobe" and act.families == ("concurrency", "readahead")
     assert "workload changed" in act.reason
 
     again = _run(server, _MIX_B)
@@ -133,3 +133,4 @@ def test_the_daemons_drift_check_records_a_workload_change_and_queues_a_reprobe(
     assert "workload changed: " in event["action"]
     [run] = runs
     assert run["kind"] == "reprobe" and run["reason"].startswith("drift: ") and run["status"] == "queued", run
+    assert list(run["families"]) == ["concurrency"], run  # the target's, of the two that read the workload
