@@ -59,7 +59,9 @@ from tuner.settings.policy import Policy, load_policy  # noqa: E402
 
 PROFILES = ("local", "flush=2ms", "wmbps=125,wiops=3000", "hdd")
 LOADS = tuple((rows, clients) for rows in (10, 1000) for clients in (1, 4, 16, 64))
-HEADLINE = (10, 16)  # where group commit is expected to matter: many small commits
+# The loads the table spells out per answer: the family's own (the default policy's 8 clients x 10 rows) and many
+# small commits, where group commit is expected to matter.
+HEADLINES = ((10, 8), (10, 16))
 KNOBS = ("commit_delay", "commit_siblings", "wal_writer_delay", "wal_writer_flush_after", "wal_compression",
          "wal_buffers")
 DELAYS = (100, 1000, 5000)  # µs, beside 0
@@ -233,6 +235,7 @@ class WalSweep(Family):
     profile: ClassVar[str] = ""
     progress: ClassVar[Path] = Path("/nonexistent")
     params: ClassVar[dict[str, Any]] = {}
+    cells: ClassVar[list[dict[str, Any]] | None] = None  # the answers' sweep: these cells instead of the grid
 
     def applicable(self, ctx: FamilyContext) -> str | None:
         return None
@@ -253,7 +256,7 @@ class WalSweep(Family):
         today = {k: (settings[k]["setting"] if k == wal.COMPRESSION else int(settings[k]["setting"])) for k in KNOBS}
         offered = tuple(settings[wal.COMPRESSION]["enumvals"] or ())
         p = self.params
-        cells = grid(today, quick=p["quick"], offered=offered)
+        cells = self.cells or grid(today, quick=p["quick"], offered=offered)
         loads = [tuple(x) for x in p["loads"]]
         keys = {key(label(c, today), ld): (c, ld) for c in cells for ld in loads}
         state = _progress(self.progress, p, list(keys))
@@ -364,21 +367,62 @@ def one_session(profile: str, params: dict[str, Any], seed: int) -> dict[str, An
     recs = [{"knob": r.knob, "decision": r.decision, "current": r.current, "recommended": r.recommended}
             for r in report.recommendations]
     probes = sum(1 for t in report.trials if t.phase in ("search", "confirm"))
-    section = WalSection.of(report, wal.FAMILY)
+    section = next((WalSection.of(report, n) for n in (ColdWal.name, wal.FAMILY) if WalSection.of(report, n).wal_scaling),
+                   WalSection())
     scaling = [{"clients": p.clients, "rows_per_tx": p.rows_per_tx, "tps_today": p.tps_current,
                 "tps_recommended": p.tps_recommended} for p in section.wal_scaling]
     return {"seed": seed, **run, "recommendations": recs, "probes": probes, "scaling": scaling,
             "flush": flush_sentence(section.wal_contention, section.wal_scaling), "summary": section.wal_summary}
 
 
+def answers_of(measured: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every answer to score: each finished session's, then the fixed rules'."""
+    ts = measured["truth_sweep"]
+    today = ts["today"]
+    return {**{f"tuner {s['seed']}": session_answer(s["recommendations"], today)
+               for s in measured["sessions"] if "error" not in s},
+            **peers(today, ts["shared_buffers_kb"], ts["major"])}
+
+
+def answer_cells(measured: dict[str, Any]) -> list[dict[str, Any]]:
+    """The cells of the answers' sweep: today's, the grid truth's best cell at each load, and every answer as it
+    was given (an off-grid value too: 256 µs is not scored as its nearest grid cell, 100 µs, but measured) —
+    once each, in that order."""
+    ts = measured["truth_sweep"]
+    today, grid_cells = ts["today"], ts["cells"]
+    by_label = {label(c, today): c for c in grid_cells}
+    scored = score_answers(ts["samples"], ts["min_effect"], grid_cells, today, {})
+    out: list[dict[str, Any]] = []
+    for c in [dict(today), *(by_label[p["best"]] for p in scored["per_load"].values()), *answers_of(measured).values()]:
+        c = {k: c[k] for k in KNOBS if k in c}
+        if c not in out:
+            out.append(c)
+    return out
+
+
 def score_profile(measured: dict[str, Any]) -> dict[str, Any]:
+    """The grid truth's verdicts (off-grid answers at their nearest cell) and, where the answers were measured in a
+    sweep of their own beside today's and each load's best cell (``answer_sweep``), the verdicts of that sweep: the
+    answers exactly as given, against the best re-measured on the same sandbox."""
     ts = measured["truth_sweep"]
     today, cells = ts["today"], ts["cells"]
-    answers = {**{f"tuner {s['seed']}": session_answer(s["recommendations"], today)
-                  for s in measured["sessions"] if "error" not in s},
-               **peers(today, ts["shared_buffers_kb"], ts["major"])}
-    return {"profile": measured["profile"], "wall_s": ts["wall_s"], "load": ts["load"], "probe_wall_s": ts["probe_wall_s"],
-            "standby": ts["standby"], "cells": len(cells), **score_answers(ts["samples"], ts["min_effect"], cells, today, answers)}
+    answers = answers_of(measured)
+    out = {"profile": measured["profile"], "wall_s": ts["wall_s"], "load": ts["load"], "probe_wall_s": ts["probe_wall_s"],
+           "standby": ts["standby"], "cells": len(cells), **score_answers(ts["samples"], ts["min_effect"], cells, today, answers)}
+    asw = measured.get("answer_sweep")
+    if asw:
+        out["same_sweep"] = {"wall_s": asw["wall_s"], "load": asw["load"], "cells": len(asw["cells"]),
+                             **score_answers(asw["samples"], ts["min_effect"], asw["cells"], today, answers)}
+    return out
+
+
+def answer_sweep(profile: str, params: dict[str, Any], measured: dict[str, Any], progress: Path) -> dict[str, Any]:
+    """The answers' sweep (:func:`answer_cells`) on a fresh sandbox, with the truth's stopping rule."""
+    WalSweep.cells = answer_cells(measured)
+    try:
+        return sweep(profile, {**params, "answer_cells": WalSweep.cells}, progress)
+    finally:
+        WalSweep.cells = None
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
@@ -398,10 +442,18 @@ def table(results: dict[str, dict[str, Any]]) -> str:
             o = r["overall"].get(n)
             if o is None or o["worst_regret"] is None:
                 return "—"
-            head = r["per_load"].get(f"{HEADLINE[0]}x{HEADLINE[1]}", {}).get("answers", {}).get(n)
-            h = f"; {HEADLINE[0]}x{HEADLINE[1]}: {head['regret']:.1%} ({head['verdict']}, {head['hit_chance']:.2f})" if head else ""
+            h = "".join(f"; {rows}x{clients}: {head['regret']:.1%} ({head['verdict']}, {head['hit_chance']:.2f})"
+                        for rows, clients in HEADLINES
+                        if (head := r["per_load"].get(f"{rows}x{clients}", {}).get("answers", {}).get(n)))
             return f"{o['cell']}: worst {o['worst_regret']:.1%}, hit at {o['hits']}/{o['loads']} loads{h}"
         lines.append(f"| {n} | " + " | ".join(ans(results[p]) for p in profs) + " |")
+    if any("same_sweep" in r for r in results.values()):
+        lines.append("| **the answers measured as given, beside today's and each load's best cell, in one sweep** | "
+                     + " | ".join(f"{r['same_sweep']['cells']} cells" if "same_sweep" in r else "—"
+                                  for r in results.values()) + " |")
+        for n in names:
+            lines.append(f"| {n} (as given) | " + " | ".join(ans(r["same_sweep"]) if "same_sweep" in r else "—"
+                                                             for r in results.values()) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -440,6 +492,10 @@ def main() -> None:
             progress.unlink(missing_ok=True)
         measured = resume(path, profile, params, "WAL truth sweep", lambda: sweep(profile, params, progress),
                           lambda seed: session(profile, params, seed), 1 if quick else args.sessions, force=args.force)
+        if measured["sessions"] and measured.get("answer_sweep", {}).get("cells") != answer_cells(measured):
+            print(f"{profile}: the answers' sweep ({len(answer_cells(measured))} cells)", file=sys.stderr, flush=True)
+            measured["answer_sweep"] = answer_sweep(profile, params, measured, out / f"{slug}.answers.progress.json")
+            path.write_text(json.dumps(measured, indent=1) + "\n")
         results[profile] = score_profile(measured)
     md = table(results)
     (out / "summary_wal.json").write_text(json.dumps(results, separators=(",", ":")) + "\n")

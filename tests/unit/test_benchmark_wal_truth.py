@@ -99,3 +99,29 @@ def test_loads_are_read_as_rows_by_clients_and_bad_ones_refused_in_one_sentence(
     for bad, says in (("10x0", "at least 1 row"), ("ten", "ROWSxCLIENTS"), ("", "at least 1 row")):
         with pytest.raises(argparse.ArgumentTypeError, match=says):
             w.parse_loads(bad)
+
+
+def test_the_answers_sweep_measures_each_answer_as_given_beside_today_and_each_loads_best() -> None:
+    cells = w.grid(TODAY)
+    grid_samples = _samples({"today": 1.3, "commit_delay=1000,commit_siblings=1": 1.0}, ["10x16"])
+    grid_samples.update(_samples({"today": 5.0, "commit_delay=1000,commit_siblings=1": 5.0}, ["10x1"]))
+    recs = [{"knob": "commit_delay", "decision": "change", "current": 0, "recommended": 256},
+            {"knob": "commit_siblings", "decision": "change", "current": 5, "recommended": 1}]
+    measured = {"truth_sweep": {"today": TODAY, "cells": cells, "samples": grid_samples, "min_effect": 1.05,
+                                "shared_buffers_kb": 128 * 1024, "major": 15, "wall_s": 1, "load": [0, 0],
+                                "probe_wall_s": 3, "standby": "detached"},
+                "profile": "flush=2ms", "sessions": [{"seed": 4600, "recommendations": recs}]}
+    labels = [w.label(c, TODAY) for c in w.answer_cells(measured)]
+    # today's first, the best cell once (best at both loads), the answer as given (not its nearest cell, 100 µs)
+    assert labels == ["today", "commit_delay=1000,commit_siblings=1", "commit_delay=256,commit_siblings=1",
+                      "wal_compression=lz4,wal_buffers=491", "commit_delay=1000"]
+    # the grid scores 256 µs at its nearest cell; the answers' sweep at what it measured for 256 itself
+    assert w.score_profile(measured)["overall"]["tuner 4600"]["cell"] == "commit_delay=100,commit_siblings=1"
+    same = _samples({"today": 1.3, "commit_delay=1000,commit_siblings=1": 1.0, "commit_delay=256,commit_siblings=1": 1.02,
+                     "wal_compression=lz4,wal_buffers=491": 1.3, "commit_delay=1000": 1.4}, ["10x16"])
+    measured["answer_sweep"] = {"samples": same, "cells": w.answer_cells(measured), "wall_s": 1, "load": [0, 0]}
+    scored = w.score_profile(measured)
+    mine = scored["same_sweep"]["per_load"]["10x16"]["answers"]["tuner 4600"]
+    assert mine["cell"] == "commit_delay=256,commit_siblings=1" and mine["verdict"] == "hit"
+    md = w.table({"flush=2ms": scored})
+    assert "| tuner 4600 (as given) | commit_delay=256,commit_siblings=1: worst" in md
