@@ -175,7 +175,6 @@ class Readahead(Family):
     name: ClassVar[str] = FAMILY
     reads_workload: ClassVar[bool] = True
     needs: ClassVar[Needs] = Needs(local_host=True)
-    after: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = "read_ahead_kb of each block device under the data directory, pg_wal and tablespaces"
     objective_unit: ClassVar[str] = OBJECTIVE_UNIT  # a cold sequential scan's execution time
     object_scopes: ClassVar[tuple[str, ...]] = ("device", "tablespace")  # read_ahead_kb; eic per tablespace
