@@ -49,9 +49,9 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import devices_score as sc  # noqa: E402
 from benchmarks.devices_run import in_sandbox, resume  # noqa: E402
 from tuner.families import wal  # noqa: E402
+from tuner.families.base import Family, FamilyContext, FamilyResult, Needs  # noqa: E402
 from tuner.families.wal_flush import flush_sentence  # noqa: E402
 from tuner.families.wal_sections import Report as WalSection  # noqa: E402
-from tuner.families.base import Family, FamilyContext, FamilyResult, Needs  # noqa: E402
 from tuner.knobs import catalog  # noqa: E402
 from tuner.probes import walload  # noqa: E402
 from tuner.report.model import FamilyOutcome  # noqa: E402
@@ -367,7 +367,7 @@ def one_session(profile: str, params: dict[str, Any], seed: int) -> dict[str, An
     recs = [{"knob": r.knob, "decision": r.decision, "current": r.current, "recommended": r.recommended}
             for r in report.recommendations]
     probes = sum(1 for t in report.trials if t.phase in ("search", "confirm"))
-    section = next((WalSection.of(report, n) for n in (ColdWal.name, wal.FAMILY) if WalSection.of(report, n).wal_scaling),
+    section = next((s for n in (ColdWal.name, wal.FAMILY) if isinstance(s := report.sections.get(n), WalSection)),
                    WalSection())
     scaling = [{"clients": p.clients, "rows_per_tx": p.rows_per_tx, "tps_today": p.tps_current,
                 "tps_recommended": p.tps_recommended} for p in section.wal_scaling]
@@ -416,11 +416,11 @@ def score_profile(measured: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def answer_sweep(profile: str, params: dict[str, Any], measured: dict[str, Any], progress: Path) -> dict[str, Any]:
-    """The answers' sweep (:func:`answer_cells`) on a fresh sandbox, with the truth's stopping rule."""
-    WalSweep.cells = answer_cells(measured)
+def answer_sweep(profile: str, params: dict[str, Any], cells: list[dict[str, Any]], progress: Path) -> dict[str, Any]:
+    """The answers' sweep over ``cells`` (:func:`answer_cells`) on a fresh sandbox, with the truth's stopping rule."""
+    WalSweep.cells = cells
     try:
-        return sweep(profile, {**params, "answer_cells": WalSweep.cells}, progress)
+        return sweep(profile, {**params, "answer_cells": cells}, progress)
     finally:
         WalSweep.cells = None
 
@@ -492,9 +492,10 @@ def main() -> None:
             progress.unlink(missing_ok=True)
         measured = resume(path, profile, params, "WAL truth sweep", lambda: sweep(profile, params, progress),
                           lambda seed: session(profile, params, seed), 1 if quick else args.sessions, force=args.force)
-        if measured["sessions"] and measured.get("answer_sweep", {}).get("cells") != answer_cells(measured):
-            print(f"{profile}: the answers' sweep ({len(answer_cells(measured))} cells)", file=sys.stderr, flush=True)
-            measured["answer_sweep"] = answer_sweep(profile, params, measured, out / f"{slug}.answers.progress.json")
+        cells = answer_cells(measured) if measured["sessions"] else []
+        if cells and measured.get("answer_sweep", {}).get("cells") != cells:
+            print(f"{profile}: the answers' sweep ({len(cells)} cells)", file=sys.stderr, flush=True)
+            measured["answer_sweep"] = answer_sweep(profile, params, cells, out / f"{slug}.answers.progress.json")
             path.write_text(json.dumps(measured, indent=1) + "\n")
         results[profile] = score_profile(measured)
     md = table(results)

@@ -21,7 +21,7 @@ from tuner.target.fingerprint import recommendation_key
 
 _SERVER_FIELDS = ("major", "server_version_num", "system_identifier", "timeline", "postmaster_start", "in_recovery")
 
-# Why a change re-probes every family (each moves what every measurement stood on) — the workload's only the
+# Why a change re-probes: every family (each moves what every measurement stood on); for the workload, only the
 # families that read it (Family.reads_workload).
 _WHY = {"kernel": "a new kernel release changes the block layer and page cache under every measurement",
         "cgroup": "a new cgroup limit changes the memory or I/O every measurement had",
@@ -213,16 +213,12 @@ def action(changes: list[Change], recommended: Mapping[str, Any]) -> Action:
         return Action("reprobe", (), (), f"Re-probe every family, as {' and '.join(dict.fromkeys(whys))}: {said}.")
     if read_path:  # only the families that read the workload: the WAL and replay families run loads of their own
         families |= {name for name in REGISTRY.names() if REGISTRY.get(name).reads_workload}
-        rest = tuple(k for k, f in knobs.items() if f not in families)
-        also = f" and re-validate {', '.join(rest)}" if rest else ""
-        return Action("reprobe", tuple(sorted(families)), rest,
-                      f"Re-probe {', '.join(sorted(families))}, as {_WHY['workload']}{also}: {said}.")
     rest = tuple(k for k, f in knobs.items() if f not in families)  # a re-probe re-confirms its own knobs
     if families:
         also = f" and re-validate {', '.join(rest)}" if rest else ""
+        why = f", as {_WHY['workload']}" if read_path else " (no accepted recommendation to re-validate)"
         return Action("reprobe", tuple(sorted(families)), rest,
-                      f"Re-probe {', '.join(sorted(families))} (no accepted recommendation to re-validate){also}: "
-                      f"{said}.")
+                      f"Re-probe {', '.join(sorted(families))}{why}{also}: {said}.")
     if rest:
         return Action("revalidate", (), rest, f"Re-validate {', '.join(rest)} against the accepted recommendation: "
                                              f"{said}.")
